@@ -1,0 +1,123 @@
+/*
+ * Low-bit and FP32 kernels over 512-bit lines. Plain C over arrays: nothing
+ * here knows MPI, hwloc or the policy, so the unit tests and bench/nf_kernels
+ * link these alone (libnfkernels.la).
+ *
+ * The scalar versions in kernels_scalar.c are the specification. Every ISA
+ * must produce the same bits as the scalar reference for every input, which
+ * the definitions below make possible:
+ *
+ *  - |y| sums ("lane sums") are taken in double over 16 lanes: element k of
+ *    the buffer (k counted from the first element, whatever its alignment)
+ *    is added to lane k % 16 in increasing k; the lanes are then folded as
+ *    for (w = 8; w >= 1; w /= 2) for (i = 0; i < w; i++) lane[i] += lane[i + w];
+ *    and lane[0] is the result. A sum that is not finite means some y was
+ *    NaN or Inf (finite floats cannot overflow a double sum).
+ *  - y = x + e is a float add (e == NULL means e = 0, y = x). No FMA anywhere
+ *    (built with -ffp-contract=off).
+ *  - Bit j of a line covers element 512*l + j of line l: word j / 64, bit
+ *    j % 64 of uint64_t words (little-endian bit order). Bits past the end
+ *    of the buffer in the last line are zero.
+ *  - Counters are bit-sliced: a counter of k planes for line l is k
+ *    consecutive lines, plane p (weight 2^p) at cnt + (l * k + p) * 8.
+ *  - Results come from a count through a double multiply rounded once to
+ *    float: r = (float)(scale * (double)v).
+ *
+ * Buffers: x may alias r (MPI_IN_PLACE), e never aliases x or r. Line buffers
+ * (bits, planes, cnt) are 64-byte aligned. Float buffers may start anywhere.
+ */
+#ifndef NF_KERNELS_H
+#define NF_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NF_LINE_BYTES 64
+#define NF_LINE_BITS 512
+#define NF_LINE_WORDS 8   /* uint64_t per line */
+#define NF_LANES 16       /* double lanes of a lane sum */
+
+/** Count planes: a counter of NF_COUNT_PLANES_MAX bits holds up to 65535. */
+#define NF_COUNT_PLANES_MAX 16
+
+/** Lines needed for m elements at one bit each. */
+static inline size_t nf_lines(size_t m) { return (m + NF_LINE_BITS - 1) / NF_LINE_BITS; }
+
+/** Planes needed to count up to n: ceil(log2(n + 1)), at least 1. */
+static inline unsigned nf_count_planes(unsigned n)
+{
+    unsigned k = 1;
+    while (k < 32 && (n >> k) != 0)
+        k++;
+    return k;
+}
+
+typedef enum nf_isa {
+    NF_ISA_SCALAR = 0,
+    NF_ISA_AVX2 = 1,
+    NF_ISA_AVX512 = 2,
+    NF_ISA_COUNT
+} nf_isa_t;
+
+typedef struct nf_kernels {
+    nf_isa_t isa;
+    const char *name; /* "scalar", "avx2", "avx512" */
+
+    /* Lane sum of |x + e| over m elements (ternary pass 1, scale only). */
+    double (*abs_sum)(const float *x, const float *e, size_t m);
+
+    /* G-Binary pass 1: y = x + e; sign bit of y (set for -0.0) into bits
+     * (nf_lines(m) lines); returns the lane sum of |y|. */
+    double (*bin_pack)(const float *x, const float *e, size_t m, uint64_t *bits);
+
+    /* G-Binary final pass. For each element: c = counter value from cnt (k
+     * planes), r = (float)(a * (double)(2c - n)). When e != NULL, first
+     * y = x + e and then e = y - ai if y's sign bit is clear, y + ai if set
+     * (float arithmetic). x is not read when e == NULL (x may be NULL). */
+    void (*bin_finish)(float *r, const float *x, float *e, const uint64_t *cnt,
+                       unsigned k, size_t m, unsigned n, double a, float ai);
+
+    /* G-Ternary pass 2: y = x + e; plus bit = (y > t), minus bit = (y < -t)
+     * into plus[] and minus[] (nf_lines(m) lines each). Returns the lane sum
+     * of |y| over gated-in elements (others add nothing) and their number in
+     * *nin. */
+    double (*ter_pack)(const float *x, const float *e, size_t m, float t,
+                       uint64_t *plus, uint64_t *minus, size_t *nin);
+
+    /* G-Ternary final pass. v = P - M from the two counters (k planes each),
+     * r = (float)(b * (double)v). When e != NULL: y = x + e; y > t: e = y - bi;
+     * y < -t: e = y + bi; else e = y. x is not read when e == NULL. */
+    void (*ter_finish)(float *r, const float *x, float *e, const uint64_t *cntp,
+                       const uint64_t *cntm, unsigned k, size_t m, double b,
+                       float t, float bi);
+
+    /* Bit-sliced sign count: cnt (k planes per line, overwritten) = number of
+     * set bits at each position over in[0..nin-1], lines [0, nlines). Needs
+     * nin < 2^k. Full-adder logic on planes, no widening to bytes. */
+    void (*count_sum)(uint64_t *cnt, unsigned k, const uint64_t *const *in,
+                      unsigned nin, size_t nlines);
+
+    /* acc += add, both k-plane counters over nlines lines (carry beyond
+     * plane k-1 is the caller's error: it sizes k for the total). */
+    void (*count_merge)(uint64_t *acc, const uint64_t *add, unsigned k, size_t nlines);
+
+    /* out[j] = (((in[0][j] + in[1][j]) + in[2][j]) + ...) in float; nin >= 1.
+     * out may alias in[0] (same index). With nin == 1 it is a copy. */
+    void (*sum_f32)(float *out, const float *const *in, unsigned nin, size_t m);
+} nf_kernels_t;
+
+/* Per-ISA tables; NULL when the ISA was not built (see NF_HAVE_AVX2/512). */
+extern const nf_kernels_t nf_kernels_scalar;
+extern const nf_kernels_t nf_kernels_avx2;
+extern const nf_kernels_t nf_kernels_avx512;
+
+/** Best ISA this CPU runs (cpuid + OS xsave state), capped by what was built. */
+nf_isa_t nf_isa_detect(void);
+
+/** Kernel table for isa, or NULL if that ISA was not built or the CPU lacks it. */
+const nf_kernels_t *nf_kernels_for(nf_isa_t isa);
+
+/** ISA name, or NULL for an out-of-range value. */
+const char *nf_isa_name(nf_isa_t isa);
+
+#endif /* NF_KERNELS_H */
