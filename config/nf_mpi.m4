@@ -1,10 +1,15 @@
-# NF_CHECK_MPI: use mpicc as the compiler so every object sees mpi.h.
-AC_DEFUN([NF_CHECK_MPI], [
+# NF_MPI_CC: use mpicc as the compiler so every object sees mpi.h. Must run
+# before anything expands AC_PROG_CC.
+AC_DEFUN([NF_MPI_CC], [
   AC_ARG_WITH([mpicc],
     [AS_HELP_STRING([--with-mpicc=PATH], [MPI C compiler wrapper (default: mpicc)])],
     [], [with_mpicc=mpicc])
   AS_IF([test -z "$CC"], [CC="$with_mpicc"])
-  AC_PROG_CC
+])
+
+# NF_CHECK_MPI: the compiler builds and links MPI programs.
+AC_DEFUN([NF_CHECK_MPI], [
+  AC_REQUIRE([AC_PROG_CC])
   AC_MSG_CHECKING([for a working MPI C compiler])
   AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <mpi.h>]],
       [[int v, s; MPI_Get_version(&v, &s); return PMPI_Allreduce(0, 0, 0, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);]])],

@@ -71,7 +71,8 @@ typedef struct nf_kernels {
     double (*bin_pack)(const float *x, const float *e, size_t m, uint64_t *bits);
 
     /* G-Binary final pass. For each element: c = counter value from cnt (k
-     * planes), r = (float)(a * (double)(2c - n)). When e != NULL, first
+     * planes) = number of ranks whose sign bit was SET (the -1 signs), so
+     * the +1 count is n - c and r = (float)(a * (double)(n - 2c)). When e != NULL, first
      * y = x + e and then e = y - ai if y's sign bit is clear, y + ai if set
      * (float arithmetic). x is not read when e == NULL (x may be NULL). */
     void (*bin_finish)(float *r, const float *x, float *e, const uint64_t *cnt,

@@ -1,0 +1,226 @@
+/* Per-communicator state: private duplicate, node/leader split, the shared
+ * segment and its layout. Cached on the communicator with an attribute, so
+ * it is freed with the communicator or at MPI_Finalize. */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_core.h"
+#include "nf_placement.h"
+
+static pthread_mutex_t nf_comm_lock = PTHREAD_MUTEX_INITIALIZER;
+static nf_comm_t *nf_comm_live;
+
+static size_t nf_align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static void nf_comm_link(nf_comm_t *c)
+{
+    pthread_mutex_lock(&nf_comm_lock);
+    c->prev = NULL;
+    c->next = nf_comm_live;
+    if (nf_comm_live != NULL)
+        nf_comm_live->prev = c;
+    nf_comm_live = c;
+    pthread_mutex_unlock(&nf_comm_lock);
+}
+
+static void nf_comm_unlink(nf_comm_t *c)
+{
+    pthread_mutex_lock(&nf_comm_lock);
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else if (nf_comm_live == c)
+        nf_comm_live = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    c->next = c->prev = NULL;
+    pthread_mutex_unlock(&nf_comm_lock);
+}
+
+static void nf_comm_destroy(nf_comm_t *c)
+{
+    nf_comm_unlink(c);
+    nf_shm_destroy(&c->shm);
+    nf_residual_table_free(&c->resid);
+    free(c->xnode);
+    free(c->scales);
+    free(c->ptrs);
+    if (c->leaders != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->leaders);
+    if (c->node != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->node);
+    if (c->priv != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->priv);
+    free(c);
+}
+
+int nf_comm_delete_attr(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm, (void)keyval, (void)extra;
+    nf_comm_destroy(attr);
+    return MPI_SUCCESS;
+}
+
+void nf_comm_free_all(void)
+{
+    while (nf_comm_live != NULL) {
+        nf_comm_t *c = nf_comm_live;
+        /* Deleting the attribute runs nf_comm_delete_attr, which unlinks c. */
+        if (PMPI_Comm_delete_attr(c->user, nf_g.comm_keyval) != MPI_SUCCESS)
+            nf_comm_destroy(c);
+    }
+}
+
+/* Carve the segment: slots | counters | fp32 results. */
+static void nf_comm_layout(nf_comm_t *c, size_t cap, size_t *slot, size_t *cnt, size_t *total)
+{
+    size_t nlines = nf_lines(cap);
+    size_t fp32 = 2 * (size_t)NF_FP32_CHUNK * sizeof(float);
+    size_t lowbit = 2 * nlines * NF_LINE_BYTES;
+    *slot = nf_align_up(lowbit > fp32 ? lowbit : fp32, 4096);
+    *cnt = nf_align_up(2 * nlines * c->k * NF_LINE_BYTES, 4096);
+    *total = (size_t)c->lsize * *slot + *cnt + fp32;
+}
+
+static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap)
+{
+    size_t slot, cnt, total;
+    nf_comm_layout(c, cap, &slot, &cnt, &total);
+    nf_shm_destroy(&c->shm);
+    nf_status_t st = nf_shm_create(&c->shm, total, c->node);
+    /* Every rank of the communicator must agree, or some would wait on a
+     * node that gave up: agree on the worst status. */
+    int mine = st == NF_OK ? 0 : 1, any = 1;
+    if (PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, c->priv) != MPI_SUCCESS || any != 0) {
+        nf_shm_destroy(&c->shm);
+        return st != NF_OK ? st : NF_ERR_NO_MEMORY;
+    }
+    c->slot_bytes = slot;
+    c->slots = c->shm.base;
+    c->cnt = (uint64_t *)(c->slots + (size_t)c->lsize * slot);
+    c->fp32_res = (float *)((uint8_t *)c->cnt + cnt);
+    c->cap_elems = cap;
+    return NF_OK;
+}
+
+static nf_status_t nf_comm_xnode(nf_comm_t *c, size_t cap)
+{
+    if (c->leaders == MPI_COMM_NULL || c->nnodes < 2)
+        return NF_OK;
+    size_t per = 2 * nf_lines(cap) * c->k * NF_LINE_BYTES;
+    if (per < NF_FP32_CHUNK * sizeof(float))
+        per = NF_FP32_CHUNK * sizeof(float);
+    size_t bytes = per * (size_t)c->nnodes;
+    if (bytes <= c->xnode_bytes)
+        return NF_OK;
+    void *p = NULL;
+    if (posix_memalign(&p, NF_LINE_BYTES, bytes) != 0) {
+        nf_log_error("cannot allocate %zu bytes of inter-node scratch", bytes);
+        return NF_ERR_NO_MEMORY;
+    }
+    free(c->xnode);
+    c->xnode = p;
+    c->xnode_bytes = bytes;
+    return NF_OK;
+}
+
+nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m)
+{
+    if (m <= c->cap_elems)
+        return NF_OK;
+    size_t cap = nf_align_up(m > 2 * c->cap_elems ? m : 2 * c->cap_elems, NF_LINE_BITS);
+    nf_status_t st = nf_comm_map(c, cap);
+    if (st == NF_OK)
+        st = nf_comm_xnode(c, cap);
+    /* xnode failure is local to a leader: agree again so nobody proceeds alone. */
+    int mine = st == NF_OK ? 0 : 1, any = 1;
+    PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, c->priv);
+    return any == 0 ? NF_OK : (st != NF_OK ? st : NF_ERR_NO_MEMORY);
+}
+
+static nf_status_t nf_comm_split(nf_comm_t *c)
+{
+    if (PMPI_Comm_dup(c->user, &c->priv) != MPI_SUCCESS)
+        return NF_ERR_MPI;
+    PMPI_Comm_rank(c->priv, &c->rank);
+    PMPI_Comm_size(c->priv, &c->size);
+    int rpn = nf_g.settings->ranks_per_node;
+    int rc = rpn > 0 ? PMPI_Comm_split(c->priv, c->rank / rpn, c->rank, &c->node)
+                     : PMPI_Comm_split_type(c->priv, MPI_COMM_TYPE_SHARED, c->rank,
+                                            MPI_INFO_NULL, &c->node);
+    if (rc != MPI_SUCCESS)
+        return NF_ERR_MPI;
+    PMPI_Comm_rank(c->node, &c->lrank);
+    PMPI_Comm_size(c->node, &c->lsize);
+    if (PMPI_Comm_split(c->priv, c->lrank == 0 ? 0 : MPI_UNDEFINED, c->rank,
+                        &c->leaders) != MPI_SUCCESS)
+        return NF_ERR_MPI;
+    if (c->leaders != MPI_COMM_NULL)
+        PMPI_Comm_size(c->leaders, &c->nnodes);
+    PMPI_Bcast(&c->nnodes, 1, MPI_INT, 0, c->node);
+    return NF_OK;
+}
+
+static nf_comm_t *nf_comm_new(MPI_Comm comm)
+{
+    nf_comm_t *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    c->user = comm;
+    c->priv = c->node = c->leaders = MPI_COMM_NULL;
+    PMPI_Comm_test_inter(comm, &c->is_inter);
+    if (c->is_inter)
+        return c; /* never used for our routes; cached so we decide once */
+    if (nf_comm_split(c) != NF_OK) {
+        nf_log_warn_once("cannot split a communicator by node; libnfcoll passes its calls to PMPI");
+        c->broken = 1;
+        return c;
+    }
+    c->k = nf_count_planes((unsigned)c->size);
+    c->lowbit_ok = c->k <= nf_g.settings->count_bits;
+    c->scales = calloc((size_t)c->size, sizeof(double));
+    c->ptrs = calloc((size_t)(c->lsize > c->nnodes ? c->lsize : c->nnodes), sizeof(void *));
+    /* Reserve first: it is collective and must run on every rank. */
+    nf_status_t st = nf_comm_reserve(c, NF_LINE_BITS);
+    if (st != NF_OK || c->scales == NULL || c->ptrs == NULL) {
+        nf_log_warn_once("cannot set up the shared aggregation buffer; libnfcoll passes calls to PMPI");
+        c->broken = 1;
+    }
+    return c;
+}
+
+nf_comm_t *nf_comm_get(MPI_Comm comm)
+{
+    void *attr = NULL;
+    int found = 0;
+    if (PMPI_Comm_get_attr(comm, nf_g.comm_keyval, &attr, &found) != MPI_SUCCESS)
+        return NULL;
+    if (found)
+        return attr;
+    /* Collective on comm: every rank reaches this on its first call. */
+    nf_comm_t *c = nf_comm_new(comm);
+    if (c == NULL)
+        return NULL;
+    if (PMPI_Comm_set_attr(comm, nf_g.comm_keyval, c) != MPI_SUCCESS) {
+        nf_comm_destroy(c);
+        return NULL;
+    }
+    nf_comm_link(c);
+    return c;
+}
+
+NF_EXPORT nf_status_t nf_placement_query(MPI_Comm comm, nf_placement_info_t *info)
+{
+    if (info == NULL || comm == MPI_COMM_NULL || nf_init() != NF_OK)
+        return NF_ERR_INVALID;
+    nf_comm_t *c = nf_comm_get(comm);
+    if (c == NULL || c->broken || c->is_inter)
+        return NF_ERR_UNSUPPORTED;
+    info->node = nf_place_node();
+    info->reason = nf_place_reason();
+    info->bytes = c->shm.bytes;
+    info->resident_frac = c->shm.resident_frac;
+    return NF_OK;
+}

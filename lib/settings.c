@@ -1,0 +1,202 @@
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "nf_kernels.h"
+#include "nf_log.h"
+#include "nf_settings.h"
+
+static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
+    [NF_SET_EF] = {"NFCOLL_EF", "on", "on|off",
+                   "error feedback for the binary and ternary routes"},
+    [NF_SET_TERNARY_GAMMA] = {"NFCOLL_TERNARY_GAMMA", "1.0", "number >= 0",
+                              "ternary gate factor: |y| > gamma * mean|y| sends +-1"},
+    [NF_SET_SIMD] = {"NFCOLL_SIMD", "avx512", "scalar|avx2|avx512",
+                     "highest kernel ISA to use (capped by the CPU)"},
+    [NF_SET_CXL] = {"NFCOLL_CXL", "prefer", "require|prefer|off",
+                    "place the aggregation buffer on the CXL memory node"},
+    [NF_SET_CXL_NODE] = {"NFCOLL_CXL_NODE", "auto", "auto|OS node index",
+                         "use this NUMA node as the CXL node"},
+    [NF_SET_POLICY] = {"NFCOLL_POLICY", "", "path",
+                       "admission policy file (unset: every call takes pmpi)"},
+    [NF_SET_STATS] = {"NFCOLL_STATS", "", "1|path.json",
+                      "print (1) or write (path.json) traffic statistics at MPI_Finalize"},
+    [NF_SET_TRACE] = {"NFCOLL_TRACE", "", "path",
+                      "write one record per allreduce call for replay"},
+    [NF_SET_COUNT_BITS] = {"NFCOLL_COUNT_BITS", "16", "1..16",
+                           "sign-count lane width: larger communicators fall back to fp32"},
+    [NF_SET_VERBOSE] = {"NFCOLL_VERBOSE", "0", "0..3", "diagnostic output level"},
+    [NF_SET_RANKS_PER_NODE] = {"NFCOLL_RANKS_PER_NODE", "0", "0|N",
+                               "testing: treat each N consecutive ranks as one node (0: real nodes)"},
+};
+
+static pthread_mutex_t nf_settings_lock = PTHREAD_MUTEX_INITIALIZER;
+static nf_settings_t nf_settings_cache;
+static int nf_settings_loaded;
+
+const nf_setting_desc_t *nf_settings_table(size_t *n)
+{
+    *n = NF_SET_COUNT;
+    return nf_settings_desc;
+}
+
+const char *nf_setting_raw(nf_setting_id_t id)
+{
+    const char *v = getenv(nf_settings_desc[id].name);
+    return (v != NULL && v[0] != '\0') ? v : NULL;
+}
+
+static void nf_settings_bad(nf_setting_id_t id, const char *v)
+{
+    const nf_setting_desc_t *d = &nf_settings_desc[id];
+    if (nf_log_rank() > 0) /* every rank parses the same environment: rank 0 speaks */
+        return;
+    nf_log_warn("%s='%s' is not valid (expected %s); using the default '%s'",
+                d->name, v, d->values, d->def);
+}
+
+static int nf_parse_long(const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long l = strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || l < lo || l > hi)
+        return -1;
+    *out = l;
+    return 0;
+}
+
+static int nf_parse_bool(const char *v, int *out)
+{
+    static const char *const on[] = {"on", "1", "yes", "true"};
+    static const char *const off[] = {"off", "0", "no", "false"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, on[i]) == 0)
+            return *out = 1, 0;
+        if (strcasecmp(v, off[i]) == 0)
+            return *out = 0, 0;
+    }
+    return -1;
+}
+
+static void nf_load_ef(nf_settings_t *s)
+{
+    const char *v = nf_setting_raw(NF_SET_EF);
+    if (v != NULL && nf_parse_bool(v, &s->ef) != 0)
+        nf_settings_bad(NF_SET_EF, v);
+}
+
+static void nf_load_gamma(nf_settings_t *s)
+{
+    const char *v = nf_setting_raw(NF_SET_TERNARY_GAMMA);
+    char *end;
+    if (v == NULL)
+        return;
+    errno = 0;
+    double g = strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || !isfinite(g) || g < 0.0)
+        nf_settings_bad(NF_SET_TERNARY_GAMMA, v);
+    else
+        s->gamma = g;
+}
+
+static void nf_load_simd(nf_settings_t *s)
+{
+    const char *v = nf_setting_raw(NF_SET_SIMD);
+    if (v == NULL)
+        return;
+    for (int isa = 0; isa < NF_ISA_COUNT; isa++) {
+        if (strcasecmp(v, nf_isa_name((nf_isa_t)isa)) == 0) {
+            s->simd_cap = isa;
+            return;
+        }
+    }
+    nf_settings_bad(NF_SET_SIMD, v);
+}
+
+static void nf_load_cxl(nf_settings_t *s)
+{
+    static const char *const modes[] = {[NF_CXL_PREFER] = "prefer",
+                                        [NF_CXL_REQUIRE] = "require",
+                                        [NF_CXL_OFF] = "off"};
+    const char *v = nf_setting_raw(NF_SET_CXL);
+    long node;
+    if (v != NULL) {
+        int i;
+        for (i = 0; i < 3 && strcasecmp(v, modes[i]) != 0; i++)
+            ;
+        if (i < 3)
+            s->cxl = (nf_cxl_mode_t)i;
+        else
+            nf_settings_bad(NF_SET_CXL, v);
+    }
+    v = nf_setting_raw(NF_SET_CXL_NODE);
+    if (v != NULL && strcasecmp(v, "auto") != 0) {
+        if (nf_parse_long(v, 0, 65535, &node) == 0)
+            s->cxl_node = (int)node;
+        else
+            nf_settings_bad(NF_SET_CXL_NODE, v);
+    }
+}
+
+static void nf_load_ints(nf_settings_t *s)
+{
+    const char *v = nf_setting_raw(NF_SET_COUNT_BITS);
+    long l;
+    if (v != NULL) {
+        if (nf_parse_long(v, 1, NF_COUNT_PLANES_MAX, &l) == 0)
+            s->count_bits = (unsigned)l;
+        else
+            nf_settings_bad(NF_SET_COUNT_BITS, v);
+    }
+    v = nf_setting_raw(NF_SET_RANKS_PER_NODE);
+    if (v != NULL) {
+        if (nf_parse_long(v, 0, 1 << 20, &l) == 0)
+            s->ranks_per_node = (int)l;
+        else
+            nf_settings_bad(NF_SET_RANKS_PER_NODE, v);
+    }
+    v = nf_setting_raw(NF_SET_VERBOSE);
+    if (v != NULL) {
+        if (nf_parse_long(v, 0, 3, &l) == 0)
+            s->verbose = (int)l;
+        else
+            nf_settings_bad(NF_SET_VERBOSE, v);
+    }
+}
+
+const nf_settings_t *nf_settings_load(void)
+{
+    pthread_mutex_lock(&nf_settings_lock);
+    if (!nf_settings_loaded) {
+        nf_settings_t s = {
+            .ef = 1, .gamma = 1.0, .simd_cap = NF_ISA_COUNT - 1, .cxl = NF_CXL_PREFER,
+            .cxl_node = -1, .count_bits = NF_COUNT_PLANES_MAX, .verbose = 0,
+        };
+        nf_load_ints(&s);
+        nf_log_set_verbose(s.verbose);
+        nf_load_ef(&s);
+        nf_load_gamma(&s);
+        nf_load_simd(&s);
+        nf_load_cxl(&s);
+        s.policy = nf_setting_raw(NF_SET_POLICY);
+        s.stats = nf_setting_raw(NF_SET_STATS);
+        s.trace = nf_setting_raw(NF_SET_TRACE);
+        nf_settings_cache = s;
+        nf_settings_loaded = 1;
+    }
+    pthread_mutex_unlock(&nf_settings_lock);
+    return &nf_settings_cache;
+}
+
+void nf_settings_reset(void)
+{
+    pthread_mutex_lock(&nf_settings_lock);
+    nf_settings_loaded = 0;
+    pthread_mutex_unlock(&nf_settings_lock);
+}

@@ -1,0 +1,146 @@
+/*
+ * An independent, deliberately naive implementation of DESIGN.md section 1
+ * for the multi-rank tests: every rank rebuilds all ranks' inputs and
+ * error-feedback state and computes the exact expected result locally.
+ */
+#ifndef NF_REF_H
+#define NF_REF_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 16 double lanes, element k into lane k % 16, folded pairwise. */
+static inline double ref_lane_sum(const float *y, const unsigned char *take, size_t m)
+{
+    double lane[16] = {0};
+    for (size_t k = 0; k < m; k++)
+        if (take == NULL || take[k])
+            lane[k % 16] += fabs((double)y[k]);
+    for (int w = 8; w >= 1; w /= 2)
+        for (int i = 0; i < w; i++)
+            lane[i] += lane[i + w];
+    return lane[0];
+}
+
+static inline uint64_t ref_rng(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Gradient-like input of rank r for call c: mostly N(0,1)-ish values with
+ * some exact +-0 and a spread of magnitudes. */
+static inline void ref_input(float *x, size_t m, int rank, int call, unsigned seed)
+{
+    uint64_t s = 0x9E3779B97F4A7C15ull ^ ((uint64_t)seed << 32) ^ ((uint64_t)rank << 16) ^ (uint64_t)call;
+    for (int i = 0; i < 4; i++)
+        ref_rng(&s);
+    for (size_t k = 0; k < m; k++) {
+        uint64_t v = ref_rng(&s);
+        double u = (double)(v >> 11) / 9007199254740992.0 - 0.5;
+        float f = (float)(u * (double)(1u << (v & 7)));
+        if ((v & 0xff00) == 0)
+            f = (v & 0x10000) ? -0.0f : 0.0f;
+        x[k] = f;
+    }
+}
+
+static inline int ref_sign(float y) { return signbit(y) ? -1 : 1; }
+
+/* y_i = x_i + e_i for every rank; ys is n x m. */
+static inline void ref_y(float *ys, const float *xs, const float *es, int n, size_t m)
+{
+    for (size_t k = 0; k < (size_t)n * m; k++)
+        ys[k] = es != NULL ? xs[k] + es[k] : xs[k];
+}
+
+/* G-Binary expected result; updates es (n x m) when non-NULL. */
+static inline void ref_binary(float *r, const float *xs, float *es, int n, size_t m)
+{
+    float *ys = malloc((size_t)n * m * sizeof(float) + 1);
+    double *ai = malloc((size_t)n * sizeof(double));
+    double a = 0.0;
+    ref_y(ys, xs, es, n, m);
+    for (int i = 0; i < n; i++) {
+        ai[i] = ref_lane_sum(ys + (size_t)i * m, NULL, m) / (double)m;
+        a += ai[i];
+    }
+    a /= n;
+    for (size_t j = 0; j < m; j++) {
+        int c = 0;
+        for (int i = 0; i < n; i++)
+            c += ref_sign(ys[(size_t)i * m + j]) > 0;
+        r[j] = (float)(a * (double)(2 * c - n));
+    }
+    for (int i = 0; es != NULL && i < n; i++)
+        for (size_t j = 0; j < m; j++) {
+            float y = ys[(size_t)i * m + j], af = (float)ai[i];
+            es[(size_t)i * m + j] = ref_sign(y) > 0 ? y - af : y + af;
+        }
+    free(ys);
+    free(ai);
+}
+
+/* G-Ternary expected result; updates es when non-NULL. */
+static inline void ref_ternary(float *r, const float *xs, float *es, int n, size_t m, double gamma)
+{
+    float *ys = malloc((size_t)n * m * sizeof(float) + 1);
+    signed char *q = malloc((size_t)n * m + 1);
+    unsigned char *take = malloc(m + 1);
+    double *bi = malloc((size_t)n * sizeof(double)), b = 0.0;
+    ref_y(ys, xs, es, n, m);
+    for (int i = 0; i < n; i++) {
+        const float *y = ys + (size_t)i * m;
+        float t = (float)(gamma * (ref_lane_sum(y, NULL, m) / (double)m));
+        size_t nin = 0;
+        for (size_t j = 0; j < m; j++) {
+            q[(size_t)i * m + j] = y[j] > t ? 1 : y[j] < -t ? -1 : 0;
+            take[j] = q[(size_t)i * m + j] != 0;
+            nin += take[j];
+        }
+        bi[i] = nin ? ref_lane_sum(y, take, m) / (double)nin : 0.0;
+        b += bi[i];
+    }
+    b /= n;
+    for (size_t j = 0; j < m; j++) {
+        int v = 0;
+        for (int i = 0; i < n; i++)
+            v += q[(size_t)i * m + j];
+        r[j] = (float)(b * (double)v);
+    }
+    for (int i = 0; es != NULL && i < n; i++)
+        for (size_t j = 0; j < m; j++) {
+            float y = ys[(size_t)i * m + j], bf = (float)bi[i];
+            int qq = q[(size_t)i * m + j];
+            es[(size_t)i * m + j] = qq > 0 ? y - bf : qq < 0 ? y + bf : y;
+        }
+    free(ys);
+    free(q);
+    free(take);
+    free(bi);
+}
+
+/* Exact FP32 sum: in rank order within a node, then node sums in node
+ * order. Nodes are NFCOLL_RANKS_PER_NODE consecutive ranks when that is set
+ * (the tests run on one machine), else all ranks form one node. */
+static inline void ref_fp32(float *r, const float *xs, int n, size_t m)
+{
+    const char *v = getenv("NFCOLL_RANKS_PER_NODE");
+    int rpn = v != NULL && atoi(v) > 0 ? atoi(v) : n;
+    for (size_t j = 0; j < m; j++) {
+        float total = 0.0f;
+        for (int node = 0; node * rpn < n; node++) {
+            float acc = xs[(size_t)node * rpn * m + j];
+            for (int i = node * rpn + 1; i < n && i < (node + 1) * rpn; i++)
+                acc += xs[(size_t)i * m + j];
+            total = node == 0 ? acc : total + acc;
+        }
+        r[j] = total;
+    }
+}
+
+#endif

@@ -1,0 +1,9 @@
+#!/bin/sh
+# Bad input, NaN/Inf fallback, residual reset, capacity fallback, memory.
+. "${srcdir:-.}/tests/mpi_common.sh"
+for np in 1 2 3; do
+  run $np ./tests/mpi/test_misc
+done
+run 3 NFCOLL_COUNT_BITS=1 ./tests/mpi/test_misc --capacity
+run 2 NFCOLL_EF=maybe ./tests/mpi/test_misc --bad-env
+finish

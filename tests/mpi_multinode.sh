@@ -1,0 +1,8 @@
+#!/bin/sh
+# The inter-node path: NFCOLL_RANKS_PER_NODE splits one machine into
+# pretend nodes, so leaders exchange node counts and sums over PMPI.
+. "${srcdir:-.}/tests/mpi_common.sh"
+run 4 NFCOLL_RANKS_PER_NODE=2 ./tests/mpi/test_routes -c 1 -c 513 -c 300007
+run 3 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_routes -c 7 -c 513 -c 300007
+run 3 NFCOLL_RANKS_PER_NODE=2 NFCOLL_EF=off ./tests/mpi/test_routes -c 7 -c 1048579
+finish
