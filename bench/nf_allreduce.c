@@ -171,18 +171,31 @@ static int validate(nf_route_t route, int count)
 
 static void header(nf_route_t route)
 {
-    nf_placement_info_t pi = {.node = -1, .reason = "n/a"};
     const char *ef = getenv("NFCOLL_EF");
-    nf_placement_query(MPI_COMM_WORLD, &pi);
     if (rank != 0)
         return;
     printf("# Route: %s\n", nf_route_name(route));
     if (route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY)
         printf("# Error feedback: %s\n", ef != NULL ? ef : "on");
-    printf("# Placement: node %d (%s), %.0f%% of %zu buffer bytes resident there\n",
-           pi.node, pi.reason, 100.0 * pi.resident_frac, pi.bytes);
     printf("%-10s %18s %18s %18s %12s\n", "# Size", "Avg Latency(us)", "Min Latency(us)",
            "Max Latency(us)", "Iterations");
+}
+
+/* After the sweep, so the buffer has grown to the largest size. */
+static void placement(nf_route_t route)
+{
+    nf_placement_info_t pi = {.node = -1, .reason = "n/a"};
+    if (route == NF_ROUTE_PMPI)
+        return;
+    nf_status_t st = nf_placement_query(MPI_COMM_WORLD, &pi);
+    if (rank != 0)
+        return;
+    if (st != NF_OK)
+        printf("# Placement: unavailable (%s)\n", nf_strerror(st));
+    else
+        printf("# Placement: aggregation buffer %zu B on %s%d (%s), %.0f%% of pages verified there\n",
+               pi.bytes, pi.node >= 0 ? "NUMA node " : "local DRAM, node ", pi.node, pi.reason,
+               100.0 * pi.resident_frac);
 }
 
 static void traffic(nf_route_t route, const nf_route_stats_t *before)
@@ -225,6 +238,7 @@ static int run_route(nf_route_t route, const opts_t *o, float *s, float *r)
             printf("%-10zu %18.2f %18.2f %18.2f %12d\n", bytes, med[0], med[1], med[2], iters);
         fflush(stdout);
     }
+    placement(route);
     traffic(route, &before);
     free(rows);
     return 0;
