@@ -32,7 +32,7 @@ static int nf_pmpi(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 }
 
 /* Why a low-bit or fp32 route cannot take this call, or -1 if it can. */
-static int nf_unfit(MPI_Datatype datatype, MPI_Op op, const nf_comm_t *c)
+static int nf_unfit(MPI_Datatype datatype, MPI_Op op, nf_comm_t *c)
 {
     if (datatype != MPI_FLOAT)
         return NF_FALLBACK_DATATYPE;
@@ -40,7 +40,7 @@ static int nf_unfit(MPI_Datatype datatype, MPI_Op op, const nf_comm_t *c)
         return NF_FALLBACK_OP;
     if (c->is_inter)
         return NF_FALLBACK_COMM;
-    if (c->broken)
+    if (nf_comm_ready(c) != 0)
         return NF_FALLBACK_RESOURCE;
     return -1;
 }
@@ -133,6 +133,10 @@ NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
 NF_EXPORT int NF_Allreduce(const void *sendbuf, void *recvbuf, int count,
                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    /* Until an admission policy is loaded every call takes pmpi. */
-    return NF_Allreduce_route(sendbuf, recvbuf, count, datatype, op, comm, NF_ROUTE_PMPI);
+    int rc = nf_check_args(sendbuf, recvbuf, count, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (nf_init() != NF_OK || !nf_admission_active())
+        return nf_pmpi(sendbuf, recvbuf, count, datatype, op, comm);
+    return nf_admit(sendbuf, recvbuf, count, datatype, op, comm);
 }

@@ -182,13 +182,27 @@ static nf_comm_t *nf_comm_new(MPI_Comm comm)
     c->lowbit_ok = c->k <= nf_g.settings->count_bits;
     c->scales = calloc((size_t)c->size, sizeof(double));
     c->ptrs = calloc((size_t)(c->lsize > c->nnodes ? c->lsize : c->nnodes), sizeof(void *));
-    /* Reserve first: it is collective and must run on every rank. */
+    int rl;
+    PMPI_Comm_get_name(comm, c->name, &rl);
+    c->policy_agreed = !nf_admission_active() || nf_admission_agree(c->priv, c->rank);
+    return c;
+}
+
+int nf_comm_ready(nf_comm_t *c)
+{
+    if (c->broken)
+        return -1;
+    if (c->slots != NULL)
+        return 0;
+    /* Collective: every rank reaches the first fp32/low-bit call alike. */
     nf_status_t st = nf_comm_reserve(c, NF_LINE_BITS);
     if (st != NF_OK || c->scales == NULL || c->ptrs == NULL) {
-        nf_log_warn_once("cannot set up the shared aggregation buffer; libnfcoll passes calls to PMPI");
+        nf_log_warn_once("cannot set up the shared aggregation buffer (%s); calls on this "
+                         "communicator go to PMPI_Allreduce", nf_strerror(st));
         c->broken = 1;
+        return -1;
     }
-    return c;
+    return 0;
 }
 
 nf_comm_t *nf_comm_get(MPI_Comm comm)
@@ -216,7 +230,7 @@ NF_EXPORT nf_status_t nf_placement_query(MPI_Comm comm, nf_placement_info_t *inf
     if (info == NULL || comm == MPI_COMM_NULL || nf_init() != NF_OK)
         return NF_ERR_INVALID;
     nf_comm_t *c = nf_comm_get(comm);
-    if (c == NULL || c->broken || c->is_inter)
+    if (c == NULL || c->is_inter || nf_comm_ready(c) != 0)
         return NF_ERR_UNSUPPORTED;
     info->node = nf_place_node();
     info->reason = nf_place_reason();

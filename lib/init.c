@@ -39,6 +39,7 @@ static nf_status_t nf_init_locked(void)
     nf_log_set_rank(rank);
     nf_g.settings = nf_settings_load();
     nf_g.k = nf_pick_kernels(nf_g.settings);
+    nf_admission_init(nf_g.settings->policy);
     nf_status_t st = nf_place_init();
     if (st != NF_OK)
         return st;
@@ -83,6 +84,7 @@ void nf_finalize(void)
     if (nf_g.line_type != MPI_DATATYPE_NULL)
         PMPI_Type_free(&nf_g.line_type);
     nf_place_finalize();
+    nf_admission_finalize();
 }
 
 NF_EXPORT const char *nf_version(int *major, int *minor, int *patch)

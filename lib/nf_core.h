@@ -79,6 +79,9 @@ typedef struct nf_comm {
     unsigned k;          /* count planes: nf_count_planes(size) */
     int lowbit_ok;       /* capacity: size fits the count lanes */
     int broken;          /* shared buffer unusable: every call goes pmpi */
+    int policy_agreed;   /* every rank holds the same policy */
+    char name[MPI_MAX_OBJECT_NAME]; /* at first use, for policy rules */
+    uint64_t admitted;   /* calls admitted on this communicator (policy index) */
 
     nf_shm_t shm;
     size_t cap_elems;    /* low-bit elements the segment holds */
@@ -105,6 +108,24 @@ int nf_comm_delete_attr(MPI_Comm comm, int keyval, void *attr, void *extra);
 void nf_comm_free_all(void);
 /* Make sure the segment holds m low-bit elements (collective). */
 nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m);
+/* Map the segment on first use (collective); 0 when usable, else marks
+ * the communicator broken (one warning) and returns -1. */
+int nf_comm_ready(nf_comm_t *c);
+
+/* ---- admission (admission.c) ---- */
+void nf_admission_init(const char *path);
+void nf_admission_finalize(void);
+int nf_admission_active(void);
+const char *nf_admission_stats_dest(void);
+int nf_admission_agree(MPI_Comm comm, int rank);
+/* Decide the route of an MPI_Allreduce from the policy and run it. */
+int nf_admit(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm);
+
+/* ---- stats report (stats.c) ---- */
+/* Collective over comm: sum counters to rank 0, which prints a table
+ * (dest "1") or writes JSON (any other dest: a path). */
+void nf_stats_report(MPI_Comm comm, const char *dest);
 
 /* Run a call on an admitted route (allreduce.c); ef < 0, gamma < 0 inherit. */
 int nf_allreduce_on(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "nf_core.h"
@@ -99,4 +100,94 @@ NF_EXPORT void nf_stats_reset(void)
     }
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         atomic_store(&nf_fallbacks[f], 0);
+}
+
+/* ---- report at MPI_Finalize ---- */
+
+enum { NF_F_CALLS, NF_F_BYTES, NF_F_UP, NF_F_TOTAL, NF_F_RING, NF_F_N };
+
+static void nf_stats_snapshot(uint64_t v[NF_ROUTE_COUNT * NF_F_N + NF_FALLBACK_COUNT])
+{
+    for (int r = 0; r < NF_ROUTE_COUNT; r++) {
+        nf_route_stats_t s;
+        nf_stats_get((nf_route_t)r, &s);
+        uint64_t *o = v + r * NF_F_N;
+        o[NF_F_CALLS] = s.calls;
+        o[NF_F_BYTES] = s.bytes;
+        o[NF_F_UP] = s.upstream_bytes;
+        o[NF_F_TOTAL] = s.total_bytes;
+        o[NF_F_RING] = s.fp32_ring_bytes;
+    }
+    for (int f = 0; f < NF_FALLBACK_COUNT; f++)
+        v[NF_ROUTE_COUNT * NF_F_N + f] = nf_stats_fallbacks((nf_fallback_t)f);
+}
+
+static double nf_pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
+{
+    fprintf(fp, "libnfcoll stats: %d rank%s, summed over ranks; %% of what an FP32 ring "
+            "allreduce would move\n", nranks, nranks == 1 ? "" : "s");
+    fprintf(fp, "%-8s %10s %14s %14s %8s %14s %8s\n", "route", "calls", "bytes",
+            "upstream", "%ring", "total", "%ring");
+    for (int r = 0; r < NF_ROUTE_COUNT; r++) {
+        const uint64_t *o = v + r * NF_F_N;
+        fprintf(fp, "%-8s %10llu %14llu %14llu %7.2f%% %14llu %7.2f%%\n",
+                nf_route_name((nf_route_t)r), (unsigned long long)o[NF_F_CALLS],
+                (unsigned long long)o[NF_F_BYTES], (unsigned long long)o[NF_F_UP],
+                nf_pct(2 * o[NF_F_UP], o[NF_F_RING]), (unsigned long long)o[NF_F_TOTAL],
+                nf_pct(o[NF_F_TOTAL], o[NF_F_RING]));
+    }
+    fprintf(fp, "fallbacks:");
+    for (int f = 0; f < NF_FALLBACK_COUNT; f++)
+        fprintf(fp, " %s=%llu", nf_fallback_name((nf_fallback_t)f),
+                (unsigned long long)v[NF_ROUTE_COUNT * NF_F_N + f]);
+    fprintf(fp, "\n");
+}
+
+static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
+{
+    static const char *const keys[NF_F_N] = {"calls", "bytes", "upstream_bytes",
+                                             "total_bytes", "fp32_ring_bytes"};
+    fprintf(fp, "{\n  \"ranks\": %d,\n  \"routes\": {", nranks);
+    for (int r = 0; r < NF_ROUTE_COUNT; r++) {
+        fprintf(fp, "%s\n    \"%s\": {", r ? "," : "", nf_route_name((nf_route_t)r));
+        for (int f = 0; f < NF_F_N; f++)
+            fprintf(fp, "%s\"%s\": %llu", f ? ", " : "", keys[f],
+                    (unsigned long long)v[r * NF_F_N + f]);
+        fprintf(fp, "}");
+    }
+    fprintf(fp, "\n  },\n  \"fallbacks\": {");
+    for (int f = 0; f < NF_FALLBACK_COUNT; f++)
+        fprintf(fp, "%s\"%s\": %llu", f ? ", " : "", nf_fallback_name((nf_fallback_t)f),
+                (unsigned long long)v[NF_ROUTE_COUNT * NF_F_N + f]);
+    fprintf(fp, "}\n}\n");
+}
+
+void nf_stats_report(MPI_Comm comm, const char *dest)
+{
+    enum { N = NF_ROUTE_COUNT * NF_F_N + NF_FALLBACK_COUNT };
+    uint64_t mine[N], sum[N];
+    int rank, size;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    nf_stats_snapshot(mine);
+    if (PMPI_Reduce(mine, sum, N, MPI_UINT64_T, MPI_SUM, 0, comm) != MPI_SUCCESS || rank != 0)
+        return;
+    if (strcmp(dest, "1") == 0) {
+        nf_stats_table(stderr, sum, size);
+        return;
+    }
+    FILE *fp = fopen(dest, "w");
+    if (fp == NULL) {
+        nf_log_warn("cannot write NFCOLL_STATS file %s: %m; printing instead", dest);
+        nf_stats_table(stderr, sum, size);
+        return;
+    }
+    nf_stats_json(fp, sum, size);
+    if (fclose(fp) != 0)
+        nf_log_warn("writing NFCOLL_STATS file %s failed: %m", dest);
 }

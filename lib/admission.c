@@ -1,0 +1,127 @@
+/*
+ * Admission: which route a call takes and why. Asks the policy (loaded once
+ * at init), applies what only libnfcoll knows (the call does not fit a
+ * low-bit route, ranks hold different policies) and hands the call to
+ * nf_allreduce_on. Decisions use only what every rank sees alike.
+ */
+#include "config.h"
+
+#include <stdint.h>
+
+#include "nf_core.h"
+#include "nf_policy.h"
+
+static nf_policy_t *nf_pol;
+static int nf_pol_state; /* 0: none, 1: loaded, -1: failed to load */
+
+static const char *nf_datatype_name(MPI_Datatype dt)
+{
+#define NF_T(x, s) {x, s}
+    const struct { MPI_Datatype t; const char *n; } types[] = {
+        NF_T(MPI_FLOAT, "float"), NF_T(MPI_DOUBLE, "double"), NF_T(MPI_INT, "int"),
+        NF_T(MPI_LONG, "long"), NF_T(MPI_LONG_LONG, "long_long"), NF_T(MPI_UNSIGNED, "unsigned"),
+        NF_T(MPI_UNSIGNED_LONG, "unsigned_long"), NF_T(MPI_SHORT, "short"), NF_T(MPI_CHAR, "char"),
+        NF_T(MPI_BYTE, "byte"), NF_T(MPI_LONG_DOUBLE, "long_double"), NF_T(MPI_C_BOOL, "c_bool"),
+        NF_T(MPI_INT8_T, "int8_t"), NF_T(MPI_INT16_T, "int16_t"), NF_T(MPI_INT32_T, "int32_t"),
+        NF_T(MPI_INT64_T, "int64_t"), NF_T(MPI_UINT8_T, "uint8_t"), NF_T(MPI_UINT16_T, "uint16_t"),
+        NF_T(MPI_UINT32_T, "uint32_t"), NF_T(MPI_UINT64_T, "uint64_t"),
+        NF_T(MPI_FLOAT_INT, "float_int"), NF_T(MPI_DOUBLE_INT, "double_int"),
+        NF_T(MPI_2INT, "2int"),
+    };
+#undef NF_T
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        if (types[i].t == dt)
+            return types[i].n;
+    int ni, na, nd, combiner;
+    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS &&
+        combiner != MPI_COMBINER_NAMED)
+        return "derived";
+    return "other";
+}
+
+static const char *nf_op_name(MPI_Op op)
+{
+    const struct { MPI_Op o; const char *n; } ops[] = {
+        {MPI_SUM, "sum"}, {MPI_PROD, "prod"}, {MPI_MAX, "max"}, {MPI_MIN, "min"},
+        {MPI_LAND, "land"}, {MPI_LOR, "lor"}, {MPI_LXOR, "lxor"}, {MPI_BAND, "band"},
+        {MPI_BOR, "bor"}, {MPI_BXOR, "bxor"}, {MPI_MAXLOC, "maxloc"}, {MPI_MINLOC, "minloc"},
+        {MPI_REPLACE, "replace"}, {MPI_NO_OP, "no_op"},
+    };
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (ops[i].o == op)
+            return ops[i].n;
+    return "user";
+}
+
+/* Called once from nf_init. A policy that does not load leaves every call
+ * on pmpi: the parser has said why (file:line), we add what it means. */
+void nf_admission_init(const char *path)
+{
+    if (path == NULL)
+        return;
+    nf_status_t st = nf_policy_load(path, NULL, NULL, &nf_pol);
+    nf_pol_state = st == NF_OK ? 1 : -1;
+    if (st != NF_OK && nf_log_rank() <= 0)
+        nf_log_warn("NFCOLL_POLICY=%s was not loaded (%s): every MPI_Allreduce goes to "
+                    "PMPI_Allreduce", path, nf_strerror(st));
+}
+
+void nf_admission_finalize(void)
+{
+    nf_policy_free(nf_pol);
+    nf_pol = NULL;
+    nf_pol_state = 0;
+}
+
+int nf_admission_active(void) { return nf_pol_state == 1; }
+
+/* Where stats go: NFCOLL_STATS wins over the policy's `stats` setting. */
+const char *nf_admission_stats_dest(void)
+{
+    const char *env = nf_g.settings != NULL ? nf_g.settings->stats : NULL;
+    return env != NULL ? env : nf_policy_stats(nf_pol);
+}
+
+/* Ranks of comm compare policy hashes once; a mismatch turns low-bit off. */
+int nf_admission_agree(MPI_Comm comm, int rank)
+{
+    uint64_t h[2] = {nf_policy_hash(nf_pol), ~nf_policy_hash(nf_pol)}, mx[2];
+    if (PMPI_Allreduce(h, mx, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
+        return 0;
+    if (mx[0] == h[0] && ~mx[1] == h[0])
+        return 1;
+    nf_log_warn_once_root(rank == 0, "ranks loaded different admission policies (NFCOLL_POLICY "
+                          "hash differs): low-bit routes are disabled for this run");
+    return 0;
+}
+
+int nf_admit(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm)
+{
+    nf_comm_t *c = nf_comm_get(comm);
+    if (c == NULL)
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    int tsize = 0;
+    PMPI_Type_size(datatype, &tsize);
+    nf_policy_query_t q = {
+        .region = NULL,
+        .comm_name = c->name,
+        .comm_size = c->size,
+        .datatype = nf_datatype_name(datatype),
+        .op = nf_op_name(op),
+        .bytes = (uint64_t)count * (uint64_t)tsize,
+        .call = c->admitted++,
+    };
+    nf_policy_action_t a;
+    nf_policy_match(nf_pol, &q, &a);
+    nf_route_t route = a.route;
+    if (route != NF_ROUTE_PMPI && (c->is_inter || c->size < 2)) {
+        nf_stats_fallback(NF_FALLBACK_COMM);
+        route = NF_ROUTE_PMPI;
+    }
+    if ((route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY) && !c->policy_agreed) {
+        nf_stats_fallback(NF_FALLBACK_POLICY);
+        route = NF_ROUTE_PMPI;
+    }
+    return nf_allreduce_on(sendbuf, recvbuf, count, datatype, op, comm, route, a.ef, a.gamma);
+}
