@@ -1,13 +1,13 @@
 #!/bin/sh
 # Run an MPI test program: mpi_run.sh NP [VAR=VALUE]... PROGRAM [ARGS]...
 # Adds what root, oversubscription and a 2-core machine need, exports the
-# VAR=VALUE settings to every rank, and kills a run that takes over
+# VAR=VALUE settings to every rank (not to mpirun itself: LD_PRELOAD), and kills a run that takes over
 # NF_TEST_TIMEOUT seconds (default 300) so a bug can never hang make check.
 np=$1; shift
 envs=""
 while [ $# -gt 0 ]; do
   case $1 in
-    *=*) envs="$envs -x $1"; export "${1?}"; shift ;;
+    *=*) envs="$envs -x $1"; shift ;;
     *) break ;;
   esac
 done
@@ -17,7 +17,7 @@ if ! command -v "$MPIRUN" >/dev/null 2>&1; then
   echo "SKIP: no mpirun on PATH (install openmpi-bin)"; exit 77
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-echo "+ mpirun -np $np$envs $prog $*"
+echo "+ mpirun -np $np$envs $prog $*" >&2
 # --mca btl ^openib keeps Open MPI quiet on machines without InfiniBand.
 exec timeout -k 10 "${NF_TEST_TIMEOUT:-300}" "$MPIRUN" --oversubscribe --bind-to none \
   --mca btl self,vader $NF_MPIRUN_EXTRA -np "$np" $envs "$prog" "$@"

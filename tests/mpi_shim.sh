@@ -1,0 +1,71 @@
+#!/bin/sh
+# PMPI interposition, relinked and preloaded:
+#  - no policy: an ordinary MPI program prints exactly what it prints
+#    without libnfcoll (float, double, int, in place, derived + user op);
+#  - a policy routing float sums >= 1 MiB to binary after 5 warm-up calls
+#    takes exactly those calls low-bit (NFCOLL_STATS JSON proves it);
+#  - different policy files on two ranks disable low-bit with one warning
+#    and the run completes.
+. "${srcdir:-.}/tests/mpi_common.sh"
+lib=$PWD/lib/.libs/libnfcoll.so
+plain=./tests/mpi/test_shim_plain
+linked=./tests/mpi/test_shim_linked
+pol=$srcdir/tests/policy_shim
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+[ -f "$lib" ] || { echo "SKIP: no shared library at $lib (--disable-shared?)"; exit 77; }
+
+# mode_args MODE: the program under each of the two ways in.
+out() { # out FILE NP [VAR=VAL]... PROG ARGS: run, stdout to FILE
+  f=$1; shift
+  sh "$srcdir/tests/mpi_run.sh" "$@" > "$f" 2> "$f.err"
+  rc=$?
+  [ $rc -eq 0 ] || { echo "FAILED (exit $rc): $*"; cat "$f" "$f.err"; nf_failed=1; }
+}
+same() {
+  if cmp -s "$1" "$2"; then echo "ok - $3"; else echo "FAIL - $3"; diff "$1" "$2"; nf_failed=1; fi
+}
+field() { # field JSON ROUTE KEY
+  tr -d '\n ' < "$1" | sed -n "s/.*\"$2\":{[^}]*\"$3\":\([0-9]*\).*/\1/p"
+}
+fallback() { tr -d '\n ' < "$1" | sed -n "s/.*\"fallbacks\":{[^}]*\"$2\":\([0-9]*\).*/\1/p"; }
+
+for np in 1 2 3; do
+  out "$tmp/plain.$np" $np $plain transparency
+  out "$tmp/pre.$np" $np LD_PRELOAD=$lib $plain transparency
+  out "$tmp/link.$np" $np $linked transparency
+  same "$tmp/plain.$np" "$tmp/pre.$np" "no policy, preloaded, $np ranks: output identical"
+  same "$tmp/plain.$np" "$tmp/link.$np" "no policy, relinked, $np ranks: output identical"
+done
+
+for way in preload relink; do
+  for np in 2 3; do
+    js=$tmp/stats.$way.$np.json
+    if [ $way = preload ]; then set -- LD_PRELOAD=$lib $plain; else set -- $linked; fi
+    out "$tmp/pol" $np NFCOLL_POLICY=$pol/big_binary.policy NFCOLL_STATS=$js "$@" policy
+    b=$(field "$js" binary calls); p=$(field "$js" pmpi calls)
+    if [ "$b" = $((5 * np)) ] && [ "$p" = $((14 * np)) ]; then
+      echo "ok - policy, $way, $np ranks: binary $b calls, pmpi $p"
+    else
+      echo "FAIL - policy, $way, $np ranks: binary '$b' (want $((5 * np))), pmpi '$p' (want $((14 * np)))"
+      cat "$js" "$tmp/pol.err"; nf_failed=1
+    fi
+  done
+done
+
+# Rank-specific policy files through a tiny wrapper.
+for way in preload relink; do
+  js=$tmp/mismatch.$way.json
+  if [ $way = preload ]; then pre="LD_PRELOAD=$lib"; prog=$plain; else pre=; prog=$linked; fi
+  out "$tmp/mm" 2 NFCOLL_STATS=$js $pre sh -c \
+    "if [ \$OMPI_COMM_WORLD_RANK = 0 ]; then p=big_binary; else p=big_ternary; fi; NFCOLL_POLICY=$pol/\$p.policy exec $prog policy"
+  w=$(grep -c "different admission policies" "$tmp/mm.err")
+  b=$(field "$js" binary calls); t=$(field "$js" ternary calls); f=$(fallback "$js" policy-mismatch)
+  if [ "$w" = 1 ] && [ "$b" = 0 ] && [ "$t" = 0 ] && [ "$f" = 10 ]; then
+    echo "ok - mismatched policies, $way: one warning, no low-bit call, $f fallbacks"
+  else
+    echo "FAIL - mismatched policies, $way: warnings $w, binary '$b', ternary '$t', fallbacks '$f'"
+    cat "$tmp/mm.err" "$js"; nf_failed=1
+  fi
+done
+finish
