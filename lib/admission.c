@@ -53,13 +53,25 @@ static const char *nf_op_name(MPI_Op op)
     return "user";
 }
 
+/* Every rank parses the same file: rank 0 reports what the parser found. */
+static void nf_policy_diag(const nf_policy_diag_t *d, void *arg)
+{
+    (void)arg;
+    if (nf_log_rank() > 0)
+        return;
+    if (d->severity == NF_POLICY_ERROR)
+        nf_log_error("%s:%d: %s", d->file, d->line, d->message);
+    else
+        nf_log_warn("%s:%d: %s", d->file, d->line, d->message);
+}
+
 /* Called once from nf_init. A policy that does not load leaves every call
  * on pmpi: the parser has said why (file:line), we add what it means. */
 void nf_admission_init(const char *path)
 {
     if (path == NULL)
         return;
-    nf_status_t st = nf_policy_load(path, NULL, NULL, &nf_pol);
+    nf_status_t st = nf_policy_load(path, nf_policy_diag, NULL, &nf_pol);
     nf_pol_state = st == NF_OK ? 1 : -1;
     if (st != NF_OK && nf_log_rank() <= 0)
         nf_log_warn("NFCOLL_POLICY=%s was not loaded (%s): every MPI_Allreduce goes to "

@@ -1,0 +1,152 @@
+/*
+ * Admission policy file: parser and matcher. No MPI calls: the checker tool,
+ * the unit tests and the fuzzer link this alone (with libnfbase and libinih).
+ * The file format is documented in man/nfcoll-policy.5.
+ *
+ * Lifecycle: load once (nf_policy_load), match per call (nf_policy_match:
+ * no allocation, no I/O, no locale dependence), free at finalize. A loaded
+ * policy is immutable, so concurrent matching from several threads is safe.
+ */
+#ifndef NF_POLICY_H
+#define NF_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nfcoll.h"
+
+typedef struct nf_policy nf_policy_t;
+
+/** Only version of the file format this library reads. */
+#define NF_POLICY_VERSION 1
+
+/** What a call looks like to the matcher. A NULL string matches no rule that
+ * constrains that field (e.g. a buffer without a bound region never matches
+ * a rule with a `region` key). */
+typedef struct nf_policy_query {
+    const char *region;    /**< bound region name, or NULL */
+    const char *comm_name; /**< communicator name (MPI_Comm_get_name), or NULL */
+    int comm_size;         /**< processes in the communicator */
+    const char *datatype;  /**< "float", "double", "int", ...: the MPI name in
+                                lower case without "MPI_"; "derived" for
+                                derived datatypes (nf_policy_datatype_name) */
+    const char *op;        /**< "sum", "max", ...; "user" for user-defined */
+    uint64_t bytes;        /**< message size in bytes (count * type size) */
+    uint64_t call;         /**< 0-based index of this call on the communicator */
+} nf_policy_query_t;
+
+/** Scale segment requested by a rule. */
+typedef enum nf_policy_segment {
+    NF_POLICY_SEGMENT_INHERIT = 0, /**< not set: the library's default */
+    NF_POLICY_SEGMENT_REGION = 1,  /**< one scale per bound region */
+    NF_POLICY_SEGMENT_BUFFER = 2   /**< one scale for the whole buffer */
+} nf_policy_segment_t;
+
+/** What the policy decides for a call. Strings point into the policy (or to
+ * static storage for the built-in default) and live as long as it does. */
+typedef struct nf_policy_action {
+    nf_route_t route;
+    int ef;                      /**< error feedback: -1 inherit (NFCOLL_EF), 0 off, 1 on */
+    double gamma;                /**< ternary gate; < 0: inherit (default 1.0) */
+    nf_policy_segment_t segment;
+    const char *rule;            /**< rule name, "default" or "built-in" */
+    int index;                   /**< rule index in file order; -1 for a default */
+    const char *file;            /**< file the rule came from; "" for built-in */
+    int line;                    /**< line of the rule's header; 0 for built-in */
+} nf_policy_action_t;
+
+/** Diagnostic severities, least to most severe. */
+typedef enum nf_policy_severity {
+    NF_POLICY_WARNING = 0,  /**< advisory: nothing was dropped */
+    NF_POLICY_DISABLED = 1, /**< a rule or setting was dropped; the rest loads */
+    NF_POLICY_ERROR = 2     /**< the policy does not load */
+} nf_policy_severity_t;
+
+typedef struct nf_policy_diag {
+    nf_policy_severity_t severity;
+    const char *file; /**< the name given to the parser */
+    int line;         /**< 1-based; 0 when no line applies (unreadable file) */
+    const char *message;
+} nf_policy_diag_t;
+
+/** Receives each diagnostic as it is found. Pointers are valid only during
+ * the call. */
+typedef void (*nf_policy_diag_fn)(const nf_policy_diag_t *diag, void *arg);
+
+/**
+ * Read and parse a policy file. Diagnostics go to `fn` (NULL: nf_log_warn and
+ * nf_log_error as "file:line: message"). Returns NF_OK with *out set when the
+ * policy loaded, possibly with some rules disabled; NF_ERR_IO when the file
+ * cannot be read, NF_ERR_PARSE when it is malformed, NF_ERR_NO_MEMORY. *out is
+ * set only on success.
+ */
+nf_status_t nf_policy_load(const char *path, nf_policy_diag_fn fn, void *arg,
+                           nf_policy_t **out);
+
+/** Same as nf_policy_load on `len` bytes of text (need not be NUL-terminated);
+ * `name` is the file name used in diagnostics. */
+nf_status_t nf_policy_parse(const char *text, size_t len, const char *name,
+                            nf_policy_diag_fn fn, void *arg, nf_policy_t **out);
+
+/** Decide for one call: first enabled rule that matches, else [default], else
+ * route pmpi. p == NULL (no policy) gives the built-in pmpi action. No
+ * allocation, system call or locale use: safe on the hot path. */
+void nf_policy_match(const nf_policy_t *p, const nf_policy_query_t *q,
+                     nf_policy_action_t *out);
+
+/**
+ * Like nf_policy_match, and also writes into buf (snprintf-style: at most
+ * len bytes, always terminated when len > 0) one line per rule tried, saying
+ * which fields matched and which did not. Returns the length the full text
+ * needs, excluding the terminating NUL.
+ */
+size_t nf_policy_explain(const nf_policy_t *p, const nf_policy_query_t *q,
+                         nf_policy_action_t *out, char *buf, size_t len);
+
+/** 64-bit hash of what decides routes (rules in order with their names,
+ * conditions and actions, and [default]); comments, blank lines, spacing,
+ * key order and the [policy] settings do not change it. 0 for NULL, never 0
+ * otherwise. Ranks compare it to detect different policy files. */
+uint64_t nf_policy_hash(const nf_policy_t *p);
+
+/** Query fields some enabled rule tests, as a mask of NF_POLICY_F_*: a
+ * caller may cache a decision keyed on these fields alone (no F_CALLS: the
+ * call index never matters; no F_REGION: no need to split fused buffers). */
+enum {
+    NF_POLICY_F_REGION = 1u << 0,
+    NF_POLICY_F_COMM = 1u << 1,
+    NF_POLICY_F_COMM_SIZE = 1u << 2,
+    NF_POLICY_F_DATATYPE = 1u << 3,
+    NF_POLICY_F_OP = 1u << 4,
+    NF_POLICY_F_BYTES = 1u << 5,
+    NF_POLICY_F_CALLS = 1u << 6
+};
+unsigned nf_policy_fields(const nf_policy_t *p);
+
+/** Number of rules (enabled or not) and of disabled rules. */
+int nf_policy_rule_count(const nf_policy_t *p);
+int nf_policy_disabled_count(const nf_policy_t *p);
+
+/** [policy] settings: cxl_node (-1 when unset), stats and trace (NULL when
+ * unset). NULL p behaves as an empty policy. */
+int nf_policy_cxl_node(const nf_policy_t *p);
+const char *nf_policy_stats(const nf_policy_t *p);
+const char *nf_policy_trace(const nf_policy_t *p);
+
+/** Name of the file the policy was parsed from. */
+const char *nf_policy_file(const nf_policy_t *p);
+
+/** Parse a byte count as the `bytes` key does ("4096", "64K", "1MiB", "2G";
+ * K = 1024). */
+nf_status_t nf_policy_parse_size(const char *text, uint64_t *bytes);
+
+/** Canonical datatype name for a `datatype` value ("MPI_FLOAT", "Float" and
+ * "float" all give "float"), or NULL when the name is not known. */
+const char *nf_policy_datatype_name(const char *name);
+
+/** Same for `op` values ("MPI_SUM" -> "sum"). */
+const char *nf_policy_op_name(const char *name);
+
+void nf_policy_free(nf_policy_t *p);
+
+#endif /* NF_POLICY_H */

@@ -1,0 +1,217 @@
+/*
+ * nfcoll_policy: check an admission policy file, or explain the route it
+ * gives one call. A thin front end to lib/policy.c; no MPI_Init.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_policy.h"
+
+enum { EXIT_OK = 0, EXIT_PROBLEM = 1, EXIT_USAGE = 2 };
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: nfcoll_policy check FILE...\n"
+            "       nfcoll_policy explain FILE --bytes N --comm-size P [--datatype T] [--op OP]\n"
+            "                     [--comm-name NAME] [--region NAME] [--call K]\n"
+            "\n"
+            "Check or explain a libnfcoll admission policy file (see nfcoll-policy(5)).\n"
+            "\n"
+            "  check      report every problem as FILE:LINE; exit 1 if the file does not\n"
+            "             load or a rule or setting was dropped, 0 otherwise\n"
+            "  explain    print the rules tried for one call, which fields matched, and\n"
+            "             the route chosen with the rule (FILE:LINE) that chose it\n"
+            "\n"
+            "  --bytes N        message size in bytes (suffixes K, M, G: 1M = 1048576)\n"
+            "  --comm-size P    processes in the communicator\n"
+            "  --datatype T     MPI datatype name, e.g. float, double, int (default float)\n"
+            "  --op OP          MPI op name, e.g. sum, max (default sum)\n"
+            "  --comm-name NAME communicator name (default MPI_COMM_WORLD)\n"
+            "  --region NAME    bound region name (default: none)\n"
+            "  --call K         0-based call index on the communicator (default 0)\n"
+            "  -h, --help       this text\n");
+}
+
+typedef struct tally { int errors, dropped, warnings; } tally_t;
+
+/* GCC-style "file:line: severity: message", on stderr. */
+static void print_diag(const nf_policy_diag_t *d, void *arg)
+{
+    static const char *const sev[] = {"warning", "warning", "error"};
+    tally_t *t = arg;
+
+    if (d->line > 0)
+        fprintf(stderr, "%s:%d: %s: %s\n", d->file, d->line, sev[d->severity], d->message);
+    else
+        fprintf(stderr, "%s: %s: %s\n", d->file, sev[d->severity], d->message);
+    if (d->severity == NF_POLICY_ERROR)
+        t->errors++;
+    else if (d->severity == NF_POLICY_DISABLED)
+        t->dropped++;
+    else
+        t->warnings++;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    int rc = EXIT_OK;
+
+    if (argc < 1) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    for (int i = 0; i < argc; i++) {
+        tally_t t = {0, 0, 0};
+        nf_policy_t *p = NULL;
+        if (nf_policy_load(argv[i], print_diag, &t, &p) != NF_OK) {
+            printf("%s: does not load: every call would take pmpi\n", argv[i]);
+            rc = EXIT_PROBLEM;
+            continue;
+        }
+        printf("%s: %s: %d rule%s (%d disabled), %s, %d warning%s, hash %016" PRIx64 "\n", argv[i],
+               t.dropped ? "loads with problems" : "ok", nf_policy_rule_count(p),
+               nf_policy_rule_count(p) == 1 ? "" : "s", nf_policy_disabled_count(p),
+               t.dropped ? "some rules or settings dropped" : "nothing dropped", t.warnings,
+               t.warnings == 1 ? "" : "s", nf_policy_hash(p));
+        if (t.dropped)
+            rc = EXIT_PROBLEM;
+        nf_policy_free(p);
+    }
+    return rc;
+}
+
+static int parse_u64_arg(const char *opt, const char *v, uint64_t *out)
+{
+    char *end;
+    unsigned long long x;
+
+    errno = 0;
+    x = strtoull(v, &end, 10);
+    if (v[0] == '-' || end == v || *end != '\0' || errno != 0) {
+        fprintf(stderr, "nfcoll_policy: bad %s '%s' (expected a non-negative integer)\n", opt, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_explain_opts(int argc, char **argv, nf_policy_query_t *q)
+{
+    static const struct option opts[] = {
+        {"bytes", required_argument, NULL, 'b'}, {"comm-size", required_argument, NULL, 'p'},
+        {"datatype", required_argument, NULL, 't'}, {"op", required_argument, NULL, 'o'},
+        {"comm-name", required_argument, NULL, 'c'}, {"region", required_argument, NULL, 'r'},
+        {"call", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int c, have_bytes = 0, have_size = 0;
+    uint64_t v;
+
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (nf_policy_parse_size(optarg, &q->bytes) != NF_OK) {
+                fprintf(stderr, "nfcoll_policy: bad --bytes '%s' (expected e.g. 4096, 64K, 1M)\n", optarg);
+                return -1;
+            }
+            have_bytes = 1;
+            break;
+        case 'p':
+            if (parse_u64_arg("--comm-size", optarg, &v) != 0 || v < 1 || v > INT_MAX) {
+                fprintf(stderr, "nfcoll_policy: --comm-size must be 1..%d\n", INT_MAX);
+                return -1;
+            }
+            q->comm_size = (int)v;
+            have_size = 1;
+            break;
+        case 't': q->datatype = optarg; break;
+        case 'o': q->op = optarg; break;
+        case 'c': q->comm_name = optarg; break;
+        case 'r': q->region = optarg; break;
+        case 'k':
+            if (parse_u64_arg("--call", optarg, &q->call) != 0)
+                return -1;
+            break;
+        case 'h': usage(stdout); exit(EXIT_OK);
+        default: return -1;
+        }
+    }
+    if (!have_bytes || !have_size) {
+        fprintf(stderr, "nfcoll_policy: explain needs --bytes and --comm-size\n");
+        return -1;
+    }
+    if (nf_policy_datatype_name(q->datatype) == NULL)
+        fprintf(stderr, "nfcoll_policy: note: unknown datatype '%s' matches no datatype condition\n",
+                q->datatype);
+    if (nf_policy_op_name(q->op) == NULL)
+        fprintf(stderr, "nfcoll_policy: note: unknown op '%s' matches no op condition\n", q->op);
+    return 0;
+}
+
+static int cmd_explain(int argc, char **argv)
+{
+    nf_policy_query_t q = {NULL, "MPI_COMM_WORLD", 0, "float", "sum", 0, 0};
+    nf_policy_action_t a;
+    tally_t t = {0, 0, 0};
+    nf_policy_t *p = NULL;
+    const char *file;
+    char *text;
+    size_t n;
+    int loaded;
+
+    if (argc < 1 || argv[0][0] == '-') {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    file = argv[0];
+    optind = 1;                 /* argv[0] is FILE: getopt starts after it */
+    if (parse_explain_opts(argc, argv, &q) != 0)
+        return EXIT_USAGE;
+    if (optind != argc) {
+        fprintf(stderr, "nfcoll_policy: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    loaded = nf_policy_load(file, print_diag, &t, &p) == NF_OK;
+    printf("call: region %s, comm '%s' of size %d, datatype %s, op %s, %" PRIu64 " bytes, call %" PRIu64
+           "\n", q.region != NULL ? q.region : "(none)", q.comm_name, q.comm_size, q.datatype, q.op,
+           q.bytes, q.call);
+    n = nf_policy_explain(p, &q, &a, NULL, 0);
+    text = malloc(n + 1);
+    if (text == NULL) {
+        nf_policy_free(p);
+        return EXIT_PROBLEM;
+    }
+    nf_policy_explain(p, &q, &a, text, n + 1);
+    if (!loaded)
+        printf("%s does not load (see above): libnfcoll would send every call to pmpi\n", file);
+    fputs(text, stdout);
+    free(text);
+    nf_policy_free(p);
+    return loaded ? EXIT_OK : EXIT_PROBLEM;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "check") == 0)
+        return cmd_check(argc - 2, argv + 2);
+    if (strcmp(argv[1], "explain") == 0)
+        return cmd_explain(argc - 2, argv + 2);
+    fprintf(stderr, "nfcoll_policy: unknown command '%s' (expected check or explain)\n", argv[1]);
+    usage(stderr);
+    return EXIT_USAGE;
+}
