@@ -1,0 +1,97 @@
+/*
+ * Topology and placement: which NUMA node is the CXL memory node, binding
+ * memory to it, verifying where pages landed, and running the reducer near
+ * it. Knows hwloc and libnuma, not MPI.
+ */
+#ifndef NF_PLACEMENT_H
+#define NF_PLACEMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <hwloc.h>
+
+#include "nfcoll.h"
+
+/* Result of the (pure) CXL node choice. */
+typedef struct nf_cxl_choice {
+    int node;           /* OS index of the chosen node, -1 for none */
+    const char *reason; /* static text: "explicit", "CXL-DRAM subtype", "memory attributes", "memory tier", "none" */
+    char detail[160];   /* human-readable why (attribute values, tiers) */
+} nf_cxl_choice_t;
+
+/*
+ * Pick the CXL node of topo in DESIGN.md section 3's order. explicit_node >= 0
+ * is taken as is when it names a NUMA node of topo (else NF_ERR_NO_DEVICE
+ * with detail saying so). initiators (may be NULL = whole machine) are the
+ * CPUs of the calling ranks: with several candidates, the one with the best
+ * attributes from them wins. Pure: reads only topo (and, for memory tiers, a
+ * sysfs root passed through the environment for tests).
+ */
+nf_status_t nf_topo_choose_cxl(hwloc_topology_t topo, int explicit_node,
+                               hwloc_const_cpuset_t initiators, nf_cxl_choice_t *out);
+
+/* One NUMA node as the choice sees it (for nfcoll_info -t and the tests). */
+typedef struct nf_topo_node {
+    int os_index;
+    uint64_t bytes;             /* local memory */
+    int cpuless;                /* no PU takes it as its default node */
+    int local;                  /* default node of some initiator PU */
+    uint64_t latency;           /* best HMAT latency from the initiators, 0 = unknown */
+    uint64_t bandwidth;         /* best HMAT bandwidth (MiB/s) from them, 0 = unknown */
+    const char *subtype;        /* hwloc subtype ("CXL-DRAM") or NULL; owned by topo */
+    hwloc_const_cpuset_t locality; /* hwloc locality (initiators for CPU-less); owned by topo */
+} nf_topo_node_t;
+
+int nf_topo_node_count(hwloc_topology_t topo);
+/* OS index of the logical-th NUMA node, -1 past the end. */
+int nf_topo_node_os(hwloc_topology_t topo, int logical);
+/* NF_ERR_INVALID when os_index is not a NUMA node of topo. */
+nf_status_t nf_topo_node_info(hwloc_topology_t topo, int os_index,
+                              hwloc_const_cpuset_t initiators, nf_topo_node_t *out);
+
+/* Load this machine's topology (or HWLOC_XMLFILE) the way placement does, and
+ * the CPUs this process may run on (NULL when the topology is not this
+ * system). Free with hwloc_topology_destroy / hwloc_bitmap_free. */
+nf_status_t nf_topo_load(hwloc_topology_t *topo, hwloc_cpuset_t *initiators);
+
+/* Process-wide placement state, set up once from the settings (NFCOLL_CXL,
+ * NFCOLL_CXL_NODE). NF_ERR_NO_DEVICE when NFCOLL_CXL=require and there is no
+ * usable node (already logged). Idempotent and thread-safe. */
+nf_status_t nf_place_init(void);
+void nf_place_finalize(void);
+
+/* A cxl_node from the policy file; used like NFCOLL_CXL_NODE when that is
+ * unset (the environment wins). Call before nf_place_init; -1 clears. */
+void nf_place_set_policy_node(int node);
+
+/* Chosen node (-1: local DRAM, unbound), why (a static reason as in
+ * nf_cxl_choice_t, or "off"), and the human-readable detail. */
+int nf_place_node(void);
+const char *nf_place_reason(void);
+const char *nf_place_detail(void);
+
+/*
+ * Bind [addr, addr + len) (page aligned, not yet touched) to the chosen node,
+ * touch every page, then verify with move_pages/get_mempolicy. *frac gets
+ * the fraction of pages found on the node (1.0 when no node is chosen and
+ * nothing was asked). Under NFCOLL_CXL=require, too little free memory on
+ * the node is NF_ERR_CAPACITY with a message naming the node and the bytes.
+ */
+nf_status_t nf_place_bind_touch(void *addr, size_t len, double *frac);
+
+/* Private, placed, zeroed memory (error-feedback residuals). */
+void *nf_place_alloc(size_t len, double *frac);
+void nf_place_free(void *p, size_t len);
+
+/* Run the reducer on CPUs nearest the node without disturbing the caller's
+ * binding: enter saves and narrows this thread's affinity when that helps,
+ * leave restores it. Both are no-ops when the node has local CPUs in the
+ * caller's set or when there is no node. */
+typedef struct nf_place_pin {
+    int active;
+    unsigned char saved[128]; /* cpu_set_t of the caller, opaque here */
+} nf_place_pin_t;
+void nf_place_reducer_enter(nf_place_pin_t *pin);
+void nf_place_reducer_leave(nf_place_pin_t *pin);
+
+#endif

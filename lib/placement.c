@@ -1,0 +1,297 @@
+/*
+ * Placement: bind the aggregation buffer and the residuals to the CXL node,
+ * first-touch them, verify where the pages landed, and run the reducer on
+ * CPUs near that node. Everything expensive (topology, cpusets, node masks)
+ * happens once in nf_place_init; the per-call reducer pinning is at most two
+ * sched_setaffinity calls, and none unless it helps.
+ */
+#include "config.h"
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <errno.h>
+#include <numa.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <hwloc/glibc-sched.h>
+
+#include "nf_log.h"
+#include "nf_placement.h"
+#include "nf_settings.h"
+
+#define NF_VERIFY_BATCH 1024 /* pages per move_pages query */
+
+static struct {
+    pthread_mutex_t lock;
+    int inited;
+    nf_status_t status;
+    nf_cxl_mode_t mode;
+    int policy_node;
+    int node;
+    const char *reason;
+    char detail[200];
+    struct bitmask *mask; /* just node */
+    int pin;              /* reducer pinning pays off */
+    cpu_set_t pin_to;     /* where the reducer runs */
+    cpu_set_t pin_back;   /* the caller's binding at init */
+} nf_pl = {.lock = PTHREAD_MUTEX_INITIALIZER, .policy_node = -1, .node = -1, .reason = "none"};
+
+nf_status_t nf_topo_load(hwloc_topology_t *topo, hwloc_cpuset_t *initiators)
+{
+    hwloc_topology_t t;
+    hwloc_cpuset_t cpus = NULL;
+    if (hwloc_topology_init(&t) != 0) {
+        nf_log_error("hwloc_topology_init failed: %m");
+        return NF_ERR_NO_MEMORY;
+    }
+    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
+    if (hwloc_topology_load(t) != 0) {
+        nf_log_error("cannot load the hwloc topology: %m");
+        hwloc_topology_destroy(t);
+        return NF_ERR_IO;
+    }
+    if (hwloc_topology_is_thissystem(t)) {
+        cpus = hwloc_bitmap_alloc();
+        if (cpus != NULL && hwloc_get_cpubind(t, cpus, HWLOC_CPUBIND_PROCESS) != 0)
+            hwloc_bitmap_copy(cpus, hwloc_topology_get_allowed_cpuset(t));
+    }
+    *topo = t;
+    *initiators = cpus;
+    return NF_OK;
+}
+
+void nf_place_set_policy_node(int node)
+{
+    pthread_mutex_lock(&nf_pl.lock);
+    nf_pl.policy_node = node;
+    pthread_mutex_unlock(&nf_pl.lock);
+}
+
+/* Pin the reducer when the caller's CPUs are not all near the node: to the
+ * caller's CPUs that are near, else to the near CPUs the process may use. */
+static void nf_place_pin_setup(hwloc_topology_t topo, hwloc_const_cpuset_t locality)
+{
+    hwloc_cpuset_t mine = hwloc_bitmap_alloc(), to = hwloc_bitmap_alloc();
+    nf_pl.pin = 0;
+    if (mine == NULL || to == NULL || locality == NULL || hwloc_bitmap_iszero(locality) ||
+        hwloc_get_cpubind(topo, mine, HWLOC_CPUBIND_THREAD) != 0 ||
+        hwloc_bitmap_isincluded(mine, locality))
+        goto out;
+    hwloc_bitmap_and(to, mine, locality);
+    if (hwloc_bitmap_iszero(to))
+        hwloc_bitmap_and(to, locality, hwloc_topology_get_allowed_cpuset(topo));
+    if (hwloc_bitmap_iszero(to))
+        goto out;
+    hwloc_cpuset_to_glibc_sched_affinity(topo, mine, &nf_pl.pin_back, sizeof(cpu_set_t));
+    hwloc_cpuset_to_glibc_sched_affinity(topo, to, &nf_pl.pin_to, sizeof(cpu_set_t));
+    nf_pl.pin = 1;
+    nf_log_info(1, "the reducer runs on the CPUs near NUMA node %d", nf_pl.node);
+out:
+    hwloc_bitmap_free(mine);
+    hwloc_bitmap_free(to);
+}
+
+static int nf_place_explicit(const nf_settings_t *s)
+{
+    return s->cxl_node >= 0 ? s->cxl_node : nf_pl.policy_node;
+}
+
+/* Decide the node; on failure under require, log and return the error. */
+static nf_status_t nf_place_choose(const nf_settings_t *s)
+{
+    hwloc_topology_t topo;
+    hwloc_cpuset_t init;
+    nf_cxl_choice_t c;
+    nf_status_t st = nf_topo_load(&topo, &init);
+    if (st != NF_OK)
+        return s->cxl == NF_CXL_REQUIRE ? st : NF_OK;
+    st = nf_topo_choose_cxl(topo, nf_place_explicit(s), init, &c);
+    snprintf(nf_pl.detail, sizeof(nf_pl.detail), "%s", c.detail);
+    nf_pl.reason = c.reason;
+    if (c.node >= 0 && numa_available() < 0) {
+        snprintf(nf_pl.detail, sizeof(nf_pl.detail), "NUMA node %d found, but the kernel has no NUMA support", c.node);
+        c.node = -1, nf_pl.reason = "none", st = NF_ERR_NO_DEVICE;
+    }
+    if (c.node >= 0) {
+        nf_topo_node_t info;
+        nf_pl.node = c.node;
+        nf_pl.mask = numa_allocate_nodemask();
+        numa_bitmask_setbit(nf_pl.mask, (unsigned)c.node);
+        if (nf_topo_node_info(topo, c.node, init, &info) == NF_OK)
+            nf_place_pin_setup(topo, info.locality);
+        nf_log_info(1, "CXL memory node %d (%s: %s)", c.node, c.reason, c.detail);
+    }
+    hwloc_bitmap_free(init);
+    hwloc_topology_destroy(topo);
+    if (c.node >= 0)
+        return NF_OK;
+    if (s->cxl == NF_CXL_REQUIRE) {
+        nf_log_error("NFCOLL_CXL=require but there is no usable CXL memory node: %s", nf_pl.detail);
+        return NF_ERR_NO_DEVICE;
+    }
+    /* One warning per job under prefer: only rank 0 (or a process that has
+     * no rank yet) says it; the others say it at verbose level 1. */
+    if (st != NF_OK || nf_log_rank() <= 0)
+        nf_log_warn("%s; the aggregation buffer stays in local DRAM (NFCOLL_CXL=prefer)", nf_pl.detail);
+    else
+        nf_log_info(1, "%s; the aggregation buffer stays in local DRAM", nf_pl.detail);
+    return NF_OK;
+}
+
+nf_status_t nf_place_init(void)
+{
+    pthread_mutex_lock(&nf_pl.lock);
+    if (!nf_pl.inited) {
+        const nf_settings_t *s = nf_settings_load();
+        nf_pl.mode = s->cxl;
+        nf_pl.node = -1;
+        nf_pl.pin = 0;
+        if (s->cxl == NF_CXL_OFF) {
+            nf_pl.reason = "off";
+            snprintf(nf_pl.detail, sizeof(nf_pl.detail), "NFCOLL_CXL=off: not looking for a CXL node");
+            nf_pl.status = NF_OK;
+        } else {
+            nf_pl.status = nf_place_choose(s);
+        }
+        nf_pl.inited = 1;
+    }
+    nf_status_t st = nf_pl.status;
+    pthread_mutex_unlock(&nf_pl.lock);
+    return st;
+}
+
+void nf_place_finalize(void)
+{
+    pthread_mutex_lock(&nf_pl.lock);
+    if (nf_pl.mask != NULL)
+        numa_free_nodemask(nf_pl.mask);
+    nf_pl.mask = NULL;
+    nf_pl.inited = 0;
+    nf_pl.node = -1;
+    nf_pl.pin = 0;
+    nf_pl.reason = "none";
+    nf_pl.detail[0] = '\0';
+    pthread_mutex_unlock(&nf_pl.lock);
+}
+
+int nf_place_node(void) { return nf_pl.node; }
+const char *nf_place_reason(void) { return nf_pl.reason; }
+const char *nf_place_detail(void) { return nf_pl.detail; }
+
+/* Fraction of the pages of [addr, addr + len) that sit on node. */
+static double nf_place_verify(char *addr, size_t len, size_t page, int node)
+{
+    void *pages[NF_VERIFY_BATCH];
+    int status[NF_VERIFY_BATCH];
+    size_t n = len / page, on = 0;
+    for (size_t i = 0; i < n; i += NF_VERIFY_BATCH) {
+        size_t b = n - i < NF_VERIFY_BATCH ? n - i : NF_VERIFY_BATCH;
+        for (size_t j = 0; j < b; j++)
+            pages[j] = addr + (i + j) * page;
+        if (move_pages(0, (unsigned long)b, pages, NULL, status, 0) != 0) {
+            nf_log_warn("move_pages could not verify the placement on NUMA node %d: %m", node);
+            return 0.0;
+        }
+        for (size_t j = 0; j < b; j++)
+            on += status[j] == node;
+    }
+    return n != 0 ? (double)on / (double)n : 1.0;
+}
+
+/* Under require, too little free memory is an error; under prefer the
+ * memory stays unbound (local DRAM) with one warning. */
+static nf_status_t nf_place_capacity(size_t len, int *bind)
+{
+    long long free_bytes = 0;
+    *bind = 1;
+    if (numa_node_size64(nf_pl.node, &free_bytes) < 0 || free_bytes < 0 || (size_t)free_bytes >= len)
+        return NF_OK;
+    if (nf_pl.mode == NF_CXL_REQUIRE) {
+        nf_log_error("CXL memory node %d has %lld bytes free, %zu are needed (NFCOLL_CXL=require)",
+                     nf_pl.node, free_bytes, len);
+        return NF_ERR_CAPACITY;
+    }
+    nf_log_warn_once("CXL memory node %d has %lld bytes free, %zu are needed: using local DRAM "
+                     "(NFCOLL_CXL=prefer)", nf_pl.node, free_bytes, len);
+    *bind = 0;
+    return NF_OK;
+}
+
+nf_status_t nf_place_bind_touch(void *addr, size_t len, double *frac)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    int bind;
+    nf_status_t st = nf_place_init();
+    if (st != NF_OK)
+        return st;
+    len = (len + page - 1) / page * page;
+    if (nf_pl.node < 0 || len == 0) {
+        memset(addr, 0, len);
+        *frac = 1.0;
+        return NF_OK;
+    }
+    if ((st = nf_place_capacity(len, &bind)) != NF_OK)
+        return st;
+    /* Strict binding under require (capacity was checked); preferred under
+     * prefer so a full node spills to DRAM instead of failing a fault. */
+    int mode = nf_pl.mode == NF_CXL_REQUIRE ? MPOL_BIND : MPOL_PREFERRED;
+    if (bind && mbind(addr, len, mode, nf_pl.mask->maskp, nf_pl.mask->size + 1, MPOL_MF_MOVE) != 0) {
+        if (nf_pl.mode == NF_CXL_REQUIRE) {
+            nf_log_error("mbind of %zu bytes to CXL memory node %d failed: %m", len, nf_pl.node);
+            return NF_ERR_IO;
+        }
+        nf_log_warn_once("mbind to CXL memory node %d failed: %m; using local DRAM", nf_pl.node);
+    }
+    memset(addr, 0, len);
+    *frac = nf_place_verify(addr, len, page, nf_pl.node);
+    if (*frac < 1.0)
+        nf_log_info(1, "%.1f %% of %zu bytes are on CXL memory node %d", 100.0 * *frac, len, nf_pl.node);
+    return NF_OK;
+}
+
+void *nf_place_alloc(size_t len, double *frac)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        nf_log_error("mmap of %zu bytes failed: %m", len);
+        return NULL;
+    }
+    if (nf_place_bind_touch(p, len, frac) != NF_OK) {
+        munmap(p, len);
+        return NULL;
+    }
+    return p;
+}
+
+void nf_place_free(void *p, size_t len)
+{
+    if (p != NULL)
+        munmap(p, len);
+}
+
+_Static_assert(sizeof(((nf_place_pin_t *)0)->saved) >= sizeof(cpu_set_t), "pin save area too small");
+
+void nf_place_reducer_enter(nf_place_pin_t *pin)
+{
+    pin->active = 0;
+    if (!nf_pl.pin)
+        return;
+    if (sched_setaffinity(0, sizeof(cpu_set_t), &nf_pl.pin_to) == 0)
+        pin->active = 1;
+    else
+        nf_log_warn_once("cannot move the reducer near CXL memory node %d: %m", nf_pl.node);
+}
+
+void nf_place_reducer_leave(nf_place_pin_t *pin)
+{
+    if (pin->active && sched_setaffinity(0, sizeof(cpu_set_t), &nf_pl.pin_back) != 0)
+        nf_log_warn_once("cannot restore the caller's CPU binding: %m");
+    pin->active = 0;
+}

@@ -1,0 +1,208 @@
+/*
+ * The CXL node choice (lib/topology.c) against hwloc XML fixtures, and the
+ * placement modes (lib/placement.c) on this machine. Table-driven.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "nf_placement.h"
+#include "nf_settings.h"
+
+#ifndef NF_FIXTURES
+#define NF_FIXTURES "tests/fixtures"
+#endif
+
+typedef struct topo_case {
+    const char *xml;        /* fixture file */
+    int explicit_node;      /* -1: choose */
+    const char *initiators; /* cpu list, NULL: whole machine */
+    const char *sysfs;      /* NF_TEST_SYSFS below fixtures, NULL: unset */
+    nf_status_t status;
+    int node;
+    const char *reason;
+    const char *detail_has; /* substring of detail, or NULL */
+} topo_case_t;
+
+static const topo_case_t topo_cases[] = {
+    {"one-node.xml", -1, NULL, NULL, NF_OK, -1, "none", "one NUMA node"},
+    {"one-node.xml", 0, NULL, NULL, NF_OK, 0, "explicit", NULL},
+    {"dram-cxl.xml", -1, NULL, NULL, NF_OK, 1, "memory attributes", "latency 250"},
+    {"dram-cxl.xml", -1, "0", NULL, NF_OK, 1, "memory attributes", "local node 0"},
+    {"dram-cxl.xml", 0, NULL, NULL, NF_OK, 0, "explicit", NULL},
+    {"two-cxl.xml", -1, "0-1", NULL, NF_OK, 2, "memory attributes", "latency 250"},
+    {"two-cxl.xml", -1, "2-3", NULL, NF_OK, 3, "memory attributes", "latency 200"},
+    {"two-cxl.xml", -1, NULL, NULL, NF_OK, 3, "memory attributes", NULL},
+    {"two-socket.xml", -1, NULL, NULL, NF_OK, -1, "none", "none of them CPU-less"},
+    {"cpuless-fast.xml", -1, NULL, NULL, NF_OK, -1, "none", "none slower"},
+    {"cpuless-noattr.xml", -1, NULL, NULL, NF_OK, -1, "none", "none slower"},
+    {"cpuless-noattr.xml", -1, NULL, "tiers", NF_OK, 1, "memory tier", "tier 22"},
+    {"dram-cxl.xml", 7, NULL, NULL, NF_ERR_NO_DEVICE, -1, "none", "node 7 does not exist"},
+    {"one-node.xml", 1, NULL, NULL, NF_ERR_NO_DEVICE, -1, "none", "has node 0"},
+};
+
+static hwloc_topology_t load_fixture(const char *name)
+{
+    char path[512];
+    hwloc_topology_t topo;
+    snprintf(path, sizeof(path), "%s/%s", NF_FIXTURES, name);
+    ck_assert_int_eq(hwloc_topology_init(&topo), 0);
+    ck_assert_msg(hwloc_topology_set_xml(topo, path) == 0, "cannot read %s", path);
+    ck_assert_int_eq(hwloc_topology_load(topo), 0);
+    return topo;
+}
+
+START_TEST(test_choose)
+{
+    const topo_case_t *c = &topo_cases[_i];
+    char root[512];
+    hwloc_topology_t topo = load_fixture(c->xml);
+    hwloc_bitmap_t init = NULL;
+    nf_cxl_choice_t out;
+    if (c->sysfs != NULL) {
+        snprintf(root, sizeof(root), "%s/%s", NF_FIXTURES, c->sysfs);
+        setenv("NF_TEST_SYSFS", root, 1);
+    } else {
+        unsetenv("NF_TEST_SYSFS");
+    }
+    if (c->initiators != NULL) {
+        init = hwloc_bitmap_alloc();
+        ck_assert_int_eq(hwloc_bitmap_list_sscanf(init, c->initiators), 0);
+    }
+    nf_status_t st = nf_topo_choose_cxl(topo, c->explicit_node, init, &out);
+    ck_assert_msg(st == c->status, "%s: status %d, expected %d (%s)", c->xml, st, c->status, out.detail);
+    ck_assert_msg(out.node == c->node, "%s: node %d, expected %d (%s)", c->xml, out.node, c->node, out.detail);
+    ck_assert_str_eq(out.reason, c->reason);
+    if (c->detail_has != NULL)
+        ck_assert_msg(strstr(out.detail, c->detail_has) != NULL, "%s: detail '%s' lacks '%s'",
+                      c->xml, out.detail, c->detail_has);
+    hwloc_bitmap_free(init);
+    hwloc_topology_destroy(topo);
+}
+END_TEST
+
+/* hwloc 2.9 does not detect CXL-DRAM itself, but its XML carries the subtype
+ * (obj->subtype exists since 2.0), so the fixture runs on every version. */
+START_TEST(test_subtype)
+{
+    hwloc_topology_t topo = load_fixture("cxl-subtype.xml");
+    nf_cxl_choice_t out;
+    hwloc_obj_t n = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, 1);
+    if (n == NULL || n->subtype == NULL) {
+        printf("SKIP: this hwloc (API 0x%x) drops NUMA subtypes from XML\n", HWLOC_API_VERSION);
+        hwloc_topology_destroy(topo);
+        return;
+    }
+    ck_assert_int_eq(nf_topo_choose_cxl(topo, -1, NULL, &out), NF_OK);
+    ck_assert_int_eq(out.node, 1);
+    ck_assert_str_eq(out.reason, "CXL-DRAM subtype");
+    hwloc_topology_destroy(topo);
+}
+END_TEST
+
+START_TEST(test_node_info)
+{
+    hwloc_topology_t topo = load_fixture("dram-cxl.xml");
+    nf_topo_node_t a, b;
+    ck_assert_int_eq(nf_topo_node_count(topo), 2);
+    ck_assert_int_eq(nf_topo_node_info(topo, 0, NULL, &a), NF_OK);
+    ck_assert_int_eq(nf_topo_node_info(topo, 1, NULL, &b), NF_OK);
+    ck_assert(!a.cpuless && a.local && a.latency == 100 && a.bandwidth == 204800);
+    ck_assert(b.cpuless && !b.local && b.latency == 250 && b.bandwidth == 61440);
+    ck_assert_int_eq(nf_topo_node_info(topo, 9, NULL, &a), NF_ERR_INVALID);
+    hwloc_topology_destroy(topo);
+}
+END_TEST
+
+/* Placement modes on this machine. NFCOLL_CXL_NODE=0 names a node every
+ * Linux machine has, so require succeeds and pages must land there. */
+typedef struct place_case {
+    const char *mode, *node;
+    nf_status_t status;
+    int chosen;
+} place_case_t;
+
+static const place_case_t place_cases[] = {
+    {"off", NULL, NF_OK, -1},
+    {"prefer", "4095", NF_OK, -1},
+    {"require", "4095", NF_ERR_NO_DEVICE, -1},
+    {"require", "0", NF_OK, 0},
+    {"prefer", "0", NF_OK, 0},
+};
+
+static void place_env(const char *mode, const char *node)
+{
+    setenv("NFCOLL_CXL", mode, 1);
+    if (node != NULL)
+        setenv("NFCOLL_CXL_NODE", node, 1);
+    else
+        unsetenv("NFCOLL_CXL_NODE");
+    unsetenv("HWLOC_XMLFILE");
+    nf_settings_reset();
+    nf_place_finalize();
+}
+
+START_TEST(test_place_modes)
+{
+    const place_case_t *c = &place_cases[_i];
+    size_t len = 1 << 20;
+    double frac = -1.0;
+    nf_place_pin_t pin;
+    place_env(c->mode, c->node);
+    ck_assert_int_eq(nf_place_init(), c->status);
+    ck_assert_int_eq(nf_place_node(), c->chosen);
+    if (c->status != NF_OK)
+        return;
+    float *p = nf_place_alloc(len, &frac);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(frac == 1.0);
+    ck_assert(p[0] == 0.0f && p[len / sizeof(float) - 1] == 0.0f);
+    nf_place_reducer_enter(&pin);
+    nf_place_reducer_leave(&pin);
+    nf_place_free(p, len);
+    nf_place_finalize();
+}
+END_TEST
+
+START_TEST(test_place_capacity)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    double frac;
+    void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(p != MAP_FAILED);
+    place_env("require", "0");
+    ck_assert_int_eq(nf_place_init(), NF_OK);
+    /* Far more than any node has: refused before anything is touched. */
+    ck_assert_int_eq(nf_place_bind_touch(p, (size_t)1 << 60, &frac), NF_ERR_CAPACITY);
+    munmap(p, page);
+    nf_place_finalize();
+}
+END_TEST
+
+static Suite *topo_suite(void)
+{
+    Suite *s = suite_create("topology");
+    TCase *t = tcase_create("choose");
+    tcase_add_loop_test(t, test_choose, 0, (int)(sizeof(topo_cases) / sizeof(topo_cases[0])));
+    tcase_add_test(t, test_subtype);
+    tcase_add_test(t, test_node_info);
+    suite_add_tcase(s, t);
+    t = tcase_create("place");
+    tcase_add_loop_test(t, test_place_modes, 0, (int)(sizeof(place_cases) / sizeof(place_cases[0])));
+    tcase_add_test(t, test_place_capacity);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(topo_suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

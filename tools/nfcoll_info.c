@@ -1,0 +1,287 @@
+/*
+ * nfcoll_info: version, build configuration, NFCOLL_* settings, and the NUMA
+ * topology with the CXL node libnfcoll would use and why. A front end to the
+ * library (settings table, kernel dispatch, topology/placement); it makes no
+ * MPI call, so it runs without mpirun.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <numa.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_kernels.h"
+#include "nf_placement.h"
+#include "nf_settings.h"
+#include "nfcoll.h"
+
+enum { SHOW_VERSION = 1, SHOW_BUILD = 2, SHOW_CONFIG = 4, SHOW_TOPO = 8, SHOW_ALL = 15 };
+
+static int json;
+static int first; /* no comma before the next JSON member */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: nfcoll_info [-v] [-b] [-c] [-t] [--json]\n"
+            "\n"
+            "Show how libnfcoll was built and what it would do on this machine.\n"
+            "With no option, show everything.\n"
+            "\n"
+            "  -v, --version   libnfcoll version\n"
+            "  -b, --build     build configuration: MPI, hwloc, libnuma, SIMD kernels\n"
+            "  -c, --config    every NFCOLL_* setting: default, current value, meaning\n"
+            "  -t, --topology  NUMA nodes (size, CPUs, latency, bandwidth) and the CXL\n"
+            "                  memory node libnfcoll would use, with the reason\n"
+            "      --json      the same as one JSON object (top-level \"cxl_node\" and\n"
+            "                  \"cxl_reason\" are always present)\n"
+            "  -h, --help      this text\n");
+}
+
+static void jstr(const char *s)
+{
+    if (s == NULL) {
+        fputs("null", stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+/* "key": (the caller prints the value) */
+static void jkey(const char *k)
+{
+    printf("%s\n  \"%s\": ", first ? "" : ",", k);
+    first = 0;
+}
+
+static void show_version(void)
+{
+    const char *v = nf_version(NULL, NULL, NULL);
+    if (json) {
+        jkey("version");
+        jstr(v);
+    } else {
+        printf("libnfcoll %s\n", v);
+    }
+}
+
+/* hwloc's package version is only known at run time, from the topology's
+ * root info; HWLOC_API_VERSION is the (coarser) API level. */
+static void hwloc_versions(char *api, size_t na, char *run, size_t nr)
+{
+    hwloc_topology_t topo;
+    hwloc_cpuset_t init;
+    snprintf(api, na, "0x%08x", (unsigned)HWLOC_API_VERSION);
+    snprintf(run, nr, "unknown");
+    if (nf_topo_load(&topo, &init) != NF_OK)
+        return;
+    const char *v = hwloc_obj_get_info_by_name(hwloc_get_root_obj(topo), "hwlocVersion");
+    if (v != NULL)
+        snprintf(run, nr, "%s", v);
+    hwloc_bitmap_free(init);
+    hwloc_topology_destroy(topo);
+}
+
+static void show_build(void)
+{
+    char hw_api[32], hw_run[32];
+    nf_isa_t isa = nf_isa_detect();
+    hwloc_versions(hw_api, sizeof(hw_api), hw_run, sizeof(hw_run));
+    if (!json) {
+        printf("Build configuration:\n"
+               "  MPI               %s\n"
+               "  hwloc             %s (API %s)\n"
+               "  libnuma           %s\n"
+               "  SIMD kernels      %s (built), %s (this CPU)\n",
+               NF_MPI_VERSION_STRING, hw_run, hw_api, NF_NUMA_VERSION_STRING,
+               NF_SIMD_BUILT, nf_isa_name(isa));
+        return;
+    }
+    jkey("build");
+    printf("{\"mpi\": ");
+    jstr(NF_MPI_VERSION_STRING);
+    printf(", \"hwloc\": ");
+    jstr(hw_run);
+    printf(", \"hwloc_api\": \"%s\", \"libnuma\": ", hw_api);
+    jstr(NF_NUMA_VERSION_STRING);
+    printf(", \"simd_built\": ");
+    jstr(NF_SIMD_BUILT);
+    printf(", \"simd_detected\": ");
+    jstr(nf_isa_name(isa));
+    printf("}");
+}
+
+static void show_config(void)
+{
+    size_t n;
+    const nf_setting_desc_t *t = nf_settings_table(&n);
+    nf_settings_load(); /* warns about malformed values, as the library would */
+    if (json) {
+        jkey("settings");
+        printf("[");
+    } else {
+        printf("Settings (environment):\n");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *cur = nf_setting_raw((nf_setting_id_t)i);
+        if (!json) {
+            printf("  %-22s %-10s %s\n  %22s default '%s', accepts %s\n", t[i].name,
+                   cur != NULL ? cur : "(unset)", t[i].doc, "", t[i].def, t[i].values);
+            continue;
+        }
+        printf("%s\n    {\"name\": ", i == 0 ? "" : ",");
+        jstr(t[i].name);
+        printf(", \"default\": ");
+        jstr(t[i].def);
+        printf(", \"current\": ");
+        jstr(cur);
+        printf(", \"values\": ");
+        jstr(t[i].values);
+        printf(", \"doc\": ");
+        jstr(t[i].doc);
+        printf("}");
+    }
+    if (json)
+        printf("\n  ]");
+}
+
+static void print_node(hwloc_topology_t topo, hwloc_const_cpuset_t init, int os, int cxl)
+{
+    nf_topo_node_t nd;
+    char cpus[128] = "";
+    long long free_b = -1;
+    if (nf_topo_node_info(topo, os, init, &nd) != NF_OK)
+        return;
+    hwloc_bitmap_list_snprintf(cpus, sizeof(cpus), nd.locality);
+    if (hwloc_topology_is_thissystem(topo) && numa_available() >= 0)
+        numa_node_size64(os, &free_b);
+    if (!json) {
+        printf("  node %d: %llu MiB", os, (unsigned long long)(nd.bytes >> 20));
+        if (free_b >= 0)
+            printf(" (%lld MiB free)", free_b >> 20);
+        printf(", %s %s", nd.cpuless ? "CPU-less, near CPUs" : "CPUs", cpus);
+        if (nd.subtype != NULL)
+            printf(", subtype %s", nd.subtype);
+        if (nd.latency != 0)
+            printf(", latency %llu ns", (unsigned long long)nd.latency);
+        if (nd.bandwidth != 0)
+            printf(", bandwidth %llu MiB/s", (unsigned long long)nd.bandwidth);
+        printf("%s\n", os == cxl ? "  <- CXL node" : "");
+        return;
+    }
+    printf("\n    {\"os_index\": %d, \"bytes\": %llu, \"free_bytes\": ", os, (unsigned long long)nd.bytes);
+    free_b >= 0 ? printf("%lld", free_b) : printf("null");
+    printf(", \"cpus\": \"%s\", \"cpuless\": %s, \"subtype\": ", cpus, nd.cpuless ? "true" : "false");
+    jstr(nd.subtype);
+    printf(nd.latency != 0 ? ", \"latency_ns\": %llu" : ", \"latency_ns\": null", (unsigned long long)nd.latency);
+    printf(nd.bandwidth != 0 ? ", \"bandwidth_mib_s\": %llu" : ", \"bandwidth_mib_s\": null",
+           (unsigned long long)nd.bandwidth);
+    printf(", \"cxl\": %s}", os == cxl ? "true" : "false");
+}
+
+/* The node comes from nf_place_init, i.e. exactly what the library decides
+ * with the current NFCOLL_CXL and NFCOLL_CXL_NODE. */
+static int show_topo(int mask)
+{
+    hwloc_topology_t topo;
+    hwloc_cpuset_t init;
+    char ic[128] = "all CPUs";
+    nf_status_t st = nf_place_init();
+    int cxl = nf_place_node(), nn;
+    if (mask & SHOW_TOPO) {
+        if (nf_topo_load(&topo, &init) != NF_OK)
+            return 1;
+        if (init != NULL)
+            snprintf(ic, sizeof(ic), "CPUs "), hwloc_bitmap_list_snprintf(ic + 5, sizeof(ic) - 5, init);
+        nn = nf_topo_node_count(topo);
+        if (json) {
+            jkey("numa_nodes");
+            printf("[");
+        } else {
+            printf("NUMA nodes (latency and bandwidth as seen from %s):\n", ic);
+        }
+        for (int i = 0; i < nn; i++) {
+            if (json && i > 0)
+                printf(",");
+            print_node(topo, init, nf_topo_node_os(topo, i), cxl);
+        }
+        if (json)
+            printf("\n  ]");
+        hwloc_bitmap_free(init);
+        hwloc_topology_destroy(topo);
+    }
+    if (!json) {
+        if (cxl >= 0)
+            printf("CXL memory node: %d (%s: %s)\n", cxl, nf_place_reason(), nf_place_detail());
+        else
+            printf("CXL memory node: none (%s)%s\n", nf_place_detail(),
+                   st != NF_OK ? ": libnfcoll would fail to initialize" : "");
+        return 0;
+    }
+    jkey("cxl_mode");
+    jstr(nf_setting_raw(NF_SET_CXL) != NULL ? nf_setting_raw(NF_SET_CXL) : "prefer");
+    jkey("cxl_node");
+    cxl >= 0 ? printf("%d", cxl) : printf("null");
+    jkey("cxl_reason");
+    jstr(nf_place_reason());
+    jkey("cxl_detail");
+    jstr(nf_place_detail());
+    jkey("cxl_status");
+    jstr(nf_strerror(st));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"version", no_argument, NULL, 'v'}, {"build", no_argument, NULL, 'b'},
+        {"config", no_argument, NULL, 'c'},  {"topology", no_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int mask = 0, opt, rc = 0;
+    while ((opt = getopt_long(argc, argv, "vbcth", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'v': mask |= SHOW_VERSION; break;
+        case 'b': mask |= SHOW_BUILD; break;
+        case 'c': mask |= SHOW_CONFIG; break;
+        case 't': mask |= SHOW_TOPO; break;
+        case 'j': json = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "nfcoll_info: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (mask == 0)
+        mask = SHOW_ALL;
+    first = 1;
+    if (json)
+        printf("{");
+    if (mask & SHOW_VERSION)
+        show_version();
+    if (mask & SHOW_BUILD)
+        show_build();
+    if (mask & SHOW_CONFIG)
+        show_config();
+    if (json || (mask & SHOW_TOPO))
+        rc = show_topo(mask);
+    if (json)
+        printf("\n}\n");
+    nf_place_finalize();
+    return rc;
+}
