@@ -39,6 +39,8 @@ make -j"$(nproc)"
 
 # Open MPI refuses root without these; make check exports them itself.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Let the emulated-CXL check fetch its Debian kernel package (apt-get download).
+export NFCOLL_CXL_FETCH=1
 if [ "$cmd" = demo ]; then
   make demo
 else

@@ -7,4 +7,5 @@ AC_DEFUN([NF_CHECK_HWLOC], [
     [AC_CHECK_LIB([hwloc], [hwloc_memattr_get_value],
        [HWLOC_LIBS=-lhwloc; HWLOC_CFLAGS=; nf_hwloc_version="found (no pkg-config)"],
        [AC_MSG_ERROR([hwloc >= 2.3 not found. Debian: apt-get install libhwloc-dev])])])
+  AC_DEFINE_UNQUOTED([NF_HWLOC_VERSION_STRING], ["$nf_hwloc_version"], [hwloc version at build time])
 ])

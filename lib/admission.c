@@ -87,6 +87,8 @@ void nf_admission_finalize(void)
 
 int nf_admission_active(void) { return nf_pol_state == 1; }
 
+const nf_policy_t *nf_admission_policy(void) { return nf_pol; }
+
 /* Where stats go: NFCOLL_STATS wins over the policy's `stats` setting. */
 const char *nf_admission_stats_dest(void)
 {

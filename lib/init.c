@@ -7,6 +7,7 @@
 
 #include "nf_core.h"
 #include "nf_placement.h"
+#include "nf_policy.h"
 
 nf_global_t nf_g = {.comm_keyval = MPI_KEYVAL_INVALID, .line_type = MPI_DATATYPE_NULL,
                      .init_status = NF_ERR_INVALID};
@@ -40,6 +41,8 @@ static nf_status_t nf_init_locked(void)
     nf_g.settings = nf_settings_load();
     nf_g.k = nf_pick_kernels(nf_g.settings);
     nf_admission_init(nf_g.settings->policy);
+    /* The policy's cxl_node; NFCOLL_CXL_NODE, when set, still wins. */
+    nf_place_set_policy_node(nf_policy_cxl_node(nf_admission_policy()));
     nf_status_t st = nf_place_init();
     if (st != NF_OK)
         return st;

@@ -116,6 +116,8 @@ int nf_comm_ready(nf_comm_t *c);
 void nf_admission_init(const char *path);
 void nf_admission_finalize(void);
 int nf_admission_active(void);
+struct nf_policy;
+const struct nf_policy *nf_admission_policy(void);
 const char *nf_admission_stats_dest(void);
 int nf_admission_agree(MPI_Comm comm, int rank);
 /* Decide the route of an MPI_Allreduce from the policy and run it. */
