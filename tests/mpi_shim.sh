@@ -14,6 +14,9 @@ pol=$srcdir/tests/policy_shim
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 [ -f "$lib" ] || { echo "SKIP: no shared library at $lib (--disable-shared?)"; exit 77; }
+# A sanitizer build must have its runtimes preloaded ahead of the library.
+san=$(ldd "$lib" | awk '/libasan|libubsan/ {printf "%s:", $3}')
+lib="$san$lib"
 
 # mode_args MODE: the program under each of the two ways in.
 out() { # out FILE NP [VAR=VAL]... PROG ARGS: run, stdout to FILE
