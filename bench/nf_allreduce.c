@@ -192,10 +192,12 @@ static void placement(nf_route_t route)
         return;
     if (st != NF_OK)
         printf("# Placement: unavailable (%s)\n", nf_strerror(st));
+    else if (pi.node < 0)
+        printf("# Placement: aggregation buffer %zu B in local DRAM (no CXL node: %s)\n",
+               pi.bytes, pi.reason);
     else
-        printf("# Placement: aggregation buffer %zu B on %s%d (%s), %.0f%% of pages verified there\n",
-               pi.bytes, pi.node >= 0 ? "NUMA node " : "local DRAM, node ", pi.node, pi.reason,
-               100.0 * pi.resident_frac);
+        printf("# Placement: aggregation buffer %zu B on NUMA node %d (%s), %.0f%% of pages "
+               "verified there\n", pi.bytes, pi.node, pi.reason, 100.0 * pi.resident_frac);
 }
 
 static void traffic(nf_route_t route, const nf_route_stats_t *before)

@@ -233,7 +233,10 @@ NF_EXPORT nf_status_t nf_placement_query(MPI_Comm comm, nf_placement_info_t *inf
     if (c == NULL || c->is_inter || nf_comm_ready(c) != 0)
         return NF_ERR_UNSUPPORTED;
     info->node = nf_place_node();
-    info->reason = nf_place_reason();
+    /* Without a node, the detail says why (e.g. "one NUMA node only"). */
+    const char *detail = nf_place_detail();
+    info->reason = info->node < 0 && detail != NULL && detail[0] != '\0' ? detail
+                                                                           : nf_place_reason();
     info->bytes = c->shm.bytes;
     info->resident_frac = c->shm.resident_frac;
     return NF_OK;

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "nf_core.h"
@@ -13,7 +14,7 @@ nf_global_t nf_g = {.comm_keyval = MPI_KEYVAL_INVALID, .line_type = MPI_DATATYPE
                      .init_status = NF_ERR_INVALID};
 
 static pthread_mutex_t nf_init_lock = PTHREAD_MUTEX_INITIALIZER;
-static int nf_inited;
+static atomic_int nf_inited; /* set with release once nf_g is complete */
 static int nf_self_keyval = MPI_KEYVAL_INVALID;
 
 static const nf_kernels_t *nf_pick_kernels(const nf_settings_t *s)
@@ -63,15 +64,18 @@ static nf_status_t nf_init_locked(void)
 
 nf_status_t nf_init(void)
 {
+    /* Every call comes through here: no lock once initialized. */
+    if (atomic_load_explicit(&nf_inited, memory_order_acquire))
+        return (nf_status_t)nf_g.init_status;
     int mpi_up = 0, mpi_down = 0;
     PMPI_Initialized(&mpi_up);
     PMPI_Finalized(&mpi_down);
     if (!mpi_up || mpi_down)
         return NF_ERR_INVALID;
     pthread_mutex_lock(&nf_init_lock);
-    if (!nf_inited) {
+    if (!atomic_load_explicit(&nf_inited, memory_order_relaxed)) {
         nf_g.init_status = nf_init_locked();
-        nf_inited = 1;
+        atomic_store_explicit(&nf_inited, 1, memory_order_release);
     }
     pthread_mutex_unlock(&nf_init_lock);
     return (nf_status_t)nf_g.init_status;
