@@ -1,0 +1,289 @@
+/*
+ * Kernel bandwidth benchmark: every kernel of every available ISA on the same
+ * buffers, each next to a memcpy of the FP32 buffer timed alternately with it.
+ *
+ * Two rates per row:
+ *  - FP32 GB/s: gradient elements processed per second x 4 bytes (the size of
+ *    the FP32 vector the kernel works on), comparable across kernels;
+ *  - traffic GB/s: bytes the kernel must read plus write per element (column
+ *    B/elem), and that rate as % of memcpy's read+write rate (2 x size / time).
+ * Kernels are memory-bound; the target is >= 80 % of memcpy.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nf_kernels.h"
+
+typedef struct {
+    size_t m;        /* floats */
+    unsigned nranks; /* n for the counters */
+    unsigned k;      /* planes for n */
+    int inplace;
+    float *x, *e, *r, *src, *dst;
+    float **in;      /* sum_f32 inputs */
+    uint64_t *bits, *plus, *minus, *cnt, *cnt2, **bin;
+} bench_t;
+
+typedef struct {
+    const char *name;
+    int has_e; /* 1: with error feedback, 0: without, -1: not applicable */
+} row_t;
+
+static const row_t rows[] = {
+    {"abs_sum", 1}, {"abs_sum", 0}, {"bin_pack", 1}, {"bin_pack", 0},
+    {"bin_finish", 1}, {"bin_finish", 0}, {"ter_pack", 1}, {"ter_pack", 0},
+    {"ter_finish", 1}, {"ter_finish", 0}, {"count_sum", -1}, {"count_merge", -1},
+    {"sum_f32", -1},
+};
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+static volatile double sink;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void *xalloc(size_t bytes)
+{
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) {
+        fprintf(stderr, "nf_kernels: cannot allocate %zu bytes\n", bytes);
+        exit(EXIT_FAILURE);
+    }
+    memset(p, 0, bytes); /* first touch outside the timed loops */
+    return p;
+}
+
+/* Bytes read plus written per element. */
+static double traffic(const bench_t *b, const row_t *r)
+{
+    double k = b->k, n = b->nranks;
+    if (!strcmp(r->name, "abs_sum"))
+        return r->has_e ? 8 : 4;
+    if (!strcmp(r->name, "bin_pack"))
+        return (r->has_e ? 8 : 4) + 1.0 / 8;
+    if (!strcmp(r->name, "bin_finish"))
+        return r->has_e ? 16 + k / 8 : 4 + k / 8;
+    if (!strcmp(r->name, "ter_pack"))
+        return (r->has_e ? 8 : 4) + 2.0 / 8;
+    if (!strcmp(r->name, "ter_finish"))
+        return r->has_e ? 16 + 2 * k / 8 : 4 + 2 * k / 8;
+    if (!strcmp(r->name, "count_sum"))
+        return n / 8 + k / 8;
+    if (!strcmp(r->name, "count_merge"))
+        return 3 * k / 8;
+    return 4 * n + 4; /* sum_f32 */
+}
+
+static void run_kernel(const nf_kernels_t *K, const bench_t *b, const row_t *r)
+{
+    const float *x = b->x;
+    float *e = r->has_e ? b->e : NULL, *out = b->inplace ? b->x : b->r;
+    size_t nin;
+    if (!strcmp(r->name, "abs_sum"))
+        sink = K->abs_sum(x, e, b->m);
+    else if (!strcmp(r->name, "bin_pack"))
+        sink = K->bin_pack(x, e, b->m, b->bits);
+    else if (!strcmp(r->name, "bin_finish"))
+        K->bin_finish(out, e ? x : NULL, e, b->cnt, b->k, b->m, b->nranks, 1e-3, 1e-3f);
+    else if (!strcmp(r->name, "ter_pack"))
+        sink = K->ter_pack(x, e, b->m, 0.5f, b->plus, b->minus, &nin);
+    else if (!strcmp(r->name, "ter_finish"))
+        K->ter_finish(out, e ? x : NULL, e, b->cnt, b->cnt2, b->k, b->m, 1e-3, 0.5f, 1e-3f);
+    else if (!strcmp(r->name, "count_sum"))
+        K->count_sum(b->cnt, b->k, (const uint64_t *const *)b->bin, b->nranks, nf_lines(b->m));
+    else if (!strcmp(r->name, "count_merge"))
+        K->count_merge(b->cnt, b->cnt2, b->k, nf_lines(b->m));
+    else
+        K->sum_f32(b->r, (const float *const *)b->in, b->nranks, b->m);
+}
+
+/* Median seconds of `iters` timed runs of the kernel and of memcpy, the two
+ * alternating (after one untimed warm-up each) so that both see the same
+ * machine: on a shared host, memory bandwidth drifts between seconds. */
+static void time_pair(const nf_kernels_t *K, const bench_t *b, const row_t *r, int iters,
+                      double *tk, double *tc, double *scratch)
+{
+    double *sk = scratch, *sc = scratch + iters;
+    for (int i = -1; i < iters; i++) {
+        double t0 = now();
+        memcpy(b->dst, b->src, b->m * sizeof(float));
+        double t1 = now();
+        run_kernel(K, b, r);
+        double t2 = now();
+        if (i >= 0)
+            sc[i] = t1 - t0, sk[i] = t2 - t1;
+    }
+    *tk = median(sk, iters);
+    *tc = median(sc, iters);
+}
+
+static void fill(bench_t *b)
+{
+    uint64_t s = 88172645463325252ull;
+    for (size_t j = 0; j < b->m; j++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        b->x[j] = (float)((int64_t)(s % 2001) - 1000) * 1e-3f;
+        b->e[j] = b->x[j] * 0.01f;
+        b->src[j] = b->x[j];
+    }
+    size_t L = nf_lines(b->m);
+    for (size_t i = 0; i < L * NF_LINE_WORDS * b->k; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        b->cnt[i] = s;
+        b->cnt2[i] = s * 0x9E3779B97F4A7C15ull;
+    }
+    for (unsigned i = 0; i < b->nranks; i++)
+        for (size_t w = 0; w < L * NF_LINE_WORDS; w++)
+            b->bin[i][w] = b->cnt[w] ^ (b->cnt2[w] >> i);
+}
+
+static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace)
+{
+    b->m = bytes / sizeof(float);
+    b->nranks = nranks;
+    b->k = nf_count_planes(nranks);
+    b->inplace = inplace;
+    size_t fb = b->m * sizeof(float), L = nf_lines(b->m);
+    b->x = xalloc(fb), b->e = xalloc(fb), b->r = xalloc(fb);
+    b->src = xalloc(fb), b->dst = xalloc(fb);
+    b->bits = xalloc(L * NF_LINE_BYTES);
+    b->plus = xalloc(L * NF_LINE_BYTES), b->minus = xalloc(L * NF_LINE_BYTES);
+    b->cnt = xalloc(L * b->k * NF_LINE_BYTES), b->cnt2 = xalloc(L * b->k * NF_LINE_BYTES);
+    b->bin = malloc(nranks * sizeof(*b->bin));
+    b->in = malloc(nranks * sizeof(*b->in));
+    if (!b->bin || !b->in) {
+        fprintf(stderr, "nf_kernels: out of memory\n");
+        exit(EXIT_FAILURE);
+    }
+    for (unsigned i = 0; i < nranks; i++) {
+        b->bin[i] = xalloc(L * NF_LINE_BYTES);
+        b->in[i] = i == 0 ? b->x : i == 1 ? b->e : xalloc(fb);
+    }
+    fill(b);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: nf_kernels [-s BYTES] [-i ITERS] [-k KERNEL] [-I ISA] [-n RANKS] [-p] [-h]\n"
+            "  -s BYTES   size of the FP32 buffer (default 64M; suffixes K, M, G)\n"
+            "  -i ITERS   timed repeats per row, median reported (default 11)\n"
+            "  -k KERNEL  only this kernel (abs_sum bin_pack bin_finish ter_pack ter_finish\n"
+            "             count_sum count_merge sum_f32)\n"
+            "  -I ISA     only this ISA (scalar avx2 avx512)\n"
+            "  -n RANKS   ranks counted (count_sum inputs, sum_f32 inputs, n of the\n"
+            "             finish kernels; default 4)\n"
+            "  -p         finish kernels in place (r = x, as MPI_IN_PLACE)\n"
+            "Each row: median time, FP32 GB/s (4 B x elements / time), bytes read +\n"
+            "written per element, that traffic in GB/s and as %% of a memcpy of the\n"
+            "FP32 buffer timed alternately with the kernel (memcpy moves 2 x size).\n");
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'G': case 'g': v *= 1024; /* fall through */
+    case 'M': case 'm': v *= 1024; /* fall through */
+    case 'K': case 'k': v *= 1024; end++; break;
+    default: break;
+    }
+    if (errno || end == s || *end || v < 4) {
+        fprintf(stderr, "nf_kernels: bad size '%s'\n", s);
+        exit(EXIT_FAILURE);
+    }
+    return (size_t)v / 4 * 4;
+}
+
+int main(int argc, char **argv)
+{
+    size_t bytes = 64u << 20;
+    int iters = 11, opt, inplace = 0;
+    unsigned nranks = 4;
+    const char *kname = NULL, *iname = NULL;
+    while ((opt = getopt(argc, argv, "s:i:k:I:n:ph")) != -1) {
+        switch (opt) {
+        case 's': bytes = parse_size(optarg); break;
+        case 'i': iters = atoi(optarg); break;
+        case 'k': kname = optarg; break;
+        case 'I': iname = optarg; break;
+        case 'n': nranks = (unsigned)atoi(optarg); break;
+        case 'p': inplace = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return EXIT_FAILURE;
+        }
+    }
+    if (iters < 1 || nranks < 2 || nranks > 65535) {
+        fprintf(stderr, "nf_kernels: need -i >= 1 and 2 <= -n <= 65535\n");
+        return EXIT_FAILURE;
+    }
+    int known = !kname;
+    for (size_t i = 0; i < NROWS && !known; i++)
+        known = !strcmp(rows[i].name, kname);
+    if (!known || (iname && strcmp(iname, "scalar") && strcmp(iname, "avx2") && strcmp(iname, "avx512"))) {
+        usage(stderr);
+        return EXIT_FAILURE;
+    }
+
+    bench_t b;
+    setup(&b, bytes, nranks, inplace);
+    double *scratch = malloc(2 * (size_t)iters * sizeof(double));
+    if (!scratch)
+        return EXIT_FAILURE;
+    printf("nf_kernels: %zu floats (%.1f MiB FP32), n = %u ranks (k = %u planes), %d repeats, "
+           "median%s; best ISA here: %s\n",
+           b.m, (double)bytes / (1 << 20), nranks, b.k, iters, inplace ? ", in place" : "",
+           nf_isa_name(nf_isa_detect()));
+    printf("%-12s %-7s %-3s %9s %10s %7s %10s %10s %8s\n", "kernel", "isa", "e", "ms", "FP32 GB/s",
+           "B/elem", "traf GB/s", "memcpy", "% memcpy");
+    for (int isa = 0; isa < NF_ISA_COUNT; isa++) {
+        const nf_kernels_t *K = nf_kernels_for((nf_isa_t)isa);
+        if (iname && strcmp(iname, nf_isa_name((nf_isa_t)isa)))
+            continue;
+        if (!K) {
+            printf("%-12s %-7s SKIP: not built or not supported by this CPU\n", "*",
+                   nf_isa_name((nf_isa_t)isa));
+            continue;
+        }
+        for (size_t i = 0; i < NROWS; i++) {
+            const row_t *r = &rows[i];
+            if (kname && strcmp(kname, r->name))
+                continue;
+            double tk, tc;
+            time_pair(K, &b, r, iters, &tk, &tc, scratch);
+            double mc = 2.0 * (double)bytes / tc * 1e-9;
+            double tb = traffic(&b, r), tr = tb * (double)b.m / tk * 1e-9;
+            printf("%-12s %-7s %-3s %9.3f %10.2f %7.3f %10.2f %10.2f %7.1f%%%s\n", r->name, K->name,
+                   r->has_e < 0 ? "-" : r->has_e ? "yes" : "no", tk * 1e3,
+                   4.0 * (double)b.m / tk * 1e-9, tb, tr, mc, 100.0 * tr / mc,
+                   tr < 0.8 * mc ? "  < 80%" : "");
+            fflush(stdout);
+        }
+    }
+    free(scratch);
+    return 0;
+}

@@ -1,0 +1,574 @@
+/*
+ * AVX2 kernels. Built only with this ISA's flags; reached only through
+ * nf_kernels_for() after cpuid said yes. Bit-exact with the scalar reference:
+ * 16 elements per step keep element k in lane k % 16 of the four double lane
+ * accumulators; tails use vmaskmov loads and stores (masked-off lanes read 0).
+ */
+#include "config.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "nf_kernels.h"
+
+#define AI __attribute__((always_inline)) static inline
+
+/* Vector paths hold counts in int32 lanes: n - 2c must fit. */
+#define COUNT_N_MAX (1u << 30)
+
+/* All-ones in the first min(left, 8) lanes. */
+AI __m256i tail8(size_t left)
+{
+    int n = left >= 8 ? 8 : (int)left;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+AI __m256 load8(const float *p, __m256i mk, int full)
+{
+    return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mk);
+}
+
+AI void store8(float *p, __m256i mk, int full, __m256 v)
+{
+    if (full)
+        _mm256_storeu_ps(p, v);
+    else
+        _mm256_maskstore_ps(p, mk, v);
+}
+
+/* y = x + e, or exactly x when there is no e. */
+AI __m256 load_y(const float *x, const float *e, size_t j, __m256i mk, int full, int has_e)
+{
+    __m256 y = load8(x + j, mk, full);
+    if (has_e)
+        y = _mm256_add_ps(y, load8(e + j, mk, full));
+    return y;
+}
+
+AI __m256 abs8(__m256 v)
+{
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+}
+
+/* Double lane sums: acc[0..3] hold lanes 0-3, 4-7, 8-11, 12-15. Eight floats
+ * starting at lane `half` * 8 go to acc[2*half] and acc[2*half+1]. Adding
+ * +0.0 for masked-off elements is exact (lanes are never -0.0). */
+AI void lane_add(__m256d acc[4], unsigned half, __m256 v)
+{
+    acc[2 * half] = _mm256_add_pd(acc[2 * half], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    acc[2 * half + 1] = _mm256_add_pd(acc[2 * half + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+static double lane_fold(const __m256d acc[4])
+{
+    double lane[NF_LANES];
+    #pragma GCC unroll 4
+    for (unsigned i = 0; i < 4; i++)
+        _mm256_storeu_pd(lane + 4 * i, acc[i]);
+    for (unsigned w = NF_LANES / 2; w >= 1; w /= 2)
+        for (unsigned i = 0; i < w; i++)
+            lane[i] += lane[i + w];
+    return lane[0];
+}
+
+AI void acc_zero(__m256d acc[4])
+{
+    #pragma GCC unroll 4
+    for (unsigned i = 0; i < 4; i++)
+        acc[i] = _mm256_setzero_pd();
+}
+
+static void zero_pad(uint64_t *bits, size_t m, size_t nw)
+{
+    size_t end = nf_lines(m) * NF_LINE_WORDS;
+    if (nw < end)
+        memset(bits + nw, 0, (end - nw) * sizeof(*bits));
+}
+
+/* ---- abs_sum ---- */
+
+AI double abs_sum_impl(const float *x, const float *e, size_t m, int has_e)
+{
+    __m256d acc[4];
+    acc_zero(acc);
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16) {
+        lane_add(acc, 0, abs8(load_y(x, e, j, _mm256_setzero_si256(), 1, has_e)));
+        lane_add(acc, 1, abs8(load_y(x, e, j + 8, _mm256_setzero_si256(), 1, has_e)));
+    }
+    #pragma GCC unroll 2
+    for (unsigned h = 0; h < 2; h++) {
+        if (j + 8 * h >= m)
+            break;
+        lane_add(acc, h, abs8(load_y(x, e, j + 8 * h, tail8(m - j - 8 * h), 0, has_e)));
+    }
+    return lane_fold(acc);
+}
+
+static double abs_sum_avx2(const float *x, const float *e, size_t m)
+{
+    return e ? abs_sum_impl(x, e, m, 1) : abs_sum_impl(x, NULL, m, 0);
+}
+
+/* ---- bin_pack ---- */
+
+AI uint64_t bin_word(const float *x, const float *e, size_t j, size_t left, __m256d acc[4],
+                     int full, int has_e)
+{
+    uint64_t word = 0;
+    #pragma GCC unroll 8
+    for (unsigned q = 0; q < 8; q++) {
+        if (!full && q * 8 >= left)
+            break;
+        __m256 y = load_y(x, e, j + q * 8, full ? _mm256_setzero_si256() : tail8(left - q * 8),
+                          full, has_e);
+        word |= (uint64_t)(unsigned)_mm256_movemask_ps(y) << (q * 8);
+        lane_add(acc, q & 1, abs8(y));
+    }
+    return word;
+}
+
+AI double bin_pack_impl(const float *x, const float *e, size_t m, uint64_t *bits, int has_e)
+{
+    __m256d acc[4];
+    acc_zero(acc);
+    size_t w = 0;
+    for (; (w + 1) * 64 <= m; w++)
+        bits[w] = bin_word(x, e, w * 64, 64, acc, 1, has_e);
+    if (w * 64 < m) {
+        bits[w] = bin_word(x, e, w * 64, m - w * 64, acc, 0, has_e);
+        w++;
+    }
+    zero_pad(bits, m, w);
+    return lane_fold(acc);
+}
+
+static double bin_pack_avx2(const float *x, const float *e, size_t m, uint64_t *bits)
+{
+    return e ? bin_pack_impl(x, e, m, bits, 1) : bin_pack_impl(x, NULL, m, bits, 0);
+}
+
+/* ---- counters -> values, 32 elements at a time ---- */
+
+/* Counter values of elements j .. j+31 (j a multiple of 32) into c[0..3],
+ * Horner from the top plane down: broadcast the plane's 32 bits, pick each
+ * lane's bit with a compare (true = -1, so subtracting it adds 1). */
+AI void count32(const uint64_t *cnt, unsigned k, size_t j, __m256i c[4])
+{
+    const unsigned char *base = (const unsigned char *)cnt
+        + (j / NF_LINE_BITS) * k * NF_LINE_BYTES + (j % NF_LINE_BITS) / 8;
+    const __m256i sel0 = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    #pragma GCC unroll 4
+    for (unsigned q = 0; q < 4; q++)
+        c[q] = _mm256_setzero_si256();
+    for (unsigned p = k; p-- > 0;) {
+        uint32_t bw;
+        memcpy(&bw, base + p * NF_LINE_BYTES, sizeof(bw));
+        __m256i b = _mm256_set1_epi32((int)bw);
+        #pragma GCC unroll 4
+        for (unsigned q = 0; q < 4; q++) {
+            __m256i sel = _mm256_slli_epi32(sel0, (int)(8 * q));
+            c[q] = _mm256_add_epi32(c[q], c[q]);
+            c[q] = _mm256_sub_epi32(c[q], _mm256_cmpeq_epi32(_mm256_and_si256(b, sel), sel));
+        }
+    }
+}
+
+AI uint32_t load32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/* Small counters (k <= 4): the 4 planes' bytes for 8 elements are gathered
+ * into one dword per lane (byte p = plane p), each lane shifts its own bit
+ * to the bottom of every byte, and one multiply by 0x01020408 collects the
+ * four bytes (weights 1, 2, 4, 8) into bits 24..31; the cross products stay
+ * below bit 21 or above bit 31 for bytes up to 2. Same values as count32. */
+AI __m256i gather_planes(const uint64_t *cnt, unsigned k, size_t j)
+{
+    const unsigned char *base = (const unsigned char *)cnt
+        + (j / NF_LINE_BITS) * k * NF_LINE_BYTES + (j % NF_LINE_BITS) / 8;
+    /* planes into dwords 0..3 straight from the loads: a stack array reloaded
+     * as 16 bytes would stall on store forwarding */
+    __m128i d = k ? _mm_cvtsi32_si128((int)load32(base)) : _mm_setzero_si128();
+    if (k > 1)
+        d = _mm_insert_epi32(d, (int)load32(base + NF_LINE_BYTES), 1);
+    if (k > 2)
+        d = _mm_insert_epi32(d, (int)load32(base + 2 * NF_LINE_BYTES), 2);
+    if (k > 3)
+        d = _mm_insert_epi32(d, (int)load32(base + 3 * NF_LINE_BYTES), 3);
+    return _mm256_broadcastsi128_si256(d);
+}
+
+/* Block q's bits: byte p of every lane's dword = that lane's bit of plane p. */
+AI __m256i plane_bytes(__m256i dv, unsigned q)
+{
+    /* every dword <- bytes q, 4+q, 8+q, 12+q: byte q of planes 0..3 */
+    const __m256i pick = _mm256_set1_epi32((int)(0x0C080400u + 0x01010101u * q));
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(dv, pick), lane),
+                            _mm256_set1_epi32(0x01010101));
+}
+
+/* Bytes b0..b3 of each dword (each below 4) -> b0 + 2 b1 + 4 b2 + 8 b3. */
+AI __m256i weigh_bytes(__m256i w)
+{
+    return _mm256_srli_epi32(_mm256_mullo_epi32(w, _mm256_set1_epi32(0x01020408)), 24);
+}
+
+AI void count32_small(const uint64_t *cnt, unsigned k, size_t j, __m256i c[4])
+{
+    const __m256i dv = gather_planes(cnt, k, j);
+#pragma GCC unroll 4
+    for (unsigned q = 0; q < 4; q++)
+        c[q] = weigh_bytes(plane_bytes(dv, q));
+}
+
+/* P - M + 7 for k <= 3 in one multiply: byte p holds P_p + (1 - M_p), in
+ * 0..2, and the weights 1, 2, 4 of planes 0..2 add up the bias 7. */
+AI void diff32_small(const uint64_t *cntp, const uint64_t *cntm, unsigned k, size_t j,
+                     __m256i idx[4])
+{
+    const __m256i dp = gather_planes(cntp, k, j), dm = gather_planes(cntm, k, j);
+    const __m256i ones3 = _mm256_set1_epi32(0x00010101);
+#pragma GCC unroll 4
+    for (unsigned q = 0; q < 4; q++)
+        idx[q] = weigh_bytes(_mm256_add_epi32(plane_bytes(dp, q),
+                                              _mm256_xor_si256(plane_bytes(dm, q), ones3)));
+}
+
+/* (float)(s * (double)v) for 8 int32 v, rounded once. */
+AI __m256 scale8(__m256i v, __m256d s)
+{
+    __m128 lo = _mm256_cvtpd_ps(_mm256_mul_pd(s, _mm256_cvtepi32_pd(_mm256_castsi256_si128(v))));
+    __m128 hi = _mm256_cvtpd_ps(_mm256_mul_pd(s, _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1))));
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+}
+
+/* Results for indices 0..15 from a table built with the reference's own
+ * formula: exact by construction, two vpermps and a blend on index bit 3. */
+typedef struct {
+    __m256 lo, hi;
+} tbl_t;
+
+AI __m256 tbl_get(const tbl_t *t, __m256i idx)
+{
+    __m256 a = _mm256_permutevar8x32_ps(t->lo, idx), b = _mm256_permutevar8x32_ps(t->hi, idx);
+    return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+}
+
+static tbl_t tbl_from(const float t[16])
+{
+    return (tbl_t){_mm256_loadu_ps(t), _mm256_loadu_ps(t + 8)};
+}
+
+/* ---- bin_finish ---- */
+
+/* Eight elements from j: left >= 8 unless this is the tail. */
+AI void bin_block(float *r, const float *x, float *e, size_t j, size_t left, __m256i c,
+                  __m256i nv, __m256d av, __m256 aiv, const tbl_t *tbl, int has_e, int small,
+                  int full)
+{
+    __m256i mk = full || left >= 8 ? _mm256_set1_epi32(-1) : tail8(left);
+    __m256 rv = small ? tbl_get(tbl, c) : scale8(_mm256_sub_epi32(nv, _mm256_add_epi32(c, c)), av);
+    if (has_e) { /* before r: x may alias r */
+        __m256 y = load_y(x, e, j, mk, full, 1);
+        __m256 en = _mm256_blendv_ps(_mm256_sub_ps(y, aiv), _mm256_add_ps(y, aiv), y);
+        store8(e + j, mk, full, en);
+    }
+    store8(r + j, mk, full, rv);
+}
+
+AI void bin_finish_impl(float *r, const float *x, float *e, const uint64_t *cnt, unsigned k,
+                        size_t m, unsigned n, double a, float ai, int has_e, int small)
+{
+    const __m256i nv = _mm256_set1_epi32((int)n);
+    const __m256d av = _mm256_set1_pd(a);
+    const __m256 aiv = _mm256_set1_ps(ai);
+    tbl_t tbl = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    if (small) { /* k <= 4: entry c is the reference's (float)(a * (double)(n - 2c)) */
+        float t[16];
+        for (int64_t c = 0; c < 16; c++)
+            t[c] = (float)(a * (double)((int64_t)n - 2 * c));
+        tbl = tbl_from(t);
+    }
+    for (size_t j0 = 0; j0 < m; j0 += 32) {
+        __m256i c[4];
+        if (small)
+            count32_small(cnt, k, j0, c);
+        else
+            count32(cnt, k, j0, c);
+        if (j0 + 32 <= m) { /* plain loads and stores: vmaskmov is slow on some CPUs */
+            #pragma GCC unroll 4
+            for (unsigned q = 0; q < 4; q++)
+                bin_block(r, x, e, j0 + 8 * q, 8, c[q], nv, av, aiv, &tbl, has_e, small, 1);
+        } else {
+            for (unsigned q = 0; q < 4 && j0 + 8 * q < m; q++)
+                bin_block(r, x, e, j0 + 8 * q, m - j0 - 8 * q, c[q], nv, av, aiv, &tbl, has_e, small, 0);
+        }
+    }
+}
+
+static void bin_finish_avx2(float *r, const float *x, float *e, const uint64_t *cnt,
+                            unsigned k, size_t m, unsigned n, double a, float ai)
+{
+    if (k > NF_COUNT_PLANES_MAX || n > COUNT_N_MAX) {
+        nf_kernels_scalar.bin_finish(r, x, e, cnt, k, m, n, a, ai);
+        return;
+    }
+    if (k <= 4) {
+        if (e)
+            bin_finish_impl(r, x, e, cnt, k, m, n, a, ai, 1, 1);
+        else
+            bin_finish_impl(r, NULL, NULL, cnt, k, m, n, a, ai, 0, 1);
+    } else {
+        if (e)
+            bin_finish_impl(r, x, e, cnt, k, m, n, a, ai, 1, 0);
+        else
+            bin_finish_impl(r, NULL, NULL, cnt, k, m, n, a, ai, 0, 0);
+    }
+}
+
+/* ---- ter_pack ---- */
+
+AI uint64_t ter_word(const float *x, const float *e, size_t j, size_t left, __m256 tv,
+                     __m256 ntv, __m256d acc[4], uint64_t *mw, size_t *cnt, int full, int has_e)
+{
+    uint64_t pw = 0;
+    #pragma GCC unroll 8
+    for (unsigned q = 0; q < 8; q++) {
+        if (!full && q * 8 >= left)
+            break;
+        __m256i mk = full ? _mm256_set1_epi32(-1) : tail8(left - q * 8);
+        __m256 y = load_y(x, e, j + q * 8, mk, full, has_e);
+        __m256 gp = _mm256_and_ps(_mm256_cmp_ps(y, tv, _CMP_GT_OQ), _mm256_castsi256_ps(mk));
+        __m256 gm = _mm256_and_ps(_mm256_cmp_ps(y, ntv, _CMP_LT_OQ), _mm256_castsi256_ps(mk));
+        __m256 g = _mm256_or_ps(gp, gm);
+        pw |= (uint64_t)(unsigned)_mm256_movemask_ps(gp) << (q * 8);
+        *mw |= (uint64_t)(unsigned)_mm256_movemask_ps(gm) << (q * 8);
+        *cnt += (size_t)__builtin_popcount((unsigned)_mm256_movemask_ps(g));
+        lane_add(acc, q & 1, _mm256_and_ps(abs8(y), g));
+    }
+    return pw;
+}
+
+AI double ter_pack_impl(const float *x, const float *e, size_t m, float t, uint64_t *plus,
+                        uint64_t *minus, size_t *nin, int has_e)
+{
+    const __m256 tv = _mm256_set1_ps(t), ntv = _mm256_set1_ps(-t);
+    __m256d acc[4];
+    acc_zero(acc);
+    size_t cnt = 0, w = 0;
+    for (; (w + 1) * 64 <= m; w++) {
+        uint64_t mw = 0;
+        plus[w] = ter_word(x, e, w * 64, 64, tv, ntv, acc, &mw, &cnt, 1, has_e);
+        minus[w] = mw;
+    }
+    if (w * 64 < m) {
+        uint64_t mw = 0;
+        plus[w] = ter_word(x, e, w * 64, m - w * 64, tv, ntv, acc, &mw, &cnt, 0, has_e);
+        minus[w] = mw;
+        w++;
+    }
+    zero_pad(plus, m, w);
+    zero_pad(minus, m, w);
+    *nin = cnt;
+    return lane_fold(acc);
+}
+
+static double ter_pack_avx2(const float *x, const float *e, size_t m, float t,
+                            uint64_t *plus, uint64_t *minus, size_t *nin)
+{
+    return e ? ter_pack_impl(x, e, m, t, plus, minus, nin, 1)
+             : ter_pack_impl(x, NULL, m, t, plus, minus, nin, 0);
+}
+
+/* ---- ter_finish ---- */
+
+/* Eight elements from j with v = P - M: left >= 8 unless this is the tail. */
+AI void ter_block(float *r, const float *x, float *e, size_t j, size_t left, __m256i v,
+                  __m256d bv, __m256 tv, __m256 ntv, __m256 biv, const tbl_t *tbl, int has_e,
+                  int small, int full)
+{
+    __m256i mk = full || left >= 8 ? _mm256_set1_epi32(-1) : tail8(left);
+    __m256 rv = small ? tbl_get(tbl, v) : scale8(v, bv); /* small: v is P - M + 7 */
+    if (has_e) {
+        __m256 y = load_y(x, e, j, mk, full, 1);
+        /* plus wins when both gates hold (t < 0), as in the reference */
+        __m256 en = _mm256_blendv_ps(y, _mm256_add_ps(y, biv), _mm256_cmp_ps(y, ntv, _CMP_LT_OQ));
+        en = _mm256_blendv_ps(en, _mm256_sub_ps(y, biv), _mm256_cmp_ps(y, tv, _CMP_GT_OQ));
+        store8(e + j, mk, full, en);
+    }
+    store8(r + j, mk, full, rv);
+}
+
+AI void ter_finish_impl(float *r, const float *x, float *e, const uint64_t *cntp,
+                        const uint64_t *cntm, unsigned k, size_t m, double b, float t,
+                        float bi, int has_e, int small)
+{
+    const __m256d bv = _mm256_set1_pd(b);
+    const __m256 tv = _mm256_set1_ps(t), ntv = _mm256_set1_ps(-t), biv = _mm256_set1_ps(bi);
+    tbl_t tbl = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    if (small) { /* k <= 3: v = P - M in [-7, 7], entry v + 7 */
+        float tt[16];
+        for (int64_t i = 0; i < 16; i++)
+            tt[i] = (float)(b * (double)(i - 7));
+        tbl = tbl_from(tt);
+    }
+    for (size_t j0 = 0; j0 < m; j0 += 32) {
+        __m256i cp[4], cm[4];
+        if (small) {
+            diff32_small(cntp, cntm, k, j0, cp);
+#pragma GCC unroll 4
+            for (unsigned q = 0; q < 4; q++)
+                cm[q] = _mm256_setzero_si256();
+        } else {
+            count32(cntp, k, j0, cp);
+            count32(cntm, k, j0, cm);
+        }
+        if (j0 + 32 <= m) {
+            #pragma GCC unroll 4
+            for (unsigned q = 0; q < 4; q++)
+                ter_block(r, x, e, j0 + 8 * q, 8, _mm256_sub_epi32(cp[q], cm[q]), bv, tv, ntv,
+                          biv, &tbl, has_e, small, 1);
+        } else {
+            for (unsigned q = 0; q < 4 && j0 + 8 * q < m; q++)
+                ter_block(r, x, e, j0 + 8 * q, m - j0 - 8 * q, _mm256_sub_epi32(cp[q], cm[q]), bv,
+                          tv, ntv, biv, &tbl, has_e, small, 0);
+        }
+    }
+}
+
+static void ter_finish_avx2(float *r, const float *x, float *e, const uint64_t *cntp,
+                            const uint64_t *cntm, unsigned k, size_t m, double b,
+                            float t, float bi)
+{
+    if (k > NF_COUNT_PLANES_MAX) {
+        nf_kernels_scalar.ter_finish(r, x, e, cntp, cntm, k, m, b, t, bi);
+        return;
+    }
+    if (e) {
+        if (k <= 3)
+            ter_finish_impl(r, x, e, cntp, cntm, k, m, b, t, bi, 1, 1);
+        else
+            ter_finish_impl(r, x, e, cntp, cntm, k, m, b, t, bi, 1, 0);
+    } else {
+        if (k <= 3)
+            ter_finish_impl(r, NULL, NULL, cntp, cntm, k, m, b, t, bi, 0, 1);
+        else
+            ter_finish_impl(r, NULL, NULL, cntp, cntm, k, m, b, t, bi, 0, 0);
+    }
+}
+
+/* ---- bit-sliced counters, half a line (256 positions) per vector ---- */
+
+AI __m256i xor3(__m256i a, __m256i b, __m256i c)
+{
+    return _mm256_xor_si256(_mm256_xor_si256(a, b), c);
+}
+
+AI __m256i maj(__m256i a, __m256i b, __m256i c)
+{
+    return _mm256_or_si256(_mm256_and_si256(a, b), _mm256_and_si256(c, _mm256_xor_si256(a, b)));
+}
+
+/* Up to 7 one-bit inputs -> a 3-bit sum with four full adders; o is the word
+ * offset of the half line. */
+AI void csa7(const uint64_t *const *in, unsigned g, size_t o, __m256i s[3])
+{
+    __m256i v[7];
+    #pragma GCC unroll 7
+    for (unsigned i = 0; i < 7; i++)
+        v[i] = i < g ? _mm256_load_si256((const __m256i *)(in[i] + o)) : _mm256_setzero_si256();
+    __m256i s1 = xor3(v[0], v[1], v[2]), c1 = maj(v[0], v[1], v[2]);
+    __m256i s2 = xor3(v[3], v[4], v[5]), c2 = maj(v[3], v[4], v[5]);
+    __m256i c3 = maj(s1, s2, v[6]);
+    s[0] = xor3(s1, s2, v[6]);
+    s[1] = xor3(c1, c2, c3);
+    s[2] = maj(c1, c2, c3);
+}
+
+/* Lines per block when more than 7 inputs stream through the counter. */
+#define CS_BLOCK 32
+
+static void count_sum_avx2(uint64_t *cnt, unsigned k, const uint64_t *const *in,
+                           unsigned nin, size_t nlines)
+{
+    const __m256i zero = _mm256_setzero_si256();
+    for (size_t l0 = 0; l0 < nlines; l0 += CS_BLOCK) {
+        size_t l1 = nlines - l0 < CS_BLOCK ? nlines : l0 + CS_BLOCK;
+        unsigned g = nin < 7 ? nin : 7;
+        for (size_t o = l0 * NF_LINE_WORDS; o < l1 * NF_LINE_WORDS; o += 4) {
+            __m256i s[3];
+            __m256i *c = (__m256i *)(cnt + (o / NF_LINE_WORDS) * k * NF_LINE_WORDS + o % NF_LINE_WORDS);
+            csa7(in, g, o, s);
+            for (unsigned p = 0; p < k; p++)
+                _mm256_store_si256(c + 2 * p, p < 3 ? s[p] : zero);
+        }
+        for (unsigned i = g; i < nin; i += 7) {
+            unsigned gi = nin - i < 7 ? nin - i : 7;
+            for (size_t o = l0 * NF_LINE_WORDS; o < l1 * NF_LINE_WORDS; o += 4) {
+                __m256i s[3], carry = zero;
+                __m256i *c = (__m256i *)(cnt + (o / NF_LINE_WORDS) * k * NF_LINE_WORDS + o % NF_LINE_WORDS);
+                csa7(in + i, gi, o, s);
+                for (unsigned p = 0; p < k; p++) {
+                    __m256i a = _mm256_load_si256(c + 2 * p), b = p < 3 ? s[p] : zero;
+                    _mm256_store_si256(c + 2 * p, xor3(a, b, carry));
+                    carry = maj(a, b, carry);
+                }
+            }
+        }
+    }
+}
+
+static void count_merge_avx2(uint64_t *acc, const uint64_t *add, unsigned k, size_t nlines)
+{
+    for (size_t l = 0; l < nlines; l++) {
+        #pragma GCC unroll 2
+        for (unsigned h = 0; h < 2; h++) {
+            __m256i carry = _mm256_setzero_si256();
+            __m256i *c = (__m256i *)(acc + l * k * NF_LINE_WORDS + 4 * h);
+            const __m256i *d = (const __m256i *)(add + l * k * NF_LINE_WORDS + 4 * h);
+            for (unsigned p = 0; p < k; p++) {
+                __m256i a = _mm256_load_si256(c + 2 * p), b = _mm256_load_si256(d + 2 * p);
+                _mm256_store_si256(c + 2 * p, xor3(a, b, carry));
+                carry = maj(a, b, carry);
+            }
+        }
+    }
+}
+
+/* ---- sum_f32 ---- */
+
+static void sum_f32_avx2(float *out, const float *const *in, unsigned nin, size_t m)
+{
+    size_t j = 0;
+    for (; j + 8 <= m; j += 8) {
+        __m256 s = _mm256_loadu_ps(in[0] + j);
+        for (unsigned i = 1; i < nin; i++)
+            s = _mm256_add_ps(s, _mm256_loadu_ps(in[i] + j));
+        _mm256_storeu_ps(out + j, s);
+    }
+    if (j < m) {
+        __m256i mk = tail8(m - j);
+        __m256 s = _mm256_maskload_ps(in[0] + j, mk);
+        for (unsigned i = 1; i < nin; i++)
+            s = _mm256_add_ps(s, _mm256_maskload_ps(in[i] + j, mk));
+        _mm256_maskstore_ps(out + j, mk, s);
+    }
+}
+
+const nf_kernels_t nf_kernels_avx2 = {
+    .isa = NF_ISA_AVX2,
+    .name = "avx2",
+    .abs_sum = abs_sum_avx2,
+    .bin_pack = bin_pack_avx2,
+    .bin_finish = bin_finish_avx2,
+    .ter_pack = ter_pack_avx2,
+    .ter_finish = ter_finish_avx2,
+    .count_sum = count_sum_avx2,
+    .count_merge = count_merge_avx2,
+    .sum_f32 = sum_f32_avx2,
+};

@@ -1,0 +1,442 @@
+/*
+ * AVX-512 (F/BW/VL/DQ) kernels. Built only with this ISA's flags; reached only
+ * through nf_kernels_for() after cpuid said yes. Bit-exact with the scalar
+ * reference: 16 floats per vector keep element k in lane k % 16 of the lane
+ * sums, tails use masked loads and stores (no scalar tail loop).
+ */
+#include "config.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "nf_kernels.h"
+
+#define AI __attribute__((always_inline)) static inline
+
+/* Vector paths hold counts in int32 lanes: n - 2c must fit. */
+#define COUNT_N_MAX (1u << 30)
+
+AI __mmask16 tail16(size_t left)
+{
+    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+}
+
+/* y = x + e, or exactly x when there is no e; masked-off lanes read as +0. */
+AI __m512 load_y(const float *x, const float *e, size_t j, __mmask16 mk, int has_e)
+{
+    __m512 y = _mm512_maskz_loadu_ps(mk, x + j);
+    if (has_e)
+        y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mk, e + j));
+    return y;
+}
+
+/* Lanes 0-7 and 8-15 of the 16 double lane sums. Adding +0.0 for a masked-off
+ * element is exact: lanes only ever hold +0.0, positive values, Inf or NaN. */
+AI void lane_add(__m512d *lo, __m512d *hi, __m512 v)
+{
+    *lo = _mm512_add_pd(*lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    *hi = _mm512_add_pd(*hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+}
+
+static double lane_fold(__m512d lo, __m512d hi)
+{
+    double lane[NF_LANES];
+    _mm512_storeu_pd(lane, lo);
+    _mm512_storeu_pd(lane + 8, hi);
+    for (unsigned w = NF_LANES / 2; w >= 1; w /= 2)
+        for (unsigned i = 0; i < w; i++)
+            lane[i] += lane[i + w];
+    return lane[0];
+}
+
+AI uint32_t sign_mask(__m512 y)
+{
+    return (uint32_t)_mm512_movepi32_mask(_mm512_castps_si512(y));
+}
+
+/* Pad the last line of a bit buffer with zeros after word nw. */
+static void zero_pad(uint64_t *bits, size_t m, size_t nw)
+{
+    size_t end = nf_lines(m) * NF_LINE_WORDS;
+    if (nw < end)
+        memset(bits + nw, 0, (end - nw) * sizeof(*bits));
+}
+
+/* ---- abs_sum ---- */
+
+AI double abs_sum_impl(const float *x, const float *e, size_t m, int has_e)
+{
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16)
+        lane_add(&lo, &hi, _mm512_abs_ps(load_y(x, e, j, 0xFFFF, has_e)));
+    if (j < m)
+        lane_add(&lo, &hi, _mm512_abs_ps(load_y(x, e, j, tail16(m - j), has_e)));
+    return lane_fold(lo, hi);
+}
+
+static double abs_sum_avx512(const float *x, const float *e, size_t m)
+{
+    return e ? abs_sum_impl(x, e, m, 1) : abs_sum_impl(x, NULL, m, 0);
+}
+
+/* ---- bin_pack ---- */
+
+AI uint64_t bin_word(const float *x, const float *e, size_t j, size_t left,
+                     __m512d *lo, __m512d *hi, int has_e)
+{
+    uint64_t word = 0;
+    #pragma GCC unroll 4
+    for (unsigned q = 0; q < 4; q++) {
+        if (q * 16 >= left)
+            break;
+        __m512 y = load_y(x, e, j + q * 16, tail16(left - q * 16), has_e);
+        word |= (uint64_t)sign_mask(y) << (q * 16);
+        lane_add(lo, hi, _mm512_abs_ps(y));
+    }
+    return word;
+}
+
+AI double bin_pack_impl(const float *x, const float *e, size_t m, uint64_t *bits, int has_e)
+{
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    size_t w = 0;
+    for (; (w + 1) * 64 <= m; w++)
+        bits[w] = bin_word(x, e, w * 64, 64, &lo, &hi, has_e);
+    if (w * 64 < m) {
+        bits[w] = bin_word(x, e, w * 64, m - w * 64, &lo, &hi, has_e);
+        w++;
+    }
+    zero_pad(bits, m, w);
+    return lane_fold(lo, hi);
+}
+
+static double bin_pack_avx512(const float *x, const float *e, size_t m, uint64_t *bits)
+{
+    return e ? bin_pack_impl(x, e, m, bits, 1) : bin_pack_impl(x, NULL, m, bits, 0);
+}
+
+/* ---- counters -> values ---- */
+
+/* The 16 bits of plane p covering elements j .. j+15 (j a multiple of 16). */
+AI __mmask16 plane_bits(const uint64_t *cnt, unsigned k, unsigned p, size_t j)
+{
+    uint16_t h;
+    const unsigned char *b = (const unsigned char *)cnt
+        + ((j / NF_LINE_BITS) * k + p) * NF_LINE_BYTES + (j % NF_LINE_BITS) / 8;
+    memcpy(&h, b, sizeof(h));
+    return (__mmask16)h;
+}
+
+/* Counter values of elements j .. j+15, Horner from the top plane down. */
+AI __m512i count16(const uint64_t *cnt, unsigned k, size_t j)
+{
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i c = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (unsigned p = k; p-- > 0;) {
+        c = _mm512_add_epi32(c, c);
+        c = _mm512_mask_add_epi32(c, plane_bits(cnt, k, p, j), c, one);
+    }
+    return c;
+}
+
+/* P - M of two counters for elements j .. j+15 in one Horner pass. */
+AI __m512i count16_diff(const uint64_t *cntp, const uint64_t *cntm, unsigned k, size_t j)
+{
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i v = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (unsigned p = k; p-- > 0;) {
+        v = _mm512_add_epi32(v, v);
+        v = _mm512_mask_add_epi32(v, plane_bits(cntp, k, p, j), v, one);
+        v = _mm512_mask_sub_epi32(v, plane_bits(cntm, k, p, j), v, one);
+    }
+    return v;
+}
+
+/* (float)(s * (double)v) for 16 int32 v, rounded once. */
+AI __m512 scale16(__m512i v, __m512d s)
+{
+    __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(s, _mm512_cvtepi32_pd(_mm512_castsi512_si256(v))));
+    __m256 hi = _mm512_cvtpd_ps(_mm512_mul_pd(s, _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1))));
+    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+
+/* Small counters: results for every index come from a table built with the
+ * reference's own formula, so a lookup (vpermps / vpermt2ps, 16 or 32
+ * entries) replaces the double arithmetic and is exact by construction.
+ * Entry i holds (float)(s * (double)(i - bias)); a NaN scale stays NaN. */
+typedef struct {
+    __m512 lo, hi;
+    int wide; /* 32 entries */
+} tbl_t;
+
+static tbl_t tbl_make(double s, int64_t bias, int wide)
+{
+    float t[32];
+    for (int64_t i = 0; i < 32; i++)
+        t[i] = (float)(s * (double)(i - bias));
+    return (tbl_t){_mm512_loadu_ps(t), _mm512_loadu_ps(t + 16), wide};
+}
+
+AI __m512 tbl_get(const tbl_t *t, __m512i idx)
+{
+    return t->wide ? _mm512_permutex2var_ps(t->lo, idx, t->hi) : _mm512_permutexvar_ps(idx, t->lo);
+}
+
+/* ---- bin_finish ---- */
+
+AI void bin_finish_impl(float *r, const float *x, float *e, const uint64_t *cnt, unsigned k,
+                        size_t m, unsigned n, double a, float ai, int has_e, int use_tbl)
+{
+    const __m512i nv = _mm512_set1_epi32((int)n);
+    const __m512d av = _mm512_set1_pd(a);
+    const __m512 aiv = _mm512_set1_ps(ai);
+    /* use_tbl: 0 none, 1 for k <= 4, 2 for k == 5; entry c is the reference's
+     * (float)(a * (double)(n - 2c)) */
+    tbl_t tbl = {_mm512_setzero_ps(), _mm512_setzero_ps(), use_tbl == 2};
+    if (use_tbl) {
+        float t[32];
+        for (int64_t c = 0; c < 32; c++)
+            t[c] = (float)(a * (double)((int64_t)n - 2 * c));
+        tbl.lo = _mm512_loadu_ps(t), tbl.hi = _mm512_loadu_ps(t + 16);
+    }
+    for (size_t j = 0; j < m; j += 16) {
+        __mmask16 mk = tail16(m - j);
+        __m512i c = count16(cnt, k, j);
+        __m512 rv;
+        if (use_tbl)
+            rv = tbl_get(&tbl, c);
+        else
+            rv = scale16(_mm512_sub_epi32(nv, _mm512_add_epi32(c, c)), av);
+        if (has_e) { /* before r: x may alias r */
+            __m512 y = load_y(x, e, j, mk, 1);
+            __m512 en = _mm512_mask_add_ps(_mm512_sub_ps(y, aiv), (__mmask16)sign_mask(y), y, aiv);
+            _mm512_mask_storeu_ps(e + j, mk, en);
+        }
+        _mm512_mask_storeu_ps(r + j, mk, rv);
+    }
+}
+
+/* Small k is passed as a constant so the plane loops unroll. */
+#define BIN_SMALL_K(KK, TBL)                                                      \
+    case KK:                                                                   \
+        if (e)                                                                 \
+            bin_finish_impl(r, x, e, cnt, KK, m, n, a, ai, 1, TBL);            \
+        else                                                                   \
+            bin_finish_impl(r, NULL, NULL, cnt, KK, m, n, a, ai, 0, TBL);      \
+        return;
+
+static void bin_finish_avx512(float *r, const float *x, float *e, const uint64_t *cnt,
+                              unsigned k, size_t m, unsigned n, double a, float ai)
+{
+    if (k > NF_COUNT_PLANES_MAX || n > COUNT_N_MAX) {
+        nf_kernels_scalar.bin_finish(r, x, e, cnt, k, m, n, a, ai);
+        return;
+    }
+    switch (k) {
+        BIN_SMALL_K(1, 1)
+        BIN_SMALL_K(2, 1)
+        BIN_SMALL_K(3, 1)
+        BIN_SMALL_K(4, 1)
+        BIN_SMALL_K(5, 2)
+    default:
+        if (e)
+            bin_finish_impl(r, x, e, cnt, k, m, n, a, ai, 1, 0);
+        else
+            bin_finish_impl(r, NULL, NULL, cnt, k, m, n, a, ai, 0, 0);
+    }
+}
+
+/* ---- ter_pack ---- */
+
+AI double ter_pack_impl(const float *x, const float *e, size_t m, float t, uint64_t *plus,
+                        uint64_t *minus, size_t *nin, int has_e)
+{
+    const __m512 tv = _mm512_set1_ps(t), ntv = _mm512_set1_ps(-t);
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    size_t cnt = 0, w = 0;
+    for (size_t j = 0; j < m; j += 64, w++) {
+        uint64_t pw = 0, mw = 0;
+        #pragma GCC unroll 4
+        for (unsigned q = 0; q < 4; q++) {
+            if (j + q * 16 >= m)
+                break;
+            __mmask16 mk = tail16(m - j - q * 16);
+            __m512 y = load_y(x, e, j + q * 16, mk, has_e);
+            __mmask16 gp = _mm512_mask_cmp_ps_mask(mk, y, tv, _CMP_GT_OQ);
+            __mmask16 gm = _mm512_mask_cmp_ps_mask(mk, y, ntv, _CMP_LT_OQ);
+            __mmask16 g = (__mmask16)(gp | gm);
+            pw |= (uint64_t)gp << (q * 16);
+            mw |= (uint64_t)gm << (q * 16);
+            cnt += (size_t)__builtin_popcount(g);
+            lane_add(&lo, &hi, _mm512_maskz_mov_ps(g, _mm512_abs_ps(y)));
+        }
+        plus[w] = pw;
+        minus[w] = mw;
+    }
+    zero_pad(plus, m, w);
+    zero_pad(minus, m, w);
+    *nin = cnt;
+    return lane_fold(lo, hi);
+}
+
+static double ter_pack_avx512(const float *x, const float *e, size_t m, float t,
+                              uint64_t *plus, uint64_t *minus, size_t *nin)
+{
+    return e ? ter_pack_impl(x, e, m, t, plus, minus, nin, 1)
+             : ter_pack_impl(x, NULL, m, t, plus, minus, nin, 0);
+}
+
+/* ---- ter_finish ---- */
+
+AI void ter_finish_impl(float *r, const float *x, float *e, const uint64_t *cntp,
+                        const uint64_t *cntm, unsigned k, size_t m, double b, float t,
+                        float bi, int has_e, int use_tbl)
+{
+    const __m512d bv = _mm512_set1_pd(b);
+    const __m512 tv = _mm512_set1_ps(t), ntv = _mm512_set1_ps(-t), biv = _mm512_set1_ps(bi);
+    /* v = P - M lies in [-(2^k - 1), 2^k - 1]: index v + 2^k - 1 */
+    const int64_t bias = use_tbl ? ((int64_t)1 << k) - 1 : 0;
+    const __m512i biasv = _mm512_set1_epi32((int)bias);
+    tbl_t tbl = {_mm512_setzero_ps(), _mm512_setzero_ps(), 0};
+    if (use_tbl)
+        tbl = tbl_make(b, bias, use_tbl == 2);
+    for (size_t j = 0; j < m; j += 16) {
+        __mmask16 mk = tail16(m - j);
+        __m512i v = count16_diff(cntp, cntm, k, j);
+        __m512 rv = use_tbl ? tbl_get(&tbl, _mm512_add_epi32(v, biasv)) : scale16(v, bv);
+        if (has_e) {
+            __m512 y = load_y(x, e, j, mk, 1);
+            /* plus wins when both gates hold (t < 0), as in the reference */
+            __m512 en = _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(y, ntv, _CMP_LT_OQ), y, biv);
+            en = _mm512_mask_sub_ps(en, _mm512_cmp_ps_mask(y, tv, _CMP_GT_OQ), y, biv);
+            _mm512_mask_storeu_ps(e + j, mk, en);
+        }
+        _mm512_mask_storeu_ps(r + j, mk, rv);
+    }
+}
+
+#define TER_SMALL_K(KK, TBL)                                                      \
+    case KK:                                                                   \
+        if (e)                                                                 \
+            ter_finish_impl(r, x, e, cntp, cntm, KK, m, b, t, bi, 1, TBL);     \
+        else                                                                   \
+            ter_finish_impl(r, NULL, NULL, cntp, cntm, KK, m, b, t, bi, 0, TBL); \
+        return;
+
+static void ter_finish_avx512(float *r, const float *x, float *e, const uint64_t *cntp,
+                              const uint64_t *cntm, unsigned k, size_t m, double b,
+                              float t, float bi)
+{
+    if (k > NF_COUNT_PLANES_MAX) {
+        nf_kernels_scalar.ter_finish(r, x, e, cntp, cntm, k, m, b, t, bi);
+        return;
+    }
+    switch (k) { /* 1: k <= 3 (15 table entries), 2: k == 4 (31 entries) */
+        TER_SMALL_K(1, 1)
+        TER_SMALL_K(2, 1)
+        TER_SMALL_K(3, 1)
+        TER_SMALL_K(4, 2)
+    default:
+        if (e)
+            ter_finish_impl(r, x, e, cntp, cntm, k, m, b, t, bi, 1, 0);
+        else
+            ter_finish_impl(r, NULL, NULL, cntp, cntm, k, m, b, t, bi, 0, 0);
+    }
+}
+
+/* ---- bit-sliced counters ---- */
+
+#define XOR3(a, b, c) _mm512_ternarylogic_epi64((a), (b), (c), 0x96)
+#define MAJ(a, b, c) _mm512_ternarylogic_epi64((a), (b), (c), 0xE8)
+
+/* Up to 7 one-bit inputs -> a 3-bit sum (s[0..2]) with four full adders. */
+AI void csa7(const uint64_t *const *in, unsigned g, size_t l, __m512i s[3])
+{
+    __m512i v[7];
+    #pragma GCC unroll 7
+    for (unsigned i = 0; i < 7; i++)
+        v[i] = i < g ? _mm512_load_si512(in[i] + l * NF_LINE_WORDS) : _mm512_setzero_si512();
+    __m512i s1 = XOR3(v[0], v[1], v[2]), c1 = MAJ(v[0], v[1], v[2]);
+    __m512i s2 = XOR3(v[3], v[4], v[5]), c2 = MAJ(v[3], v[4], v[5]);
+    __m512i c3 = MAJ(s1, s2, v[6]);
+    s[0] = XOR3(s1, s2, v[6]);
+    s[1] = XOR3(c1, c2, c3);
+    s[2] = MAJ(c1, c2, c3);
+}
+
+/* Lines per block when more than 7 inputs stream through the counter: the
+ * block's counter lines stay in L1/L2 while groups of 7 inputs pass. */
+#define CS_BLOCK 32
+
+static void count_sum_avx512(uint64_t *cnt, unsigned k, const uint64_t *const *in,
+                             unsigned nin, size_t nlines)
+{
+    const __m512i zero = _mm512_setzero_si512();
+    for (size_t l0 = 0; l0 < nlines; l0 += CS_BLOCK) {
+        size_t l1 = nlines - l0 < CS_BLOCK ? nlines : l0 + CS_BLOCK;
+        unsigned g = nin < 7 ? nin : 7;
+        for (size_t l = l0; l < l1; l++) { /* first group writes the counter */
+            __m512i s[3];
+            __m512i *c = (__m512i *)(cnt + l * k * NF_LINE_WORDS);
+            csa7(in, g, l, s);
+            for (unsigned p = 0; p < k; p++)
+                _mm512_store_si512(c + p, p < 3 ? s[p] : zero);
+        }
+        for (unsigned i = g; i < nin; i += 7) { /* later groups ripple-add into it */
+            unsigned gi = nin - i < 7 ? nin - i : 7;
+            for (size_t l = l0; l < l1; l++) {
+                __m512i s[3], carry = zero;
+                __m512i *c = (__m512i *)(cnt + l * k * NF_LINE_WORDS);
+                csa7(in + i, gi, l, s);
+                for (unsigned p = 0; p < k; p++) {
+                    __m512i a = _mm512_load_si512(c + p), b = p < 3 ? s[p] : zero;
+                    _mm512_store_si512(c + p, XOR3(a, b, carry));
+                    carry = MAJ(a, b, carry);
+                }
+            }
+        }
+    }
+}
+
+static void count_merge_avx512(uint64_t *acc, const uint64_t *add, unsigned k, size_t nlines)
+{
+    for (size_t l = 0; l < nlines; l++) {
+        __m512i carry = _mm512_setzero_si512();
+        __m512i *c = (__m512i *)(acc + l * k * NF_LINE_WORDS);
+        const __m512i *d = (const __m512i *)(add + l * k * NF_LINE_WORDS);
+        for (unsigned p = 0; p < k; p++) {
+            __m512i a = _mm512_load_si512(c + p), b = _mm512_load_si512(d + p);
+            _mm512_store_si512(c + p, XOR3(a, b, carry));
+            carry = MAJ(a, b, carry);
+        }
+    }
+}
+
+/* ---- sum_f32 ---- */
+
+static void sum_f32_avx512(float *out, const float *const *in, unsigned nin, size_t m)
+{
+    for (size_t j = 0; j < m; j += 16) {
+        __mmask16 mk = tail16(m - j);
+        __m512 s = _mm512_maskz_loadu_ps(mk, in[0] + j);
+        for (unsigned i = 1; i < nin; i++)
+            s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(mk, in[i] + j));
+        _mm512_mask_storeu_ps(out + j, mk, s);
+    }
+}
+
+const nf_kernels_t nf_kernels_avx512 = {
+    .isa = NF_ISA_AVX512,
+    .name = "avx512",
+    .abs_sum = abs_sum_avx512,
+    .bin_pack = bin_pack_avx512,
+    .bin_finish = bin_finish_avx512,
+    .ter_pack = ter_pack_avx512,
+    .ter_finish = ter_finish_avx512,
+    .count_sum = count_sum_avx512,
+    .count_merge = count_merge_avx512,
+    .sum_f32 = sum_f32_avx512,
+};

@@ -1,0 +1,721 @@
+/*
+ * Kernel unit tests: the scalar reference against hand-computed cases, then
+ * every kernel of every available ISA against the reference, bit for bit, on
+ * odd sizes, unaligned starts, with and without error feedback, in place and
+ * not, on ordinary, special (+-0, denormal, near FLT_MAX) and non-finite data.
+ * An ISA this build or CPU lacks prints a SKIP line with the reason.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_kernels.h"
+
+#define GUARD 48       /* floats of sentinel around each float buffer */
+#define OFF_MAX 16     /* float offsets 0..15 from a 64-byte boundary */
+#define SENTINEL 0x7fa5a5a5u
+
+static const nf_kernels_t *const S = &nf_kernels_scalar;
+
+/* ------------------------------------------------------------------ helpers */
+
+static uint64_t rng;
+
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void seed(uint64_t s)
+{
+    rng = s * 0x9E3779B97F4A7C15ull + 0x1234567ull;
+    if (!rng)
+        rng = 1;
+    for (int i = 0; i < 4; i++)
+        rnd();
+}
+
+static float bits_f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+/* Magnitudes 2^-10 .. 2^11 with random mantissa and sign. */
+static float rnd_normal(void)
+{
+    uint64_t u = rnd();
+    float mag = ldexpf(1.0f + (float)(u & 0xFFFF) / 65536.0f, (int)((u >> 16) % 22) - 10);
+    return (u >> 63) ? -mag : mag;
+}
+
+static float rnd_special(void)
+{
+    static const float tab[] = {
+        0.0f, -0.0f, 0.0f, -0.0f, FLT_TRUE_MIN, -FLT_TRUE_MIN, FLT_MIN / 3, -FLT_MIN / 2,
+        3e-39f, -1e-44f, FLT_MAX, -FLT_MAX, 0.99f * FLT_MAX, -0.75f * FLT_MAX, 1.0f, -1.0f,
+    };
+    uint64_t u = rnd();
+    return (u & 3) == 0 ? rnd_normal() : tab[(u >> 2) % (sizeof(tab) / sizeof(tab[0]))];
+}
+
+enum { KIND_NORMAL, KIND_SPECIAL, KIND_NONFINITE, KIND_COUNT };
+static const char *const kind_name[KIND_COUNT] = {"normal", "special", "nonfinite"};
+
+/* x and e data of a kind; nonfinite puts NaN/-NaN/Inf/-Inf at random places
+ * and always at the last element (the masked tail). */
+static void fill(float *x, float *e, size_t m, int kind)
+{
+    for (size_t j = 0; j < m; j++) {
+        x[j] = kind == KIND_SPECIAL ? rnd_special() : rnd_normal();
+        e[j] = kind == KIND_SPECIAL ? rnd_special() : rnd_normal() * 0.125f;
+    }
+    if (kind == KIND_NONFINITE && m) {
+        static const uint32_t nf[] = {0x7fc00000u, 0xffc00000u, 0x7f800000u, 0xff800000u};
+        for (unsigned i = 0; i < 4; i++)
+            x[rnd() % m] = bits_f(nf[i]);
+        x[m - 1] = bits_f(nf[rnd() % 4]);
+    }
+}
+
+/* Float buffer of m elements at `off` floats past a 64-byte boundary, with
+ * sentinels all around; base is what to free and to compare. */
+typedef struct {
+    float *base, *p;
+    size_t n;
+} fbuf_t;
+
+static fbuf_t fb_new(size_t m, unsigned off)
+{
+    fbuf_t b;
+    b.n = m + OFF_MAX + GUARD;
+    size_t bytes = (b.n * sizeof(float) + 63) / 64 * 64;
+    b.base = aligned_alloc(64, bytes);
+    ck_assert_ptr_nonnull(b.base);
+    for (size_t i = 0; i < b.n; i++)
+        b.base[i] = bits_f(SENTINEL);
+    b.p = b.base + off;
+    return b;
+}
+
+static void fb_copy(fbuf_t *d, const fbuf_t *s)
+{
+    memcpy(d->base, s->base, s->n * sizeof(float));
+}
+
+static int fb_same(const fbuf_t *a, const fbuf_t *b)
+{
+    return memcmp(a->base, b->base, a->n * sizeof(float)) == 0;
+}
+
+static size_t first_diff(const fbuf_t *a, const fbuf_t *b)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (memcmp(a->base + i, b->base + i, sizeof(float)))
+            return i;
+    return (size_t)-1;
+}
+
+/* Line buffer: `lines` lines plus one guard line, all filled with junk. */
+static uint64_t *lb_new(size_t lines)
+{
+    uint64_t *b = aligned_alloc(64, (lines + 1) * NF_LINE_BYTES);
+    ck_assert_ptr_nonnull(b);
+    memset(b, 0xA5, (lines + 1) * NF_LINE_BYTES);
+    return b;
+}
+
+static void lb_random(uint64_t *b, size_t lines)
+{
+    for (size_t i = 0; i < lines * NF_LINE_WORDS; i++)
+        b[i] = rnd();
+}
+
+static int same_double(double a, double b)
+{
+    return memcmp(&a, &b, sizeof(a)) == 0 || (isnan(a) && isnan(b));
+}
+
+/* -------------------------------------------------- reference: hand cases */
+
+static double lane_sum_small(const double *v, size_t m)
+{
+    /* element k in lane k % 16, m <= 16: the fold of nf_kernels.h written out */
+    double l[16] = {0};
+    for (size_t k = 0; k < m; k++)
+        l[k] = v[k];
+    double a = ((l[0] + l[8]) + (l[4] + l[12])) + ((l[2] + l[10]) + (l[6] + l[14]));
+    double b = ((l[1] + l[9]) + (l[5] + l[13])) + ((l[3] + l[11]) + (l[7] + l[15]));
+    return a + b;
+}
+
+START_TEST(ref_lane_order)
+{
+    /* Sequential summation would lose both 1s against 2^53; the lane fold
+     * adds lane 1 and lane 9 first and keeps them. */
+    float x[10] = {9007199254740992.0f, 1.0f, 0, 0, 0, 0, 0, 0, 0, 1.0f};
+    ck_assert(S->abs_sum(x, NULL, 10) == 9007199254740994.0);
+    float y[17];
+    double d[16] = {0};
+    for (int i = 0; i < 17; i++)
+        y[i] = (float)(i + 1) * (i & 1 ? -0.1f : 0.3f);
+    for (int i = 0; i < 16; i++)
+        d[i] = fabs((double)y[i]);
+    d[0] += fabs((double)y[16]);
+    ck_assert(S->abs_sum(y, NULL, 17) == lane_sum_small(d, 16));
+    ck_assert(S->abs_sum(NULL, NULL, 0) == 0.0);
+}
+END_TEST
+
+static unsigned count_of(const uint64_t *cnt, unsigned k, size_t j)
+{
+    unsigned c = 0;
+    for (unsigned p = 0; p < k; p++)
+        c |= (unsigned)((cnt[(j / 512 * k + p) * 8 + (j % 512) / 64] >> (j % 64)) & 1) << p;
+    return c;
+}
+
+START_TEST(ref_three_ranks)
+{
+    /* Three ranks' signs: -0.0 and a negative denormal count as set bits. */
+    const float x[3][5] = {
+        {1.0f, -1.0f, -0.0f, 2.0f, 0.0f},
+        {-1.0f, -1.0f, 3.0f, 0.0f, 1.0f},
+        {2.0f, -3.0f, 1.0f, -0.0f, -1e-40f},
+    };
+    const unsigned want[5] = {1, 3, 1, 1, 1};
+    uint64_t *bits[3], *cnt = lb_new(2);
+    for (int i = 0; i < 3; i++) {
+        bits[i] = lb_new(1);
+        double s = S->bin_pack(x[i], NULL, 5, bits[i]);
+        double d[5];
+        for (int j = 0; j < 5; j++)
+            d[j] = fabs((double)x[i][j]);
+        ck_assert(s == lane_sum_small(d, 5));
+        for (int w = 1; w < 8; w++)
+            ck_assert_uint_eq(bits[i][w], 0);
+        ck_assert_uint_eq(bits[i][0] >> 5, 0);
+    }
+    ck_assert_uint_eq(bits[0][0], 0x6);
+    ck_assert_uint_eq(bits[2][0], 0x1A);
+    S->count_sum(cnt, 2, (const uint64_t *const *)bits, 3, 1);
+    for (int j = 0; j < 5; j++)
+        ck_assert_uint_eq(count_of(cnt, 2, (size_t)j), want[j]);
+    ck_assert_uint_eq(cnt[0] >> 5, 0);
+    ck_assert_uint_eq(cnt[8] >> 5, 0);
+
+    /* c counts the set (-1) signs: r = (float)(a * (n - 2c)) with a = 0.25,
+     * n = 3: c = 1 -> 0.25, c = 3 -> -0.75 */
+    float r[5], e[5] = {0.25f, 0.5f, -0.0f, 0, 0}, xf[5] = {1.5f, -2.0f, -0.0f, 0, 0};
+    S->bin_finish(r, xf, e, cnt, 2, 5, 3, 0.25, 1.0f);
+    for (int j = 0; j < 5; j++)
+        ck_assert(r[j] == (want[j] == 3 ? -0.75f : 0.25f));
+    ck_assert(e[0] == 0.75f);   /* y = 1.75 >= 0: y - 1 */
+    ck_assert(e[1] == -0.5f);   /* y = -1.5: y + 1 */
+    ck_assert(e[2] == 1.0f);    /* y = -0.0 (sign set): y + 1 */
+    ck_assert(e[3] == -1.0f);   /* y = +0.0: y - 1 */
+    /* no set sign among 3 ranks: r = 3a, rounded once from double */
+    memset(cnt, 0, 2 * NF_LINE_BYTES);
+    S->bin_finish(r, NULL, NULL, cnt, 2, 1, 3, 0.1, 0.0f);
+    ck_assert(r[0] == (float)(0.1 * 3.0));
+    for (int i = 0; i < 3; i++)
+        free(bits[i]);
+    free(cnt);
+}
+END_TEST
+
+START_TEST(ref_ternary)
+{
+    const float y[8] = {2.0f, -2.0f, 1.0f, -1.0f, 0.5f, -0.5f, NAN, 1.0000001f};
+    uint64_t *p = lb_new(1), *mi = lb_new(1), *cp = lb_new(1), *cm = lb_new(1);
+    size_t nin = 99;
+    double s = S->ter_pack(y, NULL, 8, 1.0f, p, mi, &nin);
+    ck_assert_uint_eq(p[0], 0x81);
+    ck_assert_uint_eq(mi[0], 0x02);
+    ck_assert_uint_eq(nin, 3);
+    ck_assert(s == 2.0 + (2.0 + (double)1.0000001f));
+    /* t = 0: +-0 are out, everything else in */
+    const float z[4] = {0.0f, -0.0f, FLT_TRUE_MIN, -FLT_TRUE_MIN};
+    S->ter_pack(z, NULL, 4, 0.0f, p, mi, &nin);
+    ck_assert_uint_eq(p[0], 0x4);
+    ck_assert_uint_eq(mi[0], 0x8);
+    ck_assert_uint_eq(nin, 2);
+    /* finish: v = P - M over one plane each, b = 0.5 */
+    memset(cp, 0, NF_LINE_BYTES);
+    memset(cm, 0, NF_LINE_BYTES);
+    cp[0] = 0x5; /* elements 0, 2 */
+    cm[0] = 0x6; /* elements 1, 2 */
+    float r[4], x[4] = {2.0f, -2.0f, 0.25f, -0.0f}, e[4] = {0, 0, 0, 0};
+    S->ter_finish(r, x, e, cp, cm, 1, 4, 0.5, 1.0f, 1.5f);
+    ck_assert(r[0] == 0.5f && r[1] == -0.5f && r[2] == 0.0f && r[3] == 0.0f);
+    ck_assert(e[0] == 0.5f && e[1] == -0.5f && e[2] == 0.25f);
+    ck_assert(e[3] == 0.0f); /* -0.0 + 0.0 = +0.0, gated out: e = y */
+    ck_assert(!signbit(e[3]));
+    free(p), free(mi), free(cp), free(cm);
+}
+END_TEST
+
+/* count_sum with nin = 2^k - 1 inputs for k = 1..16, against a per-bit
+ * count, for every available ISA (all inputs share a few distinct lines). */
+START_TEST(ref_count_sum_full)
+{
+    const unsigned k = (unsigned)_i + 1, nin = (1u << k) - 1, ndist = 61;
+    uint64_t *lines = lb_new(ndist), *cnt = lb_new(k);
+    const uint64_t **in = malloc(nin * sizeof(*in));
+    unsigned want[512] = {0};
+    seed(k);
+    lb_random(lines, ndist);
+    for (unsigned i = 0; i < nin; i++) {
+        in[i] = lines + (i % ndist) * NF_LINE_WORDS;
+        for (unsigned j = 0; j < 512; j++)
+            want[j] += (unsigned)((in[i][j / 64] >> (j % 64)) & 1);
+    }
+    for (int isa = 0; isa < NF_ISA_COUNT; isa++) {
+        const nf_kernels_t *K = nf_kernels_for((nf_isa_t)isa);
+        if (!K)
+            continue;
+        memset(cnt, 0xA5, (k + 1) * NF_LINE_BYTES);
+        K->count_sum(cnt, k, in, nin, 1);
+        for (unsigned j = 0; j < 512; j++)
+            ck_assert_msg(count_of(cnt, k, j) == want[j], "%s k=%u j=%u", K->name, k, j);
+        /* all ones: the count is nin in every position, every plane full */
+        for (unsigned i = 0; i < nin; i++)
+            in[i] = lines + (ndist - 1) * NF_LINE_WORDS;
+        memset(lines + (ndist - 1) * NF_LINE_WORDS, 0xFF, NF_LINE_BYTES);
+        K->count_sum(cnt, k, in, nin, 1);
+        for (unsigned w = 0; w < k * NF_LINE_WORDS; w++)
+            ck_assert_uint_eq(cnt[w], ~0ull);
+        seed(k);
+        lb_random(lines, ndist);
+        for (unsigned i = 0; i < nin; i++)
+            in[i] = lines + (i % ndist) * NF_LINE_WORDS;
+    }
+    free(in), free(lines), free(cnt);
+}
+END_TEST
+
+static void set_count(uint64_t *cnt, unsigned k, size_t j, unsigned c)
+{
+    for (unsigned p = 0; p < k; p++) {
+        uint64_t *w = &cnt[(j / 512 * k + p) * 8 + (j % 512) / 64];
+        *w = (*w & ~(1ull << (j % 64))) | ((uint64_t)((c >> p) & 1) << (j % 64));
+    }
+}
+
+START_TEST(ref_count_merge)
+{
+    uint64_t *acc = lb_new(4), *add = lb_new(4);
+    memset(acc, 0, 4 * NF_LINE_BYTES);
+    memset(add, 0, 4 * NF_LINE_BYTES);
+    set_count(acc, 4, 0, 5), set_count(add, 4, 0, 9);     /* 14 */
+    set_count(acc, 4, 511, 15), set_count(add, 4, 511, 0); /* 15 */
+    set_count(acc, 4, 100, 9), set_count(add, 4, 100, 9); /* 18: carry past plane 3 dropped */
+    S->count_merge(acc, add, 4, 1);
+    ck_assert_uint_eq(count_of(acc, 4, 0), 14);
+    ck_assert_uint_eq(count_of(acc, 4, 511), 15);
+    ck_assert_uint_eq(count_of(acc, 4, 100), 2);
+    ck_assert_uint_eq(count_of(acc, 4, 7), 0);
+    free(acc), free(add);
+}
+END_TEST
+
+START_TEST(ref_sum_f32)
+{
+    float a[3] = {1e8f, -0.0f, bits_f(0x7f800001u)}, b[3] = {-1e8f, 2.0f, 0}, c[3] = {1.0f, 0, 0};
+    const float *in[3] = {a, b, c};
+    float out[3];
+    S->sum_f32(out, in, 3, 1);
+    ck_assert(out[0] == 1.0f); /* ((1e8 + -1e8) + 1), not 1e8 + (-1e8 + 1) = 0 */
+    S->sum_f32(out, in, 1, 3); /* copy: -0.0 and a signalling NaN keep their bits */
+    ck_assert(memcmp(out, a, sizeof(a)) == 0);
+    S->sum_f32(a, in, 2, 2); /* out aliases in[0] */
+    ck_assert(a[0] == 0.0f && a[1] == 2.0f);
+}
+END_TEST
+
+START_TEST(dispatch)
+{
+    ck_assert_str_eq(nf_isa_name(NF_ISA_SCALAR), "scalar");
+    ck_assert_str_eq(nf_isa_name(NF_ISA_AVX2), "avx2");
+    ck_assert_str_eq(nf_isa_name(NF_ISA_AVX512), "avx512");
+    ck_assert_ptr_null(nf_isa_name(NF_ISA_COUNT));
+    ck_assert_ptr_null(nf_isa_name((nf_isa_t)-1));
+    ck_assert_ptr_null(nf_kernels_for(NF_ISA_COUNT));
+    ck_assert_ptr_eq(nf_kernels_for(NF_ISA_SCALAR), &nf_kernels_scalar);
+    nf_isa_t best = nf_isa_detect();
+    ck_assert_ptr_nonnull(nf_kernels_for(best));
+    for (int i = 0; i < NF_ISA_COUNT; i++) {
+        const nf_kernels_t *K = nf_kernels_for((nf_isa_t)i);
+        ck_assert(i <= (int)best ? K != NULL || i == NF_ISA_AVX2 : K == NULL);
+        if (K) {
+            ck_assert_int_eq(K->isa, i);
+            ck_assert_str_eq(K->name, nf_isa_name((nf_isa_t)i));
+        }
+    }
+}
+END_TEST
+
+/* ------------------------------------------------ every ISA vs reference */
+
+typedef struct {
+    const nf_kernels_t *K;
+    size_t m;
+    unsigned off;
+} vcase_t;
+
+static const size_t sizes[] = {0, 1, 7, 15, 31, 63, 127, 130, 511, 513, (1u << 20) + 3};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+#define BIG ((1u << 20) + 3)
+static const unsigned big_offs[] = {0, 1, 15};
+#define MAX_CASES (NF_ISA_COUNT * NSIZES * OFF_MAX)
+static vcase_t cases[MAX_CASES];
+static int ncases;
+
+enum { E_NONE, E_SEP, E_INPLACE, E_MODES };
+
+#define DIAG(c, what, kind, em) "%s %s m=%zu off=%u kind=%s e=%d", (c)->K->name, what, (c)->m, \
+        (c)->off, kind_name[kind], em
+
+/* Inputs for one (case, kind): x, e (and spares) at the case's offset. */
+typedef struct {
+    fbuf_t x, e, e2, r, r2;
+} bufs_t;
+
+static void bufs_init(bufs_t *b, const vcase_t *c, int kind)
+{
+    b->x = fb_new(c->m, c->off);
+    b->e = fb_new(c->m, c->off);
+    b->e2 = fb_new(c->m, c->off);
+    b->r = fb_new(c->m, c->off);
+    b->r2 = fb_new(c->m, c->off);
+    seed(c->m * 31 + c->off * 7 + (uint64_t)kind);
+    fill(b->x.p, b->e.p, c->m, kind);
+}
+
+static void bufs_free(bufs_t *b)
+{
+    free(b->x.base), free(b->e.base), free(b->e2.base), free(b->r.base), free(b->r2.base);
+}
+
+START_TEST(vs_abs_sum)
+{
+    const vcase_t *c = &cases[_i];
+    for (int kind = 0; kind < KIND_COUNT; kind++) {
+        bufs_t b;
+        bufs_init(&b, c, kind);
+        for (int em = E_NONE; em <= E_SEP; em++) {
+            const float *e = em ? b.e.p : NULL;
+            double want = S->abs_sum(b.x.p, e, c->m), got = c->K->abs_sum(b.x.p, e, c->m);
+            ck_assert_msg(same_double(want, got), DIAG(c, "abs_sum", kind, em));
+            if (kind == KIND_NONFINITE && c->m)
+                ck_assert(!isfinite(want));
+        }
+        bufs_free(&b);
+    }
+}
+END_TEST
+
+START_TEST(vs_bin_pack)
+{
+    const vcase_t *c = &cases[_i];
+    size_t L = nf_lines(c->m);
+    uint64_t *bs = lb_new(L), *bv = lb_new(L);
+    for (int kind = 0; kind < KIND_COUNT; kind++) {
+        bufs_t b;
+        bufs_init(&b, c, kind);
+        for (int em = E_NONE; em <= E_SEP; em++) {
+            const float *e = em ? b.e.p : NULL;
+            memset(bs, 0xA5, (L + 1) * NF_LINE_BYTES);
+            memset(bv, 0x5A, (L + 1) * NF_LINE_BYTES);
+            memset(bs + L * 8, 0x5A, NF_LINE_BYTES); /* the guard line must survive */
+            double want = S->bin_pack(b.x.p, e, c->m, bs);
+            double got = c->K->bin_pack(b.x.p, e, c->m, bv);
+            ck_assert_msg(same_double(want, got), DIAG(c, "bin_pack sum", kind, em));
+            ck_assert_msg(memcmp(bs, bv, (L + 1) * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack bits", kind, em));
+            if (kind == KIND_NONFINITE && c->m)
+                ck_assert(!isfinite(want));
+        }
+        bufs_free(&b);
+    }
+    free(bs), free(bv);
+}
+END_TEST
+
+static const unsigned finish_k[] = {1, 2, 3, 4, 5, 8, 16};
+#define NFK (sizeof(finish_k) / sizeof(finish_k[0]))
+
+/* Scale parameters: ordinary, results overflowing to Inf, denormal results. */
+static const double finish_a[] = {0.3, 3e38, 1e-45};
+
+static int nk_for(const vcase_t *c)
+{
+    return c->m >= BIG ? 2 : (int)NFK; /* the big size tries k = 1 and 2 only */
+}
+
+static void run_finish(const vcase_t *c, int ternary, int kind, int em, unsigned k, double a,
+                       bufs_t *b, const uint64_t *c1, const uint64_t *c2)
+{
+    fbuf_t rs = b->r, es = b->e2;
+    fbuf_t rv = fb_new(c->m, c->off), ev = fb_new(c->m, c->off);
+    static const float ts[3] = {0.5f, -0.5f, 0.0f}; /* t < 0: both gates can hold */
+    unsigned n = (unsigned)(rnd() % ((1u << k) + 3));
+    float ai = (float)a * 0.5f + 0.125f, t = ts[rnd() % 3];
+    fb_copy(&es, &b->e);
+    if (em == E_INPLACE)
+        fb_copy(&rs, &b->x);
+    fb_copy(&rv, &rs);
+    fb_copy(&ev, &es);
+    const float *xs = em == E_INPLACE ? rs.p : em == E_SEP ? b->x.p : NULL;
+    const float *xv = em == E_INPLACE ? rv.p : em == E_SEP ? b->x.p : NULL;
+    float *eS = em ? es.p : NULL, *eV = em ? ev.p : NULL;
+    if (!ternary) {
+        S->bin_finish(rs.p, xs, eS, c1, k, c->m, n, a, ai);
+        c->K->bin_finish(rv.p, xv, eV, c1, k, c->m, n, a, ai);
+    } else {
+        S->ter_finish(rs.p, xs, eS, c1, c2, k, c->m, a, t, ai);
+        c->K->ter_finish(rv.p, xv, eV, c1, c2, k, c->m, a, t, ai);
+    }
+    ck_assert_msg(fb_same(&rs, &rv), "%s k=%u n=%u a=%g r differs at %zu: " "%s m=%zu off=%u kind=%s e=%d",
+                  ternary ? "ter_finish" : "bin_finish", k, n, a, first_diff(&rs, &rv),
+                  c->K->name, c->m, c->off, kind_name[kind], em);
+    ck_assert_msg(fb_same(&es, &ev), "%s k=%u e differs: " "%s m=%zu off=%u kind=%s e=%d",
+                  ternary ? "ter_finish" : "bin_finish", k, c->K->name, c->m, c->off,
+                  kind_name[kind], em);
+    free(rv.base), free(ev.base);
+}
+
+static void vs_finish(const vcase_t *c, int ternary)
+{
+    size_t L = nf_lines(c->m);
+    for (int kind = 0; kind < KIND_COUNT; kind++) {
+        bufs_t b;
+        bufs_init(&b, c, kind);
+        for (int ki = 0; ki < nk_for(c); ki++) {
+            unsigned k = finish_k[ki];
+            uint64_t *c1 = lb_new(L * k), *c2 = lb_new(L * k);
+            lb_random(c1, L * k);
+            lb_random(c2, L * k);
+            for (int em = E_NONE; em < E_MODES; em++) /* every a meets every k, e mode */
+                run_finish(c, ternary, kind, em, k, finish_a[(ki + em + kind) % 3], &b, c1, c2);
+            free(c1), free(c2);
+        }
+        bufs_free(&b);
+    }
+}
+
+START_TEST(vs_bin_finish)
+{
+    vs_finish(&cases[_i], 0);
+}
+END_TEST
+
+START_TEST(vs_ter_finish)
+{
+    vs_finish(&cases[_i], 1);
+}
+END_TEST
+
+static const float ter_t[] = {0.0f, 1.0f, FLT_TRUE_MIN, -0.5f, INFINITY};
+
+START_TEST(vs_ter_pack)
+{
+    const vcase_t *c = &cases[_i];
+    size_t L = nf_lines(c->m);
+    uint64_t *ps = lb_new(L), *ms = lb_new(L), *pv = lb_new(L), *mv = lb_new(L);
+    for (int kind = 0; kind < KIND_COUNT; kind++) {
+        bufs_t b;
+        bufs_init(&b, c, kind);
+        for (int em = E_NONE; em <= E_SEP; em++) {
+            for (unsigned it = 0; it < sizeof(ter_t) / sizeof(ter_t[0]); it++) {
+                const float *e = em ? b.e.p : NULL;
+                size_t ns = 7, nv = 9;
+                memset(ps, 0xA5, (L + 1) * NF_LINE_BYTES), memset(ms, 0xA5, (L + 1) * NF_LINE_BYTES);
+                memset(pv, 0x5A, L * NF_LINE_BYTES), memset(mv, 0x5A, L * NF_LINE_BYTES);
+                memset(pv + L * 8, 0xA5, NF_LINE_BYTES), memset(mv + L * 8, 0xA5, NF_LINE_BYTES);
+                double want = S->ter_pack(b.x.p, e, c->m, ter_t[it], ps, ms, &ns);
+                double got = c->K->ter_pack(b.x.p, e, c->m, ter_t[it], pv, mv, &nv);
+                ck_assert_msg(same_double(want, got), DIAG(c, "ter_pack sum", kind, em));
+                ck_assert_msg(ns == nv, DIAG(c, "ter_pack nin", kind, em));
+                ck_assert_msg(memcmp(ps, pv, (L + 1) * NF_LINE_BYTES) == 0, DIAG(c, "ter_pack plus", kind, em));
+                ck_assert_msg(memcmp(ms, mv, (L + 1) * NF_LINE_BYTES) == 0, DIAG(c, "ter_pack minus", kind, em));
+            }
+        }
+        bufs_free(&b);
+    }
+    free(ps), free(ms), free(pv), free(mv);
+}
+END_TEST
+
+static const unsigned sum_nin[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 20};
+
+START_TEST(vs_count_sum)
+{
+    const vcase_t *c = &cases[_i];
+    size_t L = nf_lines(c->m);
+    uint64_t *lines = lb_new(L * 20);
+    const uint64_t *in[20];
+    seed(c->m + c->off);
+    lb_random(lines, L * 20);
+    for (unsigned i = 0; i < 20; i++)
+        in[i] = lines + i * L * NF_LINE_WORDS;
+    for (unsigned ni = 0; ni < sizeof(sum_nin) / sizeof(sum_nin[0]); ni++) {
+        unsigned nin = sum_nin[ni];
+        const unsigned ks[2] = {nf_count_planes(nin), NF_COUNT_PLANES_MAX};
+        for (int kk = 0; kk < 2; kk++) {
+            uint64_t *cs = lb_new(L * ks[kk]), *cv = lb_new(L * ks[kk]);
+            memset(cv, 0x5A, L * ks[kk] * NF_LINE_BYTES);
+            S->count_sum(cs, ks[kk], in, nin, L);
+            c->K->count_sum(cv, ks[kk], in, nin, L);
+            ck_assert_msg(memcmp(cs, cv, (L * ks[kk] + 1) * NF_LINE_BYTES) == 0,
+                          "%s count_sum nin=%u k=%u lines=%zu", c->K->name, nin, ks[kk], L);
+            free(cs), free(cv);
+        }
+    }
+    free(lines);
+}
+END_TEST
+
+START_TEST(vs_count_merge)
+{
+    const vcase_t *c = &cases[_i];
+    size_t L = nf_lines(c->m);
+    seed(c->m * 3 + c->off);
+    for (unsigned k = 1; k <= NF_COUNT_PLANES_MAX; k += (k < 4 ? 1 : 6)) {
+        uint64_t *as = lb_new(L * k), *av = lb_new(L * k), *add = lb_new(L * k);
+        lb_random(as, L * k);
+        lb_random(add, L * k);
+        memcpy(av, as, (L * k + 1) * NF_LINE_BYTES);
+        S->count_merge(as, add, k, L);
+        c->K->count_merge(av, add, k, L);
+        ck_assert_msg(memcmp(as, av, (L * k + 1) * NF_LINE_BYTES) == 0, "%s count_merge k=%u lines=%zu",
+                      c->K->name, k, L);
+        free(as), free(av), free(add);
+    }
+}
+END_TEST
+
+START_TEST(vs_sum_f32)
+{
+    const vcase_t *c = &cases[_i];
+    static const unsigned nins[] = {1, 2, 3, 5};
+    for (int kind = 0; kind < KIND_COUNT; kind++) {
+        fbuf_t in[5], spare = fb_new(c->m, 0);
+        seed(c->m * 5 + c->off + (uint64_t)kind);
+        for (unsigned i = 0; i < 5; i++) { /* each input at its own misalignment */
+            in[i] = fb_new(c->m, (c->off + i) % OFF_MAX);
+            fill(in[i].p, spare.p, c->m, kind);
+        }
+        for (unsigned ni = c->m >= BIG ? 1 : 0; ni < 4; ni += c->m >= BIG ? 2 : 1) {
+            for (int alias = 0; alias < 2; alias++) {
+                fbuf_t os = fb_new(c->m, c->off), ov = fb_new(c->m, c->off);
+                const float *ps[5], *pv[5];
+                for (unsigned i = 0; i < 5; i++)
+                    ps[i] = pv[i] = in[i].p;
+                if (alias) { /* out aliases in[0] (same offset) */
+                    fb_copy(&os, &in[0]), fb_copy(&ov, &in[0]);
+                    ps[0] = os.p, pv[0] = ov.p;
+                }
+                S->sum_f32(os.p, ps, nins[ni], c->m);
+                c->K->sum_f32(ov.p, pv, nins[ni], c->m);
+                ck_assert_msg(fb_same(&os, &ov), "%s sum_f32 nin=%u alias=%d m=%zu off=%u kind=%s at %zu",
+                              c->K->name, nins[ni], alias, c->m, c->off, kind_name[kind],
+                              first_diff(&os, &ov));
+                free(os.base), free(ov.base);
+            }
+        }
+        for (unsigned i = 0; i < 5; i++)
+            free(in[i].base);
+        free(spare.base);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ suite */
+
+static const char *skip_reason(nf_isa_t isa)
+{
+#ifndef NF_HAVE_AVX2
+    if (isa == NF_ISA_AVX2)
+        return "not built (configure: compiler lacks AVX2 support or --disable-avx2)";
+#endif
+#ifndef NF_HAVE_AVX512
+    if (isa == NF_ISA_AVX512)
+        return "not built (configure: compiler lacks AVX-512 support or --disable-avx512)";
+#endif
+    return isa == NF_ISA_AVX512
+        ? "this CPU/OS lacks AVX-512 F/BW/VL/DQ (or ZMM state is not enabled)"
+        : "this CPU/OS lacks AVX2/BMI2/POPCNT (or YMM state is not enabled)";
+}
+
+static void build_cases(void)
+{
+    for (int isa = NF_ISA_AVX2; isa < NF_ISA_COUNT; isa++) {
+        const nf_kernels_t *K = nf_kernels_for((nf_isa_t)isa);
+        if (!K) {
+            printf("SKIP: %s kernels not compared with the reference: %s\n",
+                   nf_isa_name((nf_isa_t)isa), skip_reason((nf_isa_t)isa));
+            continue;
+        }
+        for (size_t s = 0; s < NSIZES; s++) {
+            if (sizes[s] >= BIG) {
+                for (size_t o = 0; o < sizeof(big_offs) / sizeof(big_offs[0]); o++)
+                    cases[ncases++] = (vcase_t){K, sizes[s], big_offs[o]};
+                continue;
+            }
+            for (unsigned off = 0; off < OFF_MAX; off++)
+                cases[ncases++] = (vcase_t){K, sizes[s], off};
+        }
+    }
+    printf("kernel tests: %d ISA cases (best ISA here: %s)\n", ncases, nf_isa_name(nf_isa_detect()));
+    fflush(stdout);
+}
+
+static Suite *kernels_suite(void)
+{
+    Suite *s = suite_create("kernels");
+    TCase *ref = tcase_create("reference");
+    tcase_add_test(ref, ref_lane_order);
+    tcase_add_test(ref, ref_three_ranks);
+    tcase_add_test(ref, ref_ternary);
+    tcase_add_loop_test(ref, ref_count_sum_full, 0, NF_COUNT_PLANES_MAX);
+    tcase_add_test(ref, ref_count_merge);
+    tcase_add_test(ref, ref_sum_f32);
+    tcase_add_test(ref, dispatch);
+    tcase_set_timeout(ref, 60);
+    suite_add_tcase(s, ref);
+
+    const struct {
+        const char *name;
+        const TTest *fn;
+    } vs[] = {
+        {"abs_sum", vs_abs_sum}, {"bin_pack", vs_bin_pack}, {"bin_finish", vs_bin_finish},
+        {"ter_pack", vs_ter_pack}, {"ter_finish", vs_ter_finish}, {"count_sum", vs_count_sum},
+        {"count_merge", vs_count_merge}, {"sum_f32", vs_sum_f32},
+    };
+    for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]) && ncases > 0; i++) {
+        TCase *tc = tcase_create(vs[i].name);
+        tcase_add_loop_test(tc, vs[i].fn, 0, ncases);
+        tcase_set_timeout(tc, 120);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int main(void)
+{
+    build_cases();
+    SRunner *sr = srunner_create(kernels_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
