@@ -45,9 +45,9 @@ static int nf_unfit(MPI_Datatype datatype, MPI_Op op, nf_comm_t *c)
     return -1;
 }
 
-static float *nf_call_residual(nf_comm_t *c, const void *key, size_t m)
+static nf_residual_t *nf_call_residual(nf_comm_t *c, const void *key, size_t m)
 {
-    float *e = nf_residual_get(&c->resid, key, m);
+    nf_residual_t *e = nf_residual_get(&c->resid, key, m);
     if (e == NULL)
         nf_log_warn_once("no memory for error-feedback residuals; this buffer runs without error feedback");
     return e;
@@ -75,7 +75,7 @@ static int nf_run_lowbit(nf_comm_t *c, nf_call_t *call, nf_route_t route, int ef
         nf_stats_fallback(NF_FALLBACK_CAPACITY);
         return nf_run_fp32(c, call);
     }
-    call->e = ef ? nf_call_residual(c, call->x, call->m) : NULL;
+    call->res = ef ? nf_call_residual(c, call->x, call->m) : NULL;
     nf_coll_result_t res = route == NF_ROUTE_BINARY ? nf_coll_binary(c, call)
                                                     : nf_coll_ternary(c, call);
     if (res == NF_COLL_NONFINITE) {

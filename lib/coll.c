@@ -86,22 +86,43 @@ static void nf_reduce_lines(nf_comm_t *c, size_t nlines, int ternary)
     nf_place_reducer_leave(&pin);
 }
 
-nf_coll_result_t nf_coll_binary(nf_comm_t *c, const nf_call_t *call)
+/* Pass 1 of binary: sign lines into my slot, the lane sum of |y| back. */
+static double nf_binary_pack(const nf_call_t *call, uint64_t *bits)
 {
     const nf_kernels_t *k = nf_g.k;
+    nf_residual_t *res = call->res;
+    if (res == NULL)
+        return k->bin_pack(call->x, NULL, call->m, bits);
+    if (res->form == NF_RES_E)
+        return k->bin_pack(call->x, res->buf[res->cur], call->m, bits);
+    return k->bin_pack_ef(call->x, res->buf[res->cur], res->aprev, res->buf[res->cur ^ 1u],
+                          call->m, bits);
+}
+
+nf_coll_result_t nf_coll_binary(nf_comm_t *c, const nf_call_t *call)
+{
+    nf_residual_t *res = call->res;
     size_t nlines = nf_lines(call->m);
     double a;
-    double sum = k->bin_pack(call->x, call->e, call->m, (uint64_t *)nf_slot(c, c->lrank));
-    double ai = sum / (double)call->m;
+    double ai = nf_binary_pack(call, (uint64_t *)nf_slot(c, c->lrank)) / (double)call->m;
     if (nf_scales(c, isfinite(ai) ? ai : NAN, &a) != 0)
         return NF_COLL_ERROR;
     if (!isfinite(a))
-        return NF_COLL_NONFINITE;
+        return NF_COLL_NONFINITE; /* the residual is untouched: Y form wrote the spare */
     nf_reduce_lines(c, nlines, 0);
     if (nf_merge_counts(c, nlines) != 0)
         return NF_COLL_ERROR;
-    k->bin_finish(call->r, call->x, call->e, c->cnt, c->k, call->m, (unsigned)c->size, a,
-                  (float)ai);
+    if (res != NULL && res->form == NF_RES_E) {
+        nf_g.k->bin_finish(call->r, call->x, res->buf[res->cur], c->cnt, c->k, call->m,
+                           (unsigned)c->size, a, (float)ai);
+        return NF_COLL_DONE;
+    }
+    nf_g.k->bin_finish(call->r, NULL, NULL, c->cnt, c->k, call->m, (unsigned)c->size, a,
+                       (float)ai);
+    if (res != NULL) { /* the new y becomes the state */
+        res->cur ^= 1u;
+        res->aprev = (float)ai;
+    }
     return NF_COLL_DONE;
 }
 
@@ -110,12 +131,13 @@ nf_coll_result_t nf_coll_ternary(nf_comm_t *c, const nf_call_t *call)
     const nf_kernels_t *k = nf_g.k;
     size_t nlines = nf_lines(call->m), nin = 0;
     uint64_t *plus = (uint64_t *)nf_slot(c, c->lrank);
+    float *e = call->res != NULL ? nf_residual_e(call->res) : NULL;
     double b, bi = NAN;
-    double ai = k->abs_sum(call->x, call->e, call->m) / (double)call->m;
+    double ai = k->abs_sum(call->x, e, call->m) / (double)call->m;
     float t = 0.0f;
     if (isfinite(ai)) {
         t = (float)(call->gamma * ai);
-        double bsum = k->ter_pack(call->x, call->e, call->m, t, plus,
+        double bsum = k->ter_pack(call->x, e, call->m, t, plus,
                                   plus + nlines * NF_LINE_WORDS, &nin);
         bi = nin > 0 ? bsum / (double)nin : 0.0;
     }
@@ -126,7 +148,7 @@ nf_coll_result_t nf_coll_ternary(nf_comm_t *c, const nf_call_t *call)
     nf_reduce_lines(c, nlines, 1);
     if (nf_merge_counts(c, 2 * nlines) != 0)
         return NF_COLL_ERROR;
-    k->ter_finish(call->r, call->x, call->e, c->cnt, c->cnt + nlines * c->k * NF_LINE_WORDS,
+    k->ter_finish(call->r, call->x, e, c->cnt, c->cnt + nlines * c->k * NF_LINE_WORDS,
                   c->k, call->m, b, t, (float)bi);
     return NF_COLL_DONE;
 }

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <immintrin.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "nf_kernels.h"
@@ -146,6 +147,62 @@ AI double bin_pack_impl(const float *x, const float *e, size_t m, uint64_t *bits
 static double bin_pack_avx2(const float *x, const float *e, size_t m, uint64_t *bits)
 {
     return e ? bin_pack_impl(x, e, m, bits, 1) : bin_pack_impl(x, NULL, m, bits, 0);
+}
+
+/* ---- bin_pack_ef ---- */
+
+AI uint64_t bin_word_ef(const float *x, const float *yprev, __m256 av, float *ynew, size_t j,
+                        size_t left, __m256d acc[4], int full, int nt)
+{
+    const __m256 signbit = _mm256_set1_ps(-0.0f);
+    uint64_t word = 0;
+    #pragma GCC unroll 8
+    for (unsigned q = 0; q < 8; q++) {
+        if (!full && q * 8 >= left)
+            break;
+        size_t i = j + q * 8;
+        __m256i mk = full ? _mm256_setzero_si256() : tail8(left - q * 8);
+        __m256 p = load8(yprev + i, mk, full);
+        /* p - a where the sign bit is clear, p + a where set: p - (a with p's sign). */
+        __m256 e = _mm256_sub_ps(p, _mm256_or_ps(av, _mm256_and_ps(p, signbit)));
+        __m256 y = _mm256_add_ps(load8(x + i, mk, full), e);
+        if (!full) /* lanes past the end must add nothing and pack no sign */
+            y = _mm256_and_ps(y, _mm256_castsi256_ps(mk));
+        if (full && nt)
+            _mm256_stream_ps(ynew + i, y);
+        else
+            store8(ynew + i, mk, full, y);
+        word |= (uint64_t)(unsigned)_mm256_movemask_ps(y) << (q * 8);
+        lane_add(acc, q & 1, abs8(y));
+    }
+    return word;
+}
+
+AI double bin_pack_ef_impl(const float *x, const float *yprev, float aprev, float *ynew,
+                           size_t m, uint64_t *bits, int nt)
+{
+    __m256d acc[4];
+    const __m256 av = _mm256_set1_ps(aprev);
+    acc_zero(acc);
+    size_t w = 0;
+    for (; (w + 1) * 64 <= m; w++)
+        bits[w] = bin_word_ef(x, yprev, av, ynew, w * 64, 64, acc, 1, nt);
+    if (w * 64 < m) {
+        bits[w] = bin_word_ef(x, yprev, av, ynew, w * 64, m - w * 64, acc, 0, nt);
+        w++;
+    }
+    if (nt)
+        _mm_sfence();
+    zero_pad(bits, m, w);
+    return lane_fold(acc);
+}
+
+static double bin_pack_ef_avx2(const float *x, const float *yprev, float aprev, float *ynew,
+                               size_t m, uint64_t *bits)
+{
+    if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 31) == 0)
+        return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 1);
+    return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 0);
 }
 
 /* ---- counters -> values, 32 elements at a time ---- */
@@ -565,6 +622,7 @@ const nf_kernels_t nf_kernels_avx2 = {
     .name = "avx2",
     .abs_sum = abs_sum_avx2,
     .bin_pack = bin_pack_avx2,
+    .bin_pack_ef = bin_pack_ef_avx2,
     .bin_finish = bin_finish_avx2,
     .ter_pack = ter_pack_avx2,
     .ter_finish = ter_finish_avx2,

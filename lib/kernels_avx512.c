@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <immintrin.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "nf_kernels.h"
@@ -116,6 +117,58 @@ static double bin_pack_avx512(const float *x, const float *e, size_t m, uint64_t
     return e ? bin_pack_impl(x, e, m, bits, 1) : bin_pack_impl(x, NULL, m, bits, 0);
 }
 
+/* ---- bin_pack_ef ---- */
+
+AI uint64_t bin_word_ef(const float *x, const float *yprev, __m512 av, float *ynew, size_t j,
+                        size_t left, __m512d *lo, __m512d *hi, int nt)
+{
+    uint64_t word = 0;
+    #pragma GCC unroll 4
+    for (unsigned q = 0; q < 4; q++) {
+        if (q * 16 >= left)
+            break;
+        size_t i = j + q * 16;
+        __mmask16 mk = tail16(left - q * 16);
+        __m512 p = _mm512_maskz_loadu_ps(mk, yprev + i);
+        __m512 e = _mm512_mask_add_ps(_mm512_sub_ps(p, av), (__mmask16)sign_mask(p), p, av);
+        __m512 y = _mm512_maskz_add_ps(mk, _mm512_maskz_loadu_ps(mk, x + i), e);
+        if (nt && mk == 0xFFFF)
+            _mm512_stream_ps(ynew + i, y);
+        else
+            _mm512_mask_storeu_ps(ynew + i, mk, y);
+        word |= (uint64_t)sign_mask(y) << (q * 16);
+        lane_add(lo, hi, _mm512_abs_ps(y));
+    }
+    return word;
+}
+
+AI double bin_pack_ef_impl(const float *x, const float *yprev, float aprev, float *ynew,
+                           size_t m, uint64_t *bits, int nt)
+{
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    const __m512 av = _mm512_set1_ps(aprev);
+    size_t w = 0;
+    for (; (w + 1) * 64 <= m; w++)
+        bits[w] = bin_word_ef(x, yprev, av, ynew, w * 64, 64, &lo, &hi, nt);
+    if (w * 64 < m) {
+        bits[w] = bin_word_ef(x, yprev, av, ynew, w * 64, m - w * 64, &lo, &hi, nt);
+        w++;
+    }
+    if (nt)
+        _mm_sfence();
+    zero_pad(bits, m, w);
+    return lane_fold(lo, hi);
+}
+
+static double bin_pack_ef_avx512(const float *x, const float *yprev, float aprev, float *ynew,
+                                 size_t m, uint64_t *bits)
+{
+    /* Streaming needs 64-byte aligned full vectors: ynew is aligned by contract. */
+    if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 63) == 0)
+        return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 1);
+    return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 0);
+}
+
 /* ---- counters -> values ---- */
 
 /* The 16 bits of plane p covering elements j .. j+15 (j a multiple of 16). */
@@ -219,11 +272,65 @@ AI void bin_finish_impl(float *r, const float *x, float *e, const uint64_t *cnt,
     }
 }
 
+/*
+ * Results of a large buffer without error feedback: streamed to 64-byte
+ * aligned lines whatever r's alignment, so no line is read for ownership.
+ * Counts are still taken 16 elements at a time from element 0 (j a multiple
+ * of 16); vpermt2ps joins the tail of one block with the head of the next
+ * so that each store covers exactly one cache line of r.
+ */
+AI void bin_finish_stream(float *r, const uint64_t *cnt, unsigned k, size_t m, unsigned n,
+                          double a, int use_tbl)
+{
+    const unsigned o = (unsigned)(((uintptr_t)r >> 2) & 15); /* r's float offset in its line */
+    const __m512i nv = _mm512_set1_epi32((int)n);
+    const __m512d av = _mm512_set1_pd(a);
+    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)(16 - o)),
+                                         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                                           11, 12, 13, 14, 15));
+    tbl_t tbl = {_mm512_setzero_ps(), _mm512_setzero_ps(), use_tbl == 2};
+    if (use_tbl) { /* entry c is the reference's (float)(a * (double)(n - 2c)) */
+        float t[32];
+        for (int64_t c = 0; c < 32; c++)
+            t[c] = (float)(a * (double)((int64_t)n - 2 * c));
+        tbl.lo = _mm512_loadu_ps(t), tbl.hi = _mm512_loadu_ps(t + 16);
+    }
+    __m512 prev = _mm512_setzero_ps();
+    size_t j = 0;
+    for (; j < m; j += 16) {
+        __m512i c = count16(cnt, k, j);
+        __m512 rv = use_tbl ? tbl_get(&tbl, c)
+                            : scale16(_mm512_sub_epi32(nv, _mm512_add_epi32(c, c)), av);
+        if (o == 0) { /* aligned already: block j is line j */
+            if (m - j >= 16)
+                _mm512_stream_ps(r + j, rv);
+            else
+                _mm512_mask_storeu_ps(r + j, tail16(m - j), rv);
+        } else if (j == 0) { /* elements [0, 16 - o) end r's first line */
+            _mm512_mask_storeu_ps(r, tail16(m < 16 - o ? m : 16 - o), rv);
+        } else { /* line holding elements [j - o, j - o + 16) */
+            __m512 line = _mm512_permutex2var_ps(prev, idx, rv);
+            size_t left = m - (j - o);
+            if (left >= 16)
+                _mm512_stream_ps(r + j - o, line);
+            else
+                _mm512_mask_storeu_ps(r + j - o, tail16(left), line);
+        }
+        prev = rv;
+    }
+    size_t done = j - 16 + (16 - o); /* o > 0: stored up to here */
+    if (o != 0 && m > 0 && done < m) /* the last block's last elements */
+        _mm512_mask_storeu_ps(r + done, tail16(m - done), _mm512_permutex2var_ps(prev, idx, prev));
+    _mm_sfence();
+}
+
 /* Small k is passed as a constant so the plane loops unroll. */
 #define BIN_SMALL_K(KK, TBL)                                                      \
     case KK:                                                                   \
         if (e)                                                                 \
             bin_finish_impl(r, x, e, cnt, KK, m, n, a, ai, 1, TBL);            \
+        else if (stream)                                                       \
+            bin_finish_stream(r, cnt, KK, m, n, a, TBL);                       \
         else                                                                   \
             bin_finish_impl(r, NULL, NULL, cnt, KK, m, n, a, ai, 0, TBL);      \
         return;
@@ -235,6 +342,7 @@ static void bin_finish_avx512(float *r, const float *x, float *e, const uint64_t
         nf_kernels_scalar.bin_finish(r, x, e, cnt, k, m, n, a, ai);
         return;
     }
+    const int stream = m >= NF_STREAM_MIN && ((uintptr_t)r & 3) == 0;
     switch (k) {
         BIN_SMALL_K(1, 1)
         BIN_SMALL_K(2, 1)
@@ -244,6 +352,8 @@ static void bin_finish_avx512(float *r, const float *x, float *e, const uint64_t
     default:
         if (e)
             bin_finish_impl(r, x, e, cnt, k, m, n, a, ai, 1, 0);
+        else if (stream)
+            bin_finish_stream(r, cnt, k, m, n, a, 0);
         else
             bin_finish_impl(r, NULL, NULL, cnt, k, m, n, a, ai, 0, 0);
     }
@@ -433,6 +543,7 @@ const nf_kernels_t nf_kernels_avx512 = {
     .name = "avx512",
     .abs_sum = abs_sum_avx512,
     .bin_pack = bin_pack_avx512,
+    .bin_pack_ef = bin_pack_ef_avx512,
     .bin_finish = bin_finish_avx512,
     .ter_pack = ter_pack_avx512,
     .ter_finish = ter_finish_avx512,

@@ -66,6 +66,22 @@ static double bin_pack_scalar(const float *x, const float *e, size_t m, uint64_t
     return lane_fold(lane);
 }
 
+static double bin_pack_ef_scalar(const float *x, const float *yprev, float aprev,
+                                 float *ynew, size_t m, uint64_t *bits)
+{
+    double lane[NF_LANES] = {0};
+    zero_lines(bits, m);
+    for (size_t j = 0; j < m; j++) {
+        float p = yprev[j];
+        float e = sign_set(p) ? p + aprev : p - aprev;
+        float y = x[j] + e;
+        ynew[j] = y;
+        bits[j / 64] |= (uint64_t)sign_set(y) << (j % 64);
+        lane[j % NF_LANES] += (double)fabsf(y);
+    }
+    return lane_fold(lane);
+}
+
 static void bin_finish_scalar(float *r, const float *x, float *e, const uint64_t *cnt,
                               unsigned k, size_t m, unsigned n, double a, float ai)
 {
@@ -172,6 +188,7 @@ const nf_kernels_t nf_kernels_scalar = {
     .name = "scalar",
     .abs_sum = abs_sum_scalar,
     .bin_pack = bin_pack_scalar,
+    .bin_pack_ef = bin_pack_ef_scalar,
     .bin_finish = bin_finish_scalar,
     .ter_pack = ter_pack_scalar,
     .ter_finish = ter_finish_scalar,

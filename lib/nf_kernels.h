@@ -37,6 +37,10 @@
 #define NF_LINE_WORDS 8   /* uint64_t per line */
 #define NF_LANES 16       /* double lanes of a lane sum */
 
+/* Outputs of at least this many floats may use streaming stores: they are
+ * far larger than the caches, so skipping the read-for-ownership wins. */
+#define NF_STREAM_MIN (1u << 20)
+
 /** Count planes: a counter of NF_COUNT_PLANES_MAX bits holds up to 65535. */
 #define NF_COUNT_PLANES_MAX 16
 
@@ -69,6 +73,18 @@ typedef struct nf_kernels {
     /* G-Binary pass 1: y = x + e; sign bit of y (set for -0.0) into bits
      * (nf_lines(m) lines); returns the lane sum of |y|. */
     double (*bin_pack)(const float *x, const float *e, size_t m, uint64_t *bits);
+
+    /* G-Binary pass 1 with error feedback kept as the previous call's y:
+     * per element, e = yprev - aprev if yprev's sign bit is clear, else
+     * yprev + aprev (exactly the float e the previous call's update
+     * e = y - a_i * s produces), then y = x + e. Writes y into ynew (64-byte
+     * aligned, aliasing neither x nor yprev; large buffers may be written
+     * with streaming stores) and the sign bits of y into bits; returns the
+     * lane sum of |y|. yprev all +0.0 with aprev = 0 is the zero residual.
+     * Keeping y instead of e moves the update out of the final pass, so a
+     * call with error feedback touches x, yprev, ynew and r once each. */
+    double (*bin_pack_ef)(const float *x, const float *yprev, float aprev, float *ynew,
+                          size_t m, uint64_t *bits);
 
     /* G-Binary final pass. For each element: c = counter value from cnt (k
      * planes) = number of ranks whose sign bit was SET (the -1 signs), so

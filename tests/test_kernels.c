@@ -450,6 +450,58 @@ START_TEST(vs_bin_pack)
 }
 END_TEST
 
+/* bin_pack_ef keeps error feedback as the previous y and a: it must equal
+ * the reference bin_pack on the e that form stands for, and every ISA must
+ * equal the scalar bin_pack_ef (ynew included, streamed or not). */
+static const float ef_a[] = {0.0f, 0.37f, 1e-45f, 3e38f};
+
+static float *ynew_new(size_t m, unsigned char fill_byte)
+{
+    void *p = NULL;
+    ck_assert(posix_memalign(&p, 64, (m + 16) * sizeof(float)) == 0);
+    memset(p, fill_byte, (m + 16) * sizeof(float));
+    return p;
+}
+
+START_TEST(vs_bin_pack_ef)
+{
+    const vcase_t *c = &cases[_i];
+    size_t L = nf_lines(c->m);
+    uint64_t *bs = lb_new(L), *bv = lb_new(L), *br = lb_new(L);
+    float *ys = ynew_new(c->m, 0xA5), *yv = ynew_new(c->m, 0x5A);
+    float *e = malloc((c->m + 1) * sizeof(float));
+    for (int kind = 0; kind < KIND_COUNT; kind++) {
+        bufs_t b;
+        bufs_init(&b, c, kind);
+        for (size_t ai = 0; ai < sizeof(ef_a) / sizeof(ef_a[0]); ai++) {
+            float a = ef_a[ai];
+            memset(ys, 0xA5, c->m * sizeof(float));
+            memset(yv, 0x5A, c->m * sizeof(float));
+            double want = S->bin_pack_ef(b.x.p, b.e.p, a, ys, c->m, bs);
+            double got = c->K->bin_pack_ef(b.x.p, b.e.p, a, yv, c->m, bv);
+            ck_assert_msg(same_double(want, got), DIAG(c, "bin_pack_ef sum", kind, (int)ai));
+            ck_assert_msg(memcmp(bs, bv, L * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack_ef bits", kind, (int)ai));
+            ck_assert_msg(memcmp(ys, yv, c->m * sizeof(float)) == 0, DIAG(c, "bin_pack_ef ynew", kind, (int)ai));
+            /* The scalar form against the reference on the e it stands for. */
+            for (size_t j = 0; j < c->m; j++)
+                e[j] = signbit(b.e.p[j]) ? b.e.p[j] + a : b.e.p[j] - a;
+            double ref = S->bin_pack(b.x.p, e, c->m, br);
+            ck_assert_msg(same_double(ref, want), DIAG(c, "bin_pack_ef vs bin_pack sum", kind, (int)ai));
+            ck_assert_msg(memcmp(br, bs, L * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack_ef vs bin_pack bits", kind, (int)ai));
+            size_t bad = c->m; /* one assertion: each ck_assert writes to Check's pipe */
+            for (size_t j = 0; j < c->m && bad == c->m; j++) {
+                float y = b.x.p[j] + e[j];
+                if (memcmp(&y, &ys[j], sizeof(y)) != 0)
+                    bad = j;
+            }
+            ck_assert_msg(bad == c->m, DIAG(c, "bin_pack_ef y", kind, (int)ai));
+        }
+        bufs_free(&b);
+    }
+    free(bs), free(bv), free(br), free(ys), free(yv), free(e);
+}
+END_TEST
+
 static const unsigned finish_k[] = {1, 2, 3, 4, 5, 8, 16};
 #define NFK (sizeof(finish_k) / sizeof(finish_k[0]))
 
@@ -697,7 +749,8 @@ static Suite *kernels_suite(void)
         const char *name;
         const TTest *fn;
     } vs[] = {
-        {"abs_sum", vs_abs_sum}, {"bin_pack", vs_bin_pack}, {"bin_finish", vs_bin_finish},
+        {"abs_sum", vs_abs_sum}, {"bin_pack", vs_bin_pack}, {"bin_pack_ef", vs_bin_pack_ef},
+        {"bin_finish", vs_bin_finish},
         {"ter_pack", vs_ter_pack}, {"ter_finish", vs_ter_finish}, {"count_sum", vs_count_sum},
         {"count_merge", vs_count_merge}, {"sum_f32", vs_sum_f32},
     };

@@ -113,6 +113,33 @@ static int test_residual_reset(void)
     return f;
 }
 
+/* One buffer switching between binary and ternary keeps one residual e. */
+static int test_route_switch(void)
+{
+    const size_t m = 1031;
+    const nf_route_t seq[6] = {NF_ROUTE_BINARY, NF_ROUTE_BINARY, NF_ROUTE_TERNARY,
+                               NF_ROUTE_BINARY, NF_ROUTE_TERNARY, NF_ROUTE_TERNARY};
+    float *xs = malloc(n * m * sizeof(float)), *es = calloc(n * m, sizeof(float));
+    float *buf = nft_keep(malloc(m * sizeof(float))), *ref = malloc(m * sizeof(float));
+    int f = 0;
+    for (int c = 0; c < 6; c++) {
+        for (int i = 0; i < n; i++)
+            ref_input(xs + (size_t)i * m, m, i, c, 123);
+        memcpy(buf, xs + (size_t)rank * m, m * sizeof(float));
+        f += NF_Allreduce_route(MPI_IN_PLACE, buf, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                seq[c]) != MPI_SUCCESS;
+        if (seq[c] == NF_ROUTE_BINARY)
+            ref_binary(ref, xs, es, n, m);
+        else
+            ref_ternary(ref, xs, es, n, m, 1.0);
+        f += nft_same_floats(buf, ref, m, "route switch keeps the residual");
+    }
+    free(xs);
+    free(es);
+    free(ref);
+    return f;
+}
+
 /* One rank's identity read-back through the fp32 route is byte-exact. */
 static int test_identity(void)
 {
@@ -219,6 +246,7 @@ int main(int argc, char **argv)
     f += test_nonfinite(NF_ROUTE_BINARY);
     f += test_nonfinite(NF_ROUTE_TERNARY);
     f += test_residual_reset();
+    f += test_route_switch();
     f += test_identity();
     f += test_count0();
     f += test_memory();
