@@ -36,7 +36,7 @@ typedef struct {
 } row_t;
 
 static const row_t rows[] = {
-    {"abs_sum", 1}, {"abs_sum", 0}, {"bin_pack", 1}, {"bin_pack", 0},
+    {"abs_sum", 1}, {"abs_sum", 0}, {"bin_pack", 1}, {"bin_pack", 0}, {"bin_pack_ef", 1},
     {"bin_finish", 1}, {"bin_finish", 0}, {"ter_pack", 1}, {"ter_pack", 0},
     {"ter_finish", 1}, {"ter_finish", 0}, {"count_sum", -1}, {"count_merge", -1},
     {"sum_f32", -1},
@@ -83,6 +83,8 @@ static double traffic(const bench_t *b, const row_t *r)
         return r->has_e ? 8 : 4;
     if (!strcmp(r->name, "bin_pack"))
         return (r->has_e ? 8 : 4) + 1.0 / 8;
+    if (!strcmp(r->name, "bin_pack_ef")) /* x, yprev in; ynew, bits out */
+        return 12 + 1.0 / 8;
     if (!strcmp(r->name, "bin_finish"))
         return r->has_e ? 16 + k / 8 : 4 + k / 8;
     if (!strcmp(r->name, "ter_pack"))
@@ -105,6 +107,8 @@ static void run_kernel(const nf_kernels_t *K, const bench_t *b, const row_t *r)
         sink = K->abs_sum(x, e, b->m);
     else if (!strcmp(r->name, "bin_pack"))
         sink = K->bin_pack(x, e, b->m, b->bits);
+    else if (!strcmp(r->name, "bin_pack_ef"))
+        sink = K->bin_pack_ef(x, b->e, 1e-3f, b->r, b->m, b->bits);
     else if (!strcmp(r->name, "bin_finish"))
         K->bin_finish(out, e ? x : NULL, e, b->cnt, b->k, b->m, b->nranks, 1e-3, 1e-3f);
     else if (!strcmp(r->name, "ter_pack"))
@@ -190,7 +194,7 @@ static void usage(FILE *f)
             "usage: nf_kernels [-s BYTES] [-i ITERS] [-k KERNEL] [-I ISA] [-n RANKS] [-p] [-h]\n"
             "  -s BYTES   size of the FP32 buffer (default 64M; suffixes K, M, G)\n"
             "  -i ITERS   timed repeats per row, median reported (default 11)\n"
-            "  -k KERNEL  only this kernel (abs_sum bin_pack bin_finish ter_pack ter_finish\n"
+            "  -k KERNEL  only this kernel (abs_sum bin_pack bin_pack_ef bin_finish ter_pack ter_finish\n"
             "             count_sum count_merge sum_f32)\n"
             "  -I ISA     only this ISA (scalar avx2 avx512)\n"
             "  -n RANKS   ranks counted (count_sum inputs, sum_f32 inputs, n of the\n"
