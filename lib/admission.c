@@ -6,13 +6,22 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "nf_core.h"
 #include "nf_policy.h"
 
 static nf_policy_t *nf_pol;
 static int nf_pol_state; /* 0: none, 1: loaded, -1: failed to load */
+
+/* NFCOLL_TRACE: one line per admitted call, buffered (no I/O per call until
+ * the buffer fills). Lines carry what the policy matched on, so a trace
+ * can be replayed against another policy. */
+static FILE *nf_trace_fp;
+static pthread_mutex_t nf_trace_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *nf_datatype_name(MPI_Datatype dt)
 {
@@ -78,8 +87,53 @@ void nf_admission_init(const char *path)
                     "PMPI_Allreduce", path, nf_strerror(st));
 }
 
+/* path with "%r" replaced by the rank, else path.RANK: one file per rank. */
+static void nf_trace_open(const char *path, int rank)
+{
+    char name[4096];
+    const char *r = strstr(path, "%r");
+    if (r != NULL)
+        snprintf(name, sizeof(name), "%.*s%d%s", (int)(r - path), path, rank, r + 2);
+    else
+        snprintf(name, sizeof(name), "%s.%d", path, rank);
+    nf_trace_fp = fopen(name, "w");
+    if (nf_trace_fp == NULL) {
+        nf_log_warn("cannot open NFCOLL_TRACE file %s: %m; no trace is written", name);
+        return;
+    }
+    setvbuf(nf_trace_fp, NULL, _IOFBF, 1 << 20);
+    fprintf(nf_trace_fp, "# libnfcoll trace v1\n# rank call comm comm_size datatype op "
+            "bytes route rule where\n");
+}
+
+void nf_admission_trace_init(const char *env, int rank)
+{
+    const char *path = env != NULL ? env : nf_policy_trace(nf_pol);
+    if (path != NULL)
+        nf_trace_open(path, rank);
+}
+
+int nf_admission_tracing(void) { return nf_trace_fp != NULL; }
+
+static void nf_trace(int rank, const nf_policy_query_t *q, nf_route_t route,
+                     const nf_policy_action_t *a)
+{
+    pthread_mutex_lock(&nf_trace_lock);
+    if (nf_trace_fp != NULL)
+        fprintf(nf_trace_fp, "%d %llu %s %d %s %s %llu %s %s %s:%d\n", rank,
+                (unsigned long long)q->call, q->comm_name[0] ? q->comm_name : "-",
+                q->comm_size, q->datatype, q->op, (unsigned long long)q->bytes,
+                nf_route_name(route), a->rule, a->file[0] ? a->file : "-", a->line);
+    pthread_mutex_unlock(&nf_trace_lock);
+}
+
 void nf_admission_finalize(void)
 {
+    pthread_mutex_lock(&nf_trace_lock);
+    if (nf_trace_fp != NULL && fclose(nf_trace_fp) != 0)
+        nf_log_warn("writing the NFCOLL_TRACE file failed: %m");
+    nf_trace_fp = NULL;
+    pthread_mutex_unlock(&nf_trace_lock);
     nf_policy_free(nf_pol);
     nf_pol = NULL;
     nf_pol_state = 0;
@@ -137,5 +191,7 @@ int nf_admit(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
         nf_stats_fallback(NF_FALLBACK_POLICY);
         route = NF_ROUTE_PMPI;
     }
+    if (nf_trace_fp != NULL)
+        nf_trace(c->rank, &q, route, &a);
     return nf_allreduce_on(sendbuf, recvbuf, count, datatype, op, comm, route, a.ef, a.gamma);
 }

@@ -136,7 +136,7 @@ NF_EXPORT int NF_Allreduce(const void *sendbuf, void *recvbuf, int count,
     int rc = nf_check_args(sendbuf, recvbuf, count, comm);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (nf_init() != NF_OK || !nf_admission_active())
+    if (nf_init() != NF_OK || (!nf_admission_active() && !nf_admission_tracing()))
         return nf_pmpi(sendbuf, recvbuf, count, datatype, op, comm);
     return nf_admit(sendbuf, recvbuf, count, datatype, op, comm);
 }

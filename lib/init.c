@@ -42,6 +42,7 @@ static nf_status_t nf_init_locked(void)
     nf_g.settings = nf_settings_load();
     nf_g.k = nf_pick_kernels(nf_g.settings);
     nf_admission_init(nf_g.settings->policy);
+    nf_admission_trace_init(nf_g.settings->trace, rank);
     /* The policy's cxl_node; NFCOLL_CXL_NODE, when set, still wins. */
     nf_place_set_policy_node(nf_policy_cxl_node(nf_admission_policy()));
     nf_status_t st = nf_place_init();

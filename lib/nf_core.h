@@ -132,6 +132,9 @@ int nf_comm_ready(nf_comm_t *c);
 void nf_admission_init(const char *path);
 void nf_admission_finalize(void);
 int nf_admission_active(void);
+/* Open the NFCOLL_TRACE file (env wins over the policy's trace). */
+void nf_admission_trace_init(const char *env, int rank);
+int nf_admission_tracing(void);
 struct nf_policy;
 const struct nf_policy *nf_admission_policy(void);
 const char *nf_admission_stats_dest(void);

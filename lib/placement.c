@@ -139,7 +139,8 @@ static nf_status_t nf_place_choose(const nf_settings_t *s)
     /* One warning per job under prefer: only rank 0 (or a process that has
      * no rank yet) says it; the others say it at verbose level 1. */
     if (st != NF_OK || nf_log_rank() <= 0)
-        nf_log_warn("%s; the aggregation buffer stays in local DRAM (NFCOLL_CXL=prefer)", nf_pl.detail);
+        nf_log_warn_once("%s; the aggregation buffer stays in local DRAM (NFCOLL_CXL=prefer)",
+                         nf_pl.detail);
     else
         nf_log_info(1, "%s; the aggregation buffer stays in local DRAM", nf_pl.detail);
     return NF_OK;

@@ -16,13 +16,13 @@
 /* Set while libnfcoll runs a call on this thread: an MPI_Allreduce reached
  * from inside (a tool stacked under us) goes straight to PMPI. */
 static __thread int nf_inside;
-static int nf_shim_on; /* a policy or stats were asked for */
+static int nf_shim_on; /* a policy, stats or a trace were asked for */
 
 static void nf_shim_after_init(void)
 {
     const nf_settings_t *s = nf_settings_load();
-    /* Without a policy or stats there is nothing to set up: stay invisible. */
-    if (s->policy == NULL && s->stats == NULL)
+    /* Without a policy, stats or a trace there is nothing to set up: stay invisible. */
+    if (s->policy == NULL && s->stats == NULL && s->trace == NULL)
         return;
     nf_inside = 1;
     nf_init();
