@@ -113,8 +113,6 @@ void nf_admission_trace_init(const char *env, int rank)
         nf_trace_open(path, rank);
 }
 
-int nf_admission_tracing(void) { return nf_trace_fp != NULL; }
-
 static void nf_trace(int rank, const nf_policy_query_t *q, nf_route_t route,
                      const nf_policy_action_t *a)
 {
@@ -139,7 +137,22 @@ void nf_admission_finalize(void)
     nf_pol_state = 0;
 }
 
-int nf_admission_active(void) { return nf_pol_state == 1; }
+static int nf_engaged = -1; /* -1: not agreed (no MPI_Init through the shim) */
+
+/* Collective on MPI_COMM_WORLD, from the shim at MPI_Init. A policy that
+ * failed to load still engages: those ranks then differ in hash and every
+ * call takes pmpi, instead of some ranks skipping nf_admit. */
+void nf_admission_engage(void)
+{
+    int mine = nf_pol_state != 0 || nf_trace_fp != NULL || nf_g.settings->trace != NULL, any = 0;
+    PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    nf_engaged = any;
+}
+
+int nf_admission_engaged(void)
+{
+    return nf_engaged >= 0 ? nf_engaged : (nf_pol_state == 1 || nf_trace_fp != NULL);
+}
 
 const nf_policy_t *nf_admission_policy(void) { return nf_pol; }
 
@@ -150,17 +163,13 @@ const char *nf_admission_stats_dest(void)
     return env != NULL ? env : nf_policy_stats(nf_pol);
 }
 
-/* Ranks of comm compare policy hashes once; a mismatch turns low-bit off. */
-int nf_admission_agree(MPI_Comm comm, int rank)
+/* What ranks compare: 0 without a policy, a fixed value for one that
+ * failed to load (so it differs from both), else the policy's hash. */
+uint64_t nf_admission_hash(void)
 {
-    uint64_t h[2] = {nf_policy_hash(nf_pol), ~nf_policy_hash(nf_pol)}, mx[2];
-    if (PMPI_Allreduce(h, mx, 2, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
-        return 0;
-    if (mx[0] == h[0] && ~mx[1] == h[0])
-        return 1;
-    nf_log_warn_once_root(rank == 0, "ranks loaded different admission policies (NFCOLL_POLICY "
-                          "hash differs): low-bit routes are disabled for this run");
-    return 0;
+    if (nf_pol_state < 0)
+        return 0x6661696c6564ull; /* "failed" */
+    return nf_policy_hash(nf_pol);
 }
 
 int nf_admit(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -187,7 +196,9 @@ int nf_admit(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
         nf_stats_fallback(NF_FALLBACK_COMM);
         route = NF_ROUTE_PMPI;
     }
-    if ((route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY) && !c->policy_agreed) {
+    /* Ranks that disagree on the policy or the communicator's name could
+     * pick different routes: all of them take pmpi. */
+    if (route != NF_ROUTE_PMPI && !c->policy_agreed) {
         nf_stats_fallback(NF_FALLBACK_POLICY);
         route = NF_ROUTE_PMPI;
     }

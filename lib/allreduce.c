@@ -6,13 +6,15 @@
 
 #include "nf_core.h"
 
-static int nf_check_args(const void *sendbuf, void *recvbuf, int count, MPI_Comm comm)
+static int nf_check_args(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                         MPI_Comm comm)
 {
     if (count < 0)
         return MPI_ERR_COUNT;
     if (comm == MPI_COMM_NULL)
         return MPI_ERR_COMM;
-    if (count > 0 && (recvbuf == NULL || sendbuf == NULL))
+    /* NULL is MPI_BOTTOM, legal with absolute-address derived datatypes. */
+    if (count > 0 && datatype == MPI_FLOAT && (recvbuf == NULL || sendbuf == NULL))
         return MPI_ERR_BUFFER;
     if (count > 0 && sendbuf == recvbuf)
         return MPI_ERR_BUFFER; /* aliasing without MPI_IN_PLACE is erroneous in MPI */
@@ -94,7 +96,7 @@ static int nf_run_lowbit(nf_comm_t *c, nf_call_t *call, nf_route_t route, int ef
 int nf_allreduce_on(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                     MPI_Op op, MPI_Comm comm, nf_route_t route, int ef, double gamma)
 {
-    if (route == NF_ROUTE_PMPI || nf_init() != NF_OK)
+    if (route == NF_ROUTE_PMPI || nf_init() != NF_OK || nf_g.disabled)
         return nf_pmpi(sendbuf, recvbuf, count, datatype, op, comm);
     nf_comm_t *c = nf_comm_get(comm);
     int why = c == NULL ? NF_FALLBACK_RESOURCE : nf_unfit(datatype, op, c);
@@ -124,7 +126,7 @@ NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
 {
     if ((unsigned)route >= NF_ROUTE_COUNT)
         return MPI_ERR_ARG;
-    int rc = nf_check_args(sendbuf, recvbuf, count, comm);
+    int rc = nf_check_args(sendbuf, recvbuf, count, datatype, comm);
     if (rc != MPI_SUCCESS)
         return rc;
     return nf_allreduce_on(sendbuf, recvbuf, count, datatype, op, comm, route, -1, -1.0);
@@ -133,10 +135,10 @@ NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
 NF_EXPORT int NF_Allreduce(const void *sendbuf, void *recvbuf, int count,
                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    int rc = nf_check_args(sendbuf, recvbuf, count, comm);
+    int rc = nf_check_args(sendbuf, recvbuf, count, datatype, comm);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (nf_init() != NF_OK || (!nf_admission_active() && !nf_admission_tracing()))
+    if (nf_init() != NF_OK || nf_g.disabled || !nf_admission_engaged())
         return nf_pmpi(sendbuf, recvbuf, count, datatype, op, comm);
     return nf_admit(sendbuf, recvbuf, count, datatype, op, comm);
 }

@@ -84,24 +84,34 @@ static void nf_comm_layout(nf_comm_t *c, size_t cap, size_t *slot, size_t *cnt, 
     *total = (size_t)c->lsize * *slot + *cnt + fp32;
 }
 
+/* Agree on the worst status over the communicator: every rank must take the
+ * same path, or some would wait in a collective the others skipped. */
+static nf_status_t nf_comm_agree(nf_comm_t *c, nf_status_t st)
+{
+    int mine = st == NF_OK ? 0 : 1, any = 1;
+    if (PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, c->priv) != MPI_SUCCESS)
+        return NF_ERR_MPI;
+    return any == 0 ? NF_OK : (st != NF_OK ? st : NF_ERR_NO_MEMORY);
+}
+
+/* A new segment for cap elements. The old one stays mapped until the new
+ * one exists everywhere, so a failed growth leaves a working segment. */
 static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap)
 {
     size_t slot, cnt, total;
+    nf_shm_t shm;
     nf_comm_layout(c, cap, &slot, &cnt, &total);
-    nf_shm_destroy(&c->shm);
-    nf_status_t st = nf_shm_create(&c->shm, total, c->node);
-    /* Every rank of the communicator must agree, or some would wait on a
-     * node that gave up: agree on the worst status. */
-    int mine = st == NF_OK ? 0 : 1, any = 1;
-    if (PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, c->priv) != MPI_SUCCESS || any != 0) {
-        nf_shm_destroy(&c->shm);
-        return st != NF_OK ? st : NF_ERR_NO_MEMORY;
+    nf_status_t st = nf_comm_agree(c, nf_shm_create(&shm, total, c->node));
+    if (st != NF_OK) {
+        nf_shm_destroy(&shm);
+        return st;
     }
+    nf_shm_destroy(&c->shm);
+    c->shm = shm;
     c->slot_bytes = slot;
     c->slots = c->shm.base;
     c->cnt = (uint64_t *)(c->slots + (size_t)c->lsize * slot);
     c->fp32_res = (float *)((uint8_t *)c->cnt + cnt);
-    c->cap_elems = cap;
     return NF_OK;
 }
 
@@ -131,13 +141,14 @@ nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m)
     if (m <= c->cap_elems)
         return NF_OK;
     size_t cap = nf_align_up(m > 2 * c->cap_elems ? m : 2 * c->cap_elems, NF_LINE_BITS);
-    nf_status_t st = nf_comm_map(c, cap);
+    /* The scratch first (a leader-local failure, agreed), then the segment:
+     * cap_elems grows only when both hold the new size everywhere. */
+    nf_status_t st = nf_comm_agree(c, nf_comm_xnode(c, cap));
     if (st == NF_OK)
-        st = nf_comm_xnode(c, cap);
-    /* xnode failure is local to a leader: agree again so nobody proceeds alone. */
-    int mine = st == NF_OK ? 0 : 1, any = 1;
-    PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, c->priv);
-    return any == 0 ? NF_OK : (st != NF_OK ? st : NF_ERR_NO_MEMORY);
+        st = nf_comm_map(c, cap);
+    if (st == NF_OK)
+        c->cap_elems = cap;
+    return st;
 }
 
 static nf_status_t nf_comm_split(nf_comm_t *c)
@@ -163,6 +174,43 @@ static nf_status_t nf_comm_split(nf_comm_t *c)
     return NF_OK;
 }
 
+static uint64_t nf_hash_str(const char *str)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *str != '\0'; str++)
+        h = (h ^ (unsigned char)*str) * 1099511628211ull;
+    return h;
+}
+
+/*
+ * Everything a rank decides alone that changes which collectives it enters
+ * is agreed here, in one allreduce: its policy (hash), the communicator's
+ * name (rules match on it; MPI_Comm_set_name is local), whether the count
+ * lanes fit (NFCOLL_COUNT_BITS is per process) and whether its own small
+ * allocations worked. A difference turns the feature off for every rank.
+ */
+static void nf_comm_decide(nf_comm_t *c)
+{
+    uint64_t h = nf_admission_hash(), nh = nf_hash_str(c->name);
+    uint64_t v[6] = {h, ~h, nh, ~nh, c->k > nf_g.settings->count_bits,
+                     c->scales == NULL || c->ptrs == NULL};
+    uint64_t w[6];
+    if (PMPI_Allreduce(v, w, 6, MPI_UINT64_T, MPI_MAX, c->priv) != MPI_SUCCESS) {
+        c->broken = 1;
+        return;
+    }
+    int same_policy = w[0] == h && ~w[1] == h, same_name = w[2] == nh && ~w[3] == nh;
+    c->policy_agreed = same_policy && same_name;
+    c->lowbit_ok = w[4] == 0;
+    c->broken = w[5] != 0;
+    if (!same_policy)
+        nf_log_warn_once_root(c->rank == 0, "ranks loaded different admission policies "
+                              "(NFCOLL_POLICY): every call takes pmpi for this run");
+    else if (!same_name)
+        nf_log_warn_once_root(c->rank == 0, "communicator '%s' has different names on its "
+                              "ranks: its calls take pmpi", c->name);
+}
+
 static nf_comm_t *nf_comm_new(MPI_Comm comm)
 {
     nf_comm_t *c = calloc(1, sizeof(*c));
@@ -179,12 +227,11 @@ static nf_comm_t *nf_comm_new(MPI_Comm comm)
         return c;
     }
     c->k = nf_count_planes((unsigned)c->size);
-    c->lowbit_ok = c->k <= nf_g.settings->count_bits;
     c->scales = calloc((size_t)c->size, sizeof(double));
     c->ptrs = calloc((size_t)(c->lsize > c->nnodes ? c->lsize : c->nnodes), sizeof(void *));
     int rl;
     PMPI_Comm_get_name(comm, c->name, &rl);
-    c->policy_agreed = !nf_admission_active() || nf_admission_agree(c->priv, c->rank);
+    nf_comm_decide(c);
     return c;
 }
 
@@ -196,7 +243,7 @@ int nf_comm_ready(nf_comm_t *c)
         return 0;
     /* Collective: every rank reaches the first fp32/low-bit call alike. */
     nf_status_t st = nf_comm_reserve(c, NF_LINE_BITS);
-    if (st != NF_OK || c->scales == NULL || c->ptrs == NULL) {
+    if (st != NF_OK) {
         nf_log_warn_once("cannot set up the shared aggregation buffer (%s); calls on this "
                          "communicator go to PMPI_Allreduce", nf_strerror(st));
         c->broken = 1;

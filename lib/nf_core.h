@@ -26,6 +26,7 @@ typedef struct nf_global {
     int comm_keyval;        /* caches nf_comm_t on communicators */
     MPI_Datatype line_type; /* one 64-byte line */
     int init_status;        /* NF_OK, or why libnfcoll is unusable */
+    int disabled;           /* some rank could not initialize: every call goes pmpi */
 } nf_global_t;
 
 extern nf_global_t nf_g;
@@ -131,21 +132,24 @@ int nf_comm_ready(nf_comm_t *c);
 /* ---- admission (admission.c) ---- */
 void nf_admission_init(const char *path);
 void nf_admission_finalize(void);
-int nf_admission_active(void);
+/* Calls go through nf_admit: agreed at MPI_Init by the shim (any rank has a
+ * policy or a trace), else this rank's own policy or trace. */
+void nf_admission_engage(void);
+int nf_admission_engaged(void);
 /* Open the NFCOLL_TRACE file (env wins over the policy's trace). */
 void nf_admission_trace_init(const char *env, int rank);
-int nf_admission_tracing(void);
 struct nf_policy;
 const struct nf_policy *nf_admission_policy(void);
 const char *nf_admission_stats_dest(void);
-int nf_admission_agree(MPI_Comm comm, int rank);
+/* Hash the ranks compare: 0 without a policy, a fixed value if it failed to load. */
+uint64_t nf_admission_hash(void);
 /* Decide the route of an MPI_Allreduce from the policy and run it. */
 int nf_admit(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
              MPI_Comm comm);
 
 /* ---- stats report (stats.c) ---- */
 /* Collective over comm: sum counters to rank 0, which prints a table
- * (dest "1") or writes JSON (any other dest: a path). */
+ * (dest NULL or "1") or writes JSON (any other dest: a path). */
 void nf_stats_report(MPI_Comm comm, const char *dest);
 
 /* Run a call on an admitted route (allreduce.c); ef < 0, gamma < 0 inherit. */

@@ -16,19 +16,49 @@
 /* Set while libnfcoll runs a call on this thread: an MPI_Allreduce reached
  * from inside (a tool stacked under us) goes straight to PMPI. */
 static __thread int nf_inside;
-static int nf_shim_on; /* a policy, stats or a trace were asked for */
+static int nf_shim_on;    /* some rank asked for a policy, a trace, stats or require */
+static int nf_shim_stats; /* some rank asked for stats: all take part in the report */
 
+/* Whether any rank asked for anything (NFCOLL_POLICY, NFCOLL_TRACE,
+ * NFCOLL_STATS, NFCOLL_CXL=require). Agreed, so that a setting or file
+ * present on some ranks only cannot make them take different paths. */
+static int nf_shim_wanted(const nf_settings_t *s)
+{
+    int want = s->policy != NULL || s->trace != NULL || s->stats != NULL ||
+               s->cxl == NF_CXL_REQUIRE, any = 0;
+    if (PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return 0;
+    return any;
+}
+
+/* After PMPI_Init: two small allreduces on MPI_COMM_WORLD, then nothing
+ * until the first MPI_Allreduce. Without any NFCOLL_* request anywhere,
+ * libnfcoll stays invisible (no topology load, no output). */
 static void nf_shim_after_init(void)
 {
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    nf_log_set_rank(rank);
     const nf_settings_t *s = nf_settings_load();
-    /* Without a policy, stats or a trace there is nothing to set up: stay invisible. */
-    if (s->policy == NULL && s->stats == NULL && s->trace == NULL)
+    if (!nf_shim_wanted(s))
         return;
     nf_inside = 1;
-    nf_init();
+    nf_status_t st = nf_init();
+    int mine[3] = {st != NF_OK, s->cxl == NF_CXL_REQUIRE,
+                   nf_admission_stats_dest() != NULL}, all[3] = {1, 0, 0};
+    PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (all[0] && all[1]) {
+        if (rank == 0)
+            nf_log_error("NFCOLL_CXL=require could not be met on every rank (see above); "
+                         "aborting");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    nf_g.disabled = all[0]; /* one rank without libnfcoll means none uses it */
+    nf_admission_engage();
+    nf_shim_stats = all[2];
     nf_shim_on = 1;
-    if (nf_admission_active())
-        nf_comm_get(MPI_COMM_WORLD); /* compares policy hashes across ranks now */
+    if (!nf_g.disabled && nf_admission_engaged())
+        nf_comm_get(MPI_COMM_WORLD); /* policies are compared across ranks now */
     nf_inside = 0;
 }
 
@@ -50,10 +80,9 @@ NF_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
 
 NF_EXPORT int MPI_Finalize(void)
 {
-    const char *dest = nf_shim_on ? nf_admission_stats_dest() : NULL;
-    if (dest != NULL) {
+    if (nf_shim_on && nf_shim_stats) { /* collective: every rank agreed at init */
         nf_inside = 1;
-        nf_stats_report(MPI_COMM_WORLD, dest);
+        nf_stats_report(MPI_COMM_WORLD, nf_admission_stats_dest());
         nf_inside = 0;
     }
     return PMPI_Finalize();

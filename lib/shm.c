@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,7 +17,7 @@
 
 #define NF_SHM_NAME_MAX 64
 
-static unsigned nf_shm_seq;
+static atomic_uint nf_shm_seq; /* threads may set up communicators at once */
 
 static nf_status_t nf_shm_room(size_t bytes)
 {
@@ -54,7 +55,7 @@ static void *nf_shm_map(const char *name, size_t bytes, int create)
 /* Local rank 0: create, bind, touch. Returns the status the others see. */
 static nf_status_t nf_shm_make(nf_shm_t *shm, size_t bytes, char *name)
 {
-    snprintf(name, NF_SHM_NAME_MAX, "/nfcoll.%ld.%u", (long)getpid(), nf_shm_seq++);
+    snprintf(name, NF_SHM_NAME_MAX, "/nfcoll.%ld.%u", (long)getpid(), atomic_fetch_add(&nf_shm_seq, 1u));
     nf_status_t st = nf_shm_room(bytes);
     if (st != NF_OK)
         return st;

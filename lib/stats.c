@@ -177,7 +177,7 @@ void nf_stats_report(MPI_Comm comm, const char *dest)
     nf_stats_snapshot(mine);
     if (PMPI_Reduce(mine, sum, N, MPI_UINT64_T, MPI_SUM, 0, comm) != MPI_SUCCESS || rank != 0)
         return;
-    if (strcmp(dest, "1") == 0) {
+    if (dest == NULL || strcmp(dest, "1") == 0) { /* rank 0 asked nothing: print */
         nf_stats_table(stderr, sum, size);
         return;
     }

@@ -67,19 +67,27 @@ for r in 0 1; do
   fi
 done
 
-# Rank-specific policy files through a tiny wrapper.
-for way in preload relink; do
-  js=$tmp/mismatch.$way.json
-  if [ $way = preload ]; then pre="LD_PRELOAD=$lib"; prog=$plain; else pre=; prog=$linked; fi
-  out "$tmp/mm" 2 NFCOLL_STATS=$js $pre sh -c \
-    "if [ \$OMPI_COMM_WORLD_RANK = 0 ]; then p=big_binary; else p=big_ternary; fi; NFCOLL_POLICY=$pol/\$p.policy exec $prog policy"
-  w=$(grep -c "different admission policies" "$tmp/mm.err")
-  b=$(field "$js" binary calls); t=$(field "$js" ternary calls); f=$(fallback "$js" policy-mismatch)
-  if [ "$w" = 1 ] && [ "$b" = 0 ] && [ "$t" = 0 ] && [ "$f" = 10 ]; then
-    echo "ok - mismatched policies, $way: one warning, no low-bit call, $f fallbacks"
-  else
-    echo "FAIL - mismatched policies, $way: warnings $w, binary '$b', ternary '$t', fallbacks '$f'"
-    cat "$tmp/mm.err" "$js"; nf_failed=1
-  fi
+# Rank-specific policy files through a tiny wrapper: rank 0 routes float
+# sums >= 1 MiB to binary, rank 1 to ternary, to fp32, or has a file that
+# does not exist. Whatever differs, every call takes pmpi, one warning, no
+# hang; rank 0's 5 low-bit calls (and rank 1's, when it asked) are counted.
+for other in big_ternary:10 big_fp32:10 no_such_file:5; do
+  name=${other%%:*}; want=${other##*:}
+  for way in preload relink; do
+    js=$tmp/mismatch.$way.$name.json
+    if [ $way = preload ]; then pre="LD_PRELOAD=$lib"; prog=$plain; else pre=; prog=$linked; fi
+    out "$tmp/mm" 2 NFCOLL_STATS=$js $pre sh -c \
+      "if [ \$OMPI_COMM_WORLD_RANK = 0 ]; then p=big_binary; else p=$name; fi; NFCOLL_POLICY=$pol/\$p.policy exec $prog policy"
+    w=$(grep -c "different admission policies" "$tmp/mm.err")
+    lb=0
+    for r in binary ternary fp32; do lb=$((lb + $(field "$js" $r calls))); done
+    f=$(fallback "$js" policy-mismatch)
+    if [ "$w" = 1 ] && [ "$lb" = 0 ] && [ "$f" = "$want" ]; then
+      echo "ok - rank 1 with $name, $way: one warning, no call off pmpi, $f fallbacks"
+    else
+      echo "FAIL - rank 1 with $name, $way: warnings $w, calls off pmpi $lb, fallbacks '$f' (want $want)"
+      cat "$tmp/mm.err" "$js"; nf_failed=1
+    fi
+  done
 done
 finish
