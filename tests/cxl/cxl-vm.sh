@@ -128,7 +128,7 @@ run() {
     done
     log="$cache/console.log"
     timeout "${NFCOLL_CXL_TIMEOUT:-900}" "$qemu" -accel tcg,thread=multi -cpu max -smp 2 -m 2G \
-        -nographic -no-reboot -machine q35,hmat=on \
+        -nographic -no-reboot -nic none -machine q35,hmat=on \
         -object memory-backend-ram,size=1G,id=m0 \
         -object memory-backend-ram,size=1G,id=m1 \
         -numa node,nodeid=0,memdev=m0,cpus=0-1,initiator=0 \
