@@ -89,7 +89,7 @@ void nf_place_free(void *p, size_t len);
  * caller's set or when there is no node. */
 typedef struct nf_place_pin {
     int active;
-    unsigned char saved[128]; /* cpu_set_t of the caller, opaque here */
+    unsigned long saved[16]; /* the caller's cpu_set_t (128 bytes), opaque here */
 } nf_place_pin_t;
 void nf_place_reducer_enter(nf_place_pin_t *pin);
 void nf_place_reducer_leave(nf_place_pin_t *pin);

@@ -40,7 +40,6 @@ static struct {
     struct bitmask *mask; /* just node */
     int pin;              /* reducer pinning pays off */
     cpu_set_t pin_to;     /* where the reducer runs */
-    cpu_set_t pin_back;   /* the caller's binding at init */
 } nf_pl = {.lock = PTHREAD_MUTEX_INITIALIZER, .policy_node = -1, .node = -1, .reason = "none"};
 
 nf_status_t nf_topo_load(hwloc_topology_t *topo, hwloc_cpuset_t *initiators)
@@ -89,7 +88,6 @@ static void nf_place_pin_setup(hwloc_topology_t topo, hwloc_const_cpuset_t local
         hwloc_bitmap_and(to, locality, hwloc_topology_get_allowed_cpuset(topo));
     if (hwloc_bitmap_iszero(to))
         goto out;
-    hwloc_cpuset_to_glibc_sched_affinity(topo, mine, &nf_pl.pin_back, sizeof(cpu_set_t));
     hwloc_cpuset_to_glibc_sched_affinity(topo, to, &nf_pl.pin_to, sizeof(cpu_set_t));
     nf_pl.pin = 1;
     nf_log_info(1, "the reducer runs on the CPUs near NUMA node %d", nf_pl.node);
@@ -279,12 +277,18 @@ void nf_place_free(void *p, size_t len)
 
 _Static_assert(sizeof(((nf_place_pin_t *)0)->saved) >= sizeof(cpu_set_t), "pin save area too small");
 
+/* The calling thread's own binding is saved and restored: under
+ * MPI_THREAD_MULTIPLE, or after the application rebinds, the binding seen
+ * at init is not this thread's. Three system calls, only while pinning is
+ * active (a CXL node whose CPUs are not the caller's). */
 void nf_place_reducer_enter(nf_place_pin_t *pin)
 {
+    cpu_set_t *saved = (cpu_set_t *)(void *)pin->saved;
     pin->active = 0;
     if (!nf_pl.pin)
         return;
-    if (sched_setaffinity(0, sizeof(cpu_set_t), &nf_pl.pin_to) == 0)
+    if (sched_getaffinity(0, sizeof(cpu_set_t), saved) == 0 &&
+        sched_setaffinity(0, sizeof(cpu_set_t), &nf_pl.pin_to) == 0)
         pin->active = 1;
     else
         nf_log_warn_once("cannot move the reducer near CXL memory node %d: %m", nf_pl.node);
@@ -292,7 +296,8 @@ void nf_place_reducer_enter(nf_place_pin_t *pin)
 
 void nf_place_reducer_leave(nf_place_pin_t *pin)
 {
-    if (pin->active && sched_setaffinity(0, sizeof(cpu_set_t), &nf_pl.pin_back) != 0)
+    const cpu_set_t *saved = (const cpu_set_t *)(const void *)pin->saved;
+    if (pin->active && sched_setaffinity(0, sizeof(cpu_set_t), saved) != 0)
         nf_log_warn_once("cannot restore the caller's CPU binding: %m");
     pin->active = 0;
 }
