@@ -14,6 +14,7 @@
 
 #include "nf_kernels.h"
 #include "nf_placement.h"
+#include "nf_policy.h"
 #include "nf_settings.h"
 #include "nfcoll.h"
 
@@ -269,6 +270,12 @@ int main(int argc, char **argv)
     }
     if (mask == 0)
         mask = SHOW_ALL;
+    /* The library takes the policy's cxl_node (NFCOLL_CXL_NODE still wins):
+     * so does the answer here. A policy that does not load is reported. */
+    nf_policy_t *pol = NULL;
+    const char *path = nf_settings_load()->policy;
+    if (path != NULL && nf_policy_load(path, NULL, NULL, &pol) == NF_OK)
+        nf_place_set_policy_node(nf_policy_cxl_node(pol));
     first = 1;
     if (json)
         printf("{");
@@ -283,5 +290,6 @@ int main(int argc, char **argv)
     if (json)
         printf("\n}\n");
     nf_place_finalize();
+    nf_policy_free(pol);
     return rc;
 }
