@@ -240,14 +240,10 @@ AI __m512 tbl_get(const tbl_t *t, __m512i idx)
 
 /* ---- bin_finish ---- */
 
-AI void bin_finish_impl(float *r, const float *x, float *e, const uint64_t *cnt, unsigned k,
-                        size_t m, unsigned n, double a, float ai, int has_e, int use_tbl)
+/* use_tbl: 0 none, 1 for k <= 4, 2 for k == 5; entry c is the reference's
+ * (float)(a * (double)(n - 2c)). */
+static tbl_t bin_tbl(double a, unsigned n, int use_tbl)
 {
-    const __m512i nv = _mm512_set1_epi32((int)n);
-    const __m512d av = _mm512_set1_pd(a);
-    const __m512 aiv = _mm512_set1_ps(ai);
-    /* use_tbl: 0 none, 1 for k <= 4, 2 for k == 5; entry c is the reference's
-     * (float)(a * (double)(n - 2c)) */
     tbl_t tbl = {_mm512_setzero_ps(), _mm512_setzero_ps(), use_tbl == 2};
     if (use_tbl) {
         float t[32];
@@ -255,6 +251,16 @@ AI void bin_finish_impl(float *r, const float *x, float *e, const uint64_t *cnt,
             t[c] = (float)(a * (double)((int64_t)n - 2 * c));
         tbl.lo = _mm512_loadu_ps(t), tbl.hi = _mm512_loadu_ps(t + 16);
     }
+    return tbl;
+}
+
+AI void bin_finish_impl(float *r, const float *x, float *e, const uint64_t *cnt, unsigned k,
+                        size_t m, unsigned n, double a, float ai, int has_e, int use_tbl)
+{
+    const __m512i nv = _mm512_set1_epi32((int)n);
+    const __m512d av = _mm512_set1_pd(a);
+    const __m512 aiv = _mm512_set1_ps(ai);
+    const tbl_t tbl = bin_tbl(a, n, use_tbl);
     for (size_t j = 0; j < m; j += 16) {
         __mmask16 mk = tail16(m - j);
         __m512i c = count16(cnt, k, j);
@@ -288,13 +294,7 @@ AI void bin_finish_stream(float *r, const uint64_t *cnt, unsigned k, size_t m, u
     const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)(16 - o)),
                                          _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
                                                            11, 12, 13, 14, 15));
-    tbl_t tbl = {_mm512_setzero_ps(), _mm512_setzero_ps(), use_tbl == 2};
-    if (use_tbl) { /* entry c is the reference's (float)(a * (double)(n - 2c)) */
-        float t[32];
-        for (int64_t c = 0; c < 32; c++)
-            t[c] = (float)(a * (double)((int64_t)n - 2 * c));
-        tbl.lo = _mm512_loadu_ps(t), tbl.hi = _mm512_loadu_ps(t + 16);
-    }
+    const tbl_t tbl = bin_tbl(a, n, use_tbl);
     __m512 prev = _mm512_setzero_ps();
     size_t j = 0;
     for (; j < m; j += 16) {
