@@ -17,7 +17,11 @@ for p in tools/nfcoll_info tests/cxl/cxl_run; do
 done
 
 if tools/nfcoll_info --json 2>/dev/null | grep -q '"cxl_node": null'; then
-    out=$(NFCOLL_CXL=require mpirun -np 2 --mca btl self,vader tests/cxl/cxl_run fp32 2>&1); rc=$?
+    # Own session directory: other tests may start mpirun at the same time.
+    session=$(mktemp -d "${TMPDIR:-/tmp}/nfcoll-mpi.XXXXXX")
+    out=$(OMPI_MCA_orte_tmpdir_base=$session NFCOLL_CXL=require \
+          mpirun -np 2 --mca btl self,vader tests/cxl/cxl_run fp32 2>&1); rc=$?
+    rm -rf "$session"
     if [ $rc != 0 ] && echo "$out" | grep -q 'NFCOLL_CXL=require but there is no usable CXL memory node'; then
         echo "PASS: NFCOLL_CXL=require fails on this machine (no CXL node): $(echo "$out" | grep -m1 'error:')"
     else
