@@ -7,6 +7,7 @@
 #define NF_REF_H
 
 #include <math.h>
+#include <mpi.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,20 +125,48 @@ static inline void ref_ternary(float *r, const float *xs, float *es, int n, size
     free(bi);
 }
 
-/* Exact FP32 sum: in rank order within a node, then node sums in node
- * order. Nodes are NFCOLL_RANKS_PER_NODE consecutive ranks when that is set
- * (the tests run on one machine), else all ranks form one node. */
-static inline void ref_fp32(float *r, const float *xs, int n, size_t m)
+/* Node of each rank, as libnfcoll groups them: NFCOLL_RANKS_PER_NODE
+ * consecutive ranks when that is set, else the ranks sharing memory
+ * (MPI_COMM_TYPE_SHARED), numbered by their lowest rank. n entries. */
+static int ref_node_of[4096];
+
+static inline void ref_nodes_init(int n)
 {
     const char *v = getenv("NFCOLL_RANKS_PER_NODE");
-    int rpn = v != NULL && atoi(v) > 0 ? atoi(v) : n;
+    int rpn = v != NULL ? atoi(v) : 0, rank, lowest;
+    if (rpn > 0) {
+        for (int i = 0; i < n && i < 4096; i++)
+            ref_node_of[i] = i / rpn;
+        return;
+    }
+    MPI_Comm node;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Allreduce(&rank, &lowest, 1, MPI_INT, MPI_MIN, node);
+    MPI_Allgather(&lowest, 1, MPI_INT, ref_node_of, 1, MPI_INT, MPI_COMM_WORLD);
+    MPI_Comm_free(&node);
+}
+
+/* Exact FP32 sum: in rank order within a node, starting from the node's
+ * first rank, then the node sums in the order of their first ranks. */
+static inline void ref_fp32(float *r, const float *xs, int n, size_t m)
+{
+    int leads[4096], nl = 0;
+    for (int i = 0; i < n; i++) {
+        int first = 1;
+        for (int p = 0; p < i && first; p++)
+            first = ref_node_of[p] != ref_node_of[i];
+        if (first)
+            leads[nl++] = i;
+    }
     for (size_t j = 0; j < m; j++) {
         float total = 0.0f;
-        for (int node = 0; node * rpn < n; node++) {
-            float acc = xs[(size_t)node * rpn * m + j];
-            for (int i = node * rpn + 1; i < n && i < (node + 1) * rpn; i++)
-                acc += xs[(size_t)i * m + j];
-            total = node == 0 ? acc : total + acc;
+        for (int l = 0; l < nl; l++) {
+            float acc = xs[(size_t)leads[l] * m + j];
+            for (int i = leads[l] + 1; i < n; i++)
+                if (ref_node_of[i] == ref_node_of[leads[l]])
+                    acc += xs[(size_t)i * m + j];
+            total = l == 0 ? acc : total + acc;
         }
         r[j] = total;
     }

@@ -237,6 +237,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
+    ref_nodes_init(n);
     if (argc > 1 && strcmp(argv[1], "--capacity") == 0)
         return nft_finish(test_capacity(), "test_misc --capacity");
     if (argc > 1 && strcmp(argv[1], "--bad-env") == 0)
