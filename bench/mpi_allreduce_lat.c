@@ -54,7 +54,7 @@ int main(int argc, char **argv)
         MPI_Reduce(&lat, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         MPI_Reduce(&lat, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         if (rank == 0)
-            printf("%-10ld %18.2f %18.2f %18.2f %12d\n", sizes[s], sum / n, mn, mx, it);
+            printf("%-10ld %18.3f %18.3f %18.3f %12d\n", sizes[s], sum / n, mn, mx, it);
         free(a);
         free(b);
     }

@@ -88,10 +88,13 @@ NF_EXPORT int MPI_Finalize(void)
     return PMPI_Finalize();
 }
 
-NF_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
-                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+/* Outside the fast path so that MPI_Allreduce without libnfcoll engaged is
+ * a load, a test and a jump to PMPI_Allreduce (no frame, no TLS lookup). */
+static __attribute__((noinline)) int nf_shim_allreduce(const void *sendbuf, void *recvbuf,
+                                                       int count, MPI_Datatype datatype,
+                                                       MPI_Op op, MPI_Comm comm)
 {
-    if (!nf_shim_on || nf_inside)
+    if (nf_inside)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     nf_inside = 1;
     int rc = NF_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
@@ -101,4 +104,12 @@ NF_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
     }
     nf_inside = 0;
     return rc;
+}
+
+NF_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    if (__builtin_expect(!nf_shim_on, 1))
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    return nf_shim_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
