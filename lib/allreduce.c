@@ -51,7 +51,8 @@ static nf_residual_t *nf_call_residual(nf_comm_t *c, const void *key, size_t m)
 {
     nf_residual_t *e = nf_residual_get(&c->resid, key, m);
     if (e == NULL)
-        nf_log_warn_once("no memory for error-feedback residuals; this buffer runs without error feedback");
+        nf_log_warn_once("no memory for error-feedback residuals; this buffer runs without "
+                         "error feedback");
     return e;
 }
 
@@ -66,14 +67,15 @@ static int nf_run_fp32(nf_comm_t *c, nf_call_t *call)
 static int nf_run_lowbit(nf_comm_t *c, nf_call_t *call, nf_route_t route, int ef)
 {
     if (!c->lowbit_ok) {
-        nf_log_warn_once_root(c->rank == 0, "a communicator of %d ranks needs %u-bit sign counts, more than "
-                         "NFCOLL_COUNT_BITS=%u: running fp32", c->size, c->k,
-                         nf_g.settings->count_bits);
+        nf_log_warn_once_root(c->rank == 0, "a communicator of %d ranks needs %u-bit sign "
+                              "counts, more than NFCOLL_COUNT_BITS=%u: running fp32", c->size,
+                              c->k, nf_g.settings->count_bits);
         nf_stats_fallback(NF_FALLBACK_CAPACITY);
         return nf_run_fp32(c, call);
     }
     if (nf_comm_reserve(c, call->m) != NF_OK) {
-        nf_log_warn_once_root(c->rank == 0, "the aggregation buffer cannot grow to %zu elements; running fp32", call->m);
+        nf_log_warn_once_root(c->rank == 0, "the aggregation buffer cannot grow to %zu "
+                              "elements; running fp32", call->m);
         nf_stats_fallback(NF_FALLBACK_CAPACITY);
         return nf_run_fp32(c, call);
     }
