@@ -108,6 +108,8 @@ static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap)
     }
     nf_shm_destroy(&c->shm);
     c->shm = shm;
+    if (c->lrank == 0) /* one segment per node: counted once */
+        nf_stats_placed(NF_PLACED_BUFFER, shm.bytes, shm.resident_frac);
     c->slot_bytes = slot;
     c->slots = c->shm.base;
     c->cnt = (uint64_t *)(c->slots + (size_t)c->lsize * slot);

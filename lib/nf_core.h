@@ -180,6 +180,11 @@ nf_coll_result_t nf_coll_fp32(nf_comm_t *c, const nf_call_t *call);
 void nf_stats_count(nf_route_t route, uint64_t bytes, unsigned n, unsigned k);
 void nf_stats_fallback(nf_fallback_t reason);
 
+/* Memory placed for libnfcoll and how much of it was verified on the
+ * placement node (bytes * resident fraction), for the report. */
+typedef enum nf_place_kind { NF_PLACED_BUFFER = 0, NF_PLACED_RESIDUAL = 1 } nf_place_kind_t;
+void nf_stats_placed(nf_place_kind_t kind, size_t bytes, double resident_frac);
+
 /* Traffic model of one call, per rank, in bytes (see libnfcoll.7). */
 typedef struct nf_traffic {
     uint64_t upstream, total, ring;

@@ -35,6 +35,7 @@ static nf_status_t nf_residual_alloc(nf_residual_t *r, const void *key, size_t c
     r->form = NF_RES_Y; /* zero y with a = 0 is the zero residual */
     r->aprev = 0.0f;
     r->resident_frac = (frac0 + frac1) / 2;
+    nf_stats_placed(NF_PLACED_RESIDUAL, 2 * bytes, r->resident_frac);
     return NF_OK;
 }
 

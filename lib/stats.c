@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nf_core.h"
+#include "nf_placement.h"
 
 typedef struct nf_route_ctr {
     _Atomic uint64_t calls, bytes, upstream, total, ring;
@@ -14,6 +15,9 @@ typedef struct nf_route_ctr {
 
 static nf_route_ctr_t nf_ctr[NF_ROUTE_COUNT];
 static _Atomic uint64_t nf_fallbacks[NF_FALLBACK_COUNT];
+/* Placed bytes and bytes verified on the node, per kind (mapped, not
+ * released: what the run asked of the CXL node over its life). */
+static _Atomic uint64_t nf_placed[2][2];
 
 #define NF_ADD(a, v) atomic_fetch_add_explicit(&(a), (v), memory_order_relaxed)
 #define NF_GET(a) atomic_load_explicit(&(a), memory_order_relaxed)
@@ -65,6 +69,12 @@ void nf_stats_count(nf_route_t route, uint64_t bytes, unsigned n, unsigned k)
     NF_ADD(c->ring, t.ring);
 }
 
+void nf_stats_placed(nf_place_kind_t kind, size_t bytes, double resident_frac)
+{
+    NF_ADD(nf_placed[kind][0], bytes);
+    NF_ADD(nf_placed[kind][1], (uint64_t)((double)bytes * resident_frac + 0.5));
+}
+
 void nf_stats_fallback(nf_fallback_t reason)
 {
     NF_ADD(nf_fallbacks[reason], 1);
@@ -100,13 +110,18 @@ NF_EXPORT void nf_stats_reset(void)
     }
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         atomic_store(&nf_fallbacks[f], 0);
+    for (int k = 0; k < 2; k++)
+        atomic_store(&nf_placed[k][0], 0), atomic_store(&nf_placed[k][1], 0);
 }
 
 /* ---- report at MPI_Finalize ---- */
 
 enum { NF_F_CALLS, NF_F_BYTES, NF_F_UP, NF_F_TOTAL, NF_F_RING, NF_F_N };
 
-static void nf_stats_snapshot(uint64_t v[NF_ROUTE_COUNT * NF_F_N + NF_FALLBACK_COUNT])
+#define NF_V_PLACED (NF_ROUTE_COUNT * NF_F_N + NF_FALLBACK_COUNT)
+#define NF_V_N (NF_V_PLACED + 4)
+
+static void nf_stats_snapshot(uint64_t v[NF_V_N])
 {
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
         nf_route_stats_t s;
@@ -120,6 +135,9 @@ static void nf_stats_snapshot(uint64_t v[NF_ROUTE_COUNT * NF_F_N + NF_FALLBACK_C
     }
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         v[NF_ROUTE_COUNT * NF_F_N + f] = nf_stats_fallbacks((nf_fallback_t)f);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 2; i++)
+            v[NF_V_PLACED + 2 * k + i] = NF_GET(nf_placed[k][i]);
 }
 
 static double nf_pct(uint64_t part, uint64_t whole)
@@ -146,6 +164,14 @@ static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
         fprintf(fp, " %s=%llu", nf_fallback_name((nf_fallback_t)f),
                 (unsigned long long)v[NF_ROUTE_COUNT * NF_F_N + f]);
     fprintf(fp, "\n");
+    const uint64_t *p = v + NF_V_PLACED;
+    if (nf_place_node() >= 0)
+        fprintf(fp, "placement: NUMA node %d (%s): ", nf_place_node(), nf_place_reason());
+    else
+        fprintf(fp, "placement: local DRAM (%s): ", nf_place_detail());
+    fprintf(fp, "aggregation buffers %llu B, %.1f%% verified there; residuals %llu B, "
+            "%.1f%% verified there\n", (unsigned long long)p[0], p[0] ? nf_pct(p[1], p[0]) : 100.0,
+            (unsigned long long)p[2], p[2] ? nf_pct(p[3], p[2]) : 100.0);
 }
 
 static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
@@ -164,12 +190,22 @@ static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         fprintf(fp, "%s\"%s\": %llu", f ? ", " : "", nf_fallback_name((nf_fallback_t)f),
                 (unsigned long long)v[NF_ROUTE_COUNT * NF_F_N + f]);
-    fprintf(fp, "}\n}\n");
+    const uint64_t *p = v + NF_V_PLACED;
+    fprintf(fp, "},\n  \"placement\": {\"node\": ");
+    if (nf_place_node() >= 0)
+        fprintf(fp, "%d", nf_place_node());
+    else
+        fprintf(fp, "null");
+    fprintf(fp, ", \"reason\": \"%s\", \"buffer_bytes\": %llu, \"buffer_resident_bytes\": %llu, "
+            "\"residual_bytes\": %llu, \"residual_resident_bytes\": %llu}\n}\n",
+            nf_place_node() >= 0 ? nf_place_reason() : nf_place_detail(),
+            (unsigned long long)p[0], (unsigned long long)p[1], (unsigned long long)p[2],
+            (unsigned long long)p[3]);
 }
 
 void nf_stats_report(MPI_Comm comm, const char *dest)
 {
-    enum { N = NF_ROUTE_COUNT * NF_F_N + NF_FALLBACK_COUNT };
+    enum { N = NF_V_N };
     uint64_t mine[N], sum[N];
     int rank, size;
     PMPI_Comm_rank(comm, &rank);

@@ -47,8 +47,9 @@ for way in preload relink; do
     if [ $way = preload ]; then set -- LD_PRELOAD=$lib $plain; else set -- $linked; fi
     out "$tmp/pol" $np NFCOLL_POLICY=$pol/big_binary.policy NFCOLL_STATS=$js "$@" policy
     b=$(field "$js" binary calls); p=$(field "$js" pmpi calls)
-    if [ "$b" = $((5 * np)) ] && [ "$p" = $((14 * np)) ]; then
-      echo "ok - policy, $way, $np ranks: binary $b calls, pmpi $p"
+    pl=$(tr -d '\n ' < "$js" | sed -n 's/.*"placement":{"node":[^,]*,"reason":"[^"]*","buffer_bytes":\([0-9]*\),"buffer_resident_bytes":\([0-9]*\).*/\1=\2/p')
+    if [ "$b" = $((5 * np)) ] && [ "$p" = $((14 * np)) ] && [ -n "$pl" ] && [ "${pl%=*}" = "${pl#*=}" ]; then
+      echo "ok - policy, $way, $np ranks: binary $b calls, pmpi $p, buffer bytes placed=verified $pl"
     else
       echo "FAIL - policy, $way, $np ranks: binary '$b' (want $((5 * np))), pmpi '$p' (want $((14 * np)))"
       cat "$js" "$tmp/pol.err"; nf_failed=1
