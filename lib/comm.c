@@ -243,6 +243,9 @@ int nf_comm_ready(nf_comm_t *c)
         return -1;
     if (c->slots != NULL)
         return 0;
+    /* Every rank sets placement up (not only the one that binds the
+     * segment), so each can say where its buffers are. */
+    nf_place_init();
     /* Collective: every rank reaches the first fp32/low-bit call alike. */
     nf_status_t st = nf_comm_reserve(c, NF_LINE_BITS);
     if (st != NF_OK) {

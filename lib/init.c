@@ -45,9 +45,13 @@ static nf_status_t nf_init_locked(void)
     nf_admission_trace_init(nf_g.settings->trace, rank);
     /* The policy's cxl_node; NFCOLL_CXL_NODE, when set, still wins. */
     nf_place_set_policy_node(nf_policy_cxl_node(nf_admission_policy()));
-    nf_status_t st = nf_place_init();
-    if (st != NF_OK)
-        return st;
+    /* Placement is set up with the first buffer it places; only a required
+     * CXL node must be there from the start (init fails without it). */
+    if (nf_g.settings->cxl == NF_CXL_REQUIRE) {
+        nf_status_t st = nf_place_init();
+        if (st != NF_OK)
+            return st;
+    }
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, nf_comm_delete_attr,
                                 &nf_g.comm_keyval, NULL) != MPI_SUCCESS ||
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, nf_self_delete,
@@ -58,8 +62,7 @@ static nf_status_t nf_init_locked(void)
         nf_log_error("cannot create MPI attribute keys; libnfcoll disabled");
         return NF_ERR_MPI;
     }
-    nf_log_info(1, "kernels %s, placement node %d (%s)", nf_g.k->name,
-                nf_place_node(), nf_place_reason());
+    nf_log_info(1, "kernels %s", nf_g.k->name);
     return NF_OK;
 }
 

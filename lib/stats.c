@@ -168,7 +168,8 @@ static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
     if (nf_place_node() >= 0)
         fprintf(fp, "placement: NUMA node %d (%s): ", nf_place_node(), nf_place_reason());
     else
-        fprintf(fp, "placement: local DRAM (%s): ", nf_place_detail());
+        fprintf(fp, "placement: local DRAM (%s): ",
+                nf_place_detail()[0] ? nf_place_detail() : "nothing placed");
     fprintf(fp, "aggregation buffers %llu B, %.1f%% verified there; residuals %llu B, "
             "%.1f%% verified there\n", (unsigned long long)p[0], p[0] ? nf_pct(p[1], p[0]) : 100.0,
             (unsigned long long)p[2], p[2] ? nf_pct(p[3], p[2]) : 100.0);
@@ -198,7 +199,8 @@ static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
         fprintf(fp, "null");
     fprintf(fp, ", \"reason\": \"%s\", \"buffer_bytes\": %llu, \"buffer_resident_bytes\": %llu, "
             "\"residual_bytes\": %llu, \"residual_resident_bytes\": %llu}\n}\n",
-            nf_place_node() >= 0 ? nf_place_reason() : nf_place_detail(),
+            nf_place_node() >= 0 ? nf_place_reason()
+                                 : nf_place_detail()[0] ? nf_place_detail() : "nothing placed",
             (unsigned long long)p[0], (unsigned long long)p[1], (unsigned long long)p[2],
             (unsigned long long)p[3]);
 }
