@@ -106,7 +106,6 @@ int nf_allreduce_on(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
         nf_stats_fallback((nf_fallback_t)why);
         return nf_pmpi(sendbuf, recvbuf, count, datatype, op, comm);
     }
-    c->calls++;
     nf_call_t call = {
         .x = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
         .r = recvbuf,

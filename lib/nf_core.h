@@ -112,7 +112,6 @@ typedef struct nf_comm {
     const void **ptrs;   /* max(lsize, nnodes) input pointers for kernels */
     double *scales;      /* size doubles: per-rank scales of the last call */
     nf_residual_table_t resid;
-    uint64_t calls;      /* allreduce calls on this communicator */
     struct nf_comm *next, *prev; /* live list, freed at finalize */
 } nf_comm_t;
 
