@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nf_core.h"
+#include "nf_export.h"
 
 static int nf_check_args(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                          MPI_Comm comm)

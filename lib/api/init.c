@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "nf_core.h"
+#include "nf_export.h"
 #include "nf_placement.h"
 #include "nf_policy.h"
 

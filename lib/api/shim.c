@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include "nf_core.h"
+#include "nf_export.h"
 
 /* Set while libnfcoll runs a call on this thread: an MPI_Allreduce reached
  * from inside (a tool stacked under us) goes straight to PMPI. */

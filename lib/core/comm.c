@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "nf_core.h"
+#include "nf_export.h"
 #include "nf_placement.h"
 
 static pthread_mutex_t nf_comm_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nf_core.h"
+#include "nf_export.h"
 #include "nf_placement.h"
 
 typedef struct nf_route_ctr {

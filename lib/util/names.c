@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "nfcoll.h"
-#include "nf_log.h"
+#include "nf_export.h"
 
 static const char *const nf_route_names[NF_ROUTE_COUNT] = {
     [NF_ROUTE_PMPI] = "pmpi",

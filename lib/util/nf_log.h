@@ -4,8 +4,6 @@
 
 #include <stdatomic.h>
 
-#define NF_EXPORT __attribute__((visibility("default")))
-
 /* Set once the MPI rank is known (-1 before). Messages then carry it. */
 void nf_log_set_rank(int rank);
 int nf_log_rank(void);
