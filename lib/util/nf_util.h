@@ -1,0 +1,63 @@
+/*
+ * Helpers every layer needs, written once: the FNV-1a hash the ranks compare
+ * policies and communicator names with, and parsers for the values users
+ * write (policy files, NFCOLL_* variables). No MPI calls.
+ *
+ * The parsers are ASCII-only and ignore the program's locale: every rank
+ * must read the same text the same way, whatever setlocale() the
+ * application called (a "de_DE" LC_NUMERIC must not turn "0.7" into 0).
+ */
+#ifndef NF_UTIL_H
+#define NF_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- hash */
+
+/** FNV-1a 64-bit offset basis (14695981039346656037): the h to start a
+ * hash with. Written in hex: the decimal form is easy to mistype. */
+#define NF_HASH_INIT 0xcbf29ce484222325ull
+
+/** FNV-1a 64-bit of n bytes, continuing from h. */
+uint64_t nf_hash_bytes(uint64_t h, const void *p, size_t n);
+
+/** The bytes of s without its NUL. Hashing several strings in a row does
+ * not separate them ("ab","c" hashes as "a","bc"): hash a length first
+ * where that matters. */
+uint64_t nf_hash_str(uint64_t h, const char *s);
+
+/** v as 8 little-endian bytes, the same on every host. */
+uint64_t nf_hash_u64(uint64_t h, uint64_t v);
+
+/* ------------------------------------------------------------- parsers */
+
+/** on/off, 1/0, yes/no, true/false in any case: *out = 1 or 0. Returns 0 on
+ * success, -1 otherwise (*out untouched). */
+int nf_parse_bool(const char *s, int *out);
+
+/** A decimal integer, [+-]digits, nothing else (no spaces, no 0x), within
+ * lo..hi. Returns 0 on success, -1 otherwise (*out untouched). */
+int nf_parse_long(const char *s, long lo, long hi, long *out);
+
+/** A finite decimal number, [+-]digits[.digits][(e|E)[+-]digits] (digits
+ * may be missing on one side of the point), with '.' as the point whatever
+ * LC_NUMERIC says. No inf, nan, hex or spaces; overflow and underflow are
+ * errors. Returns 0 on success, -1 otherwise (*out untouched). */
+int nf_parse_double(const char *s, double *out);
+
+/* --------------------------------------------------------------- ASCII */
+
+/* <ctype.h> consults the locale; these do not. */
+static inline int nf_ascii_isspace(int c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+static inline int nf_ascii_isdigit(int c) { return c >= '0' && c <= '9'; }
+static inline int nf_ascii_lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+static inline int nf_ascii_isalnum(int c)
+{
+    return nf_ascii_isdigit(c) || (nf_ascii_lower(c) >= 'a' && nf_ascii_lower(c) <= 'z');
+}
+
+/** Equal but for ASCII case (strcasecmp depends on the locale). */
+int nf_strcaseeq(const char *a, const char *b);
+
+#endif /* NF_UTIL_H */

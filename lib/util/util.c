@@ -1,0 +1,148 @@
+/* FNV-1a hashing and locale-free parsing (nf_util.h). No MPI calls. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <locale.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_util.h"
+
+#define NF_FNV_PRIME 0x100000001b3ull
+
+uint64_t nf_hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * NF_FNV_PRIME;
+    return h;
+}
+
+uint64_t nf_hash_str(uint64_t h, const char *s)
+{
+    return nf_hash_bytes(h, s, strlen(s));
+}
+
+uint64_t nf_hash_u64(uint64_t h, uint64_t v)
+{
+    unsigned char b[8];
+
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    return nf_hash_bytes(h, b, sizeof(b));
+}
+
+int nf_strcaseeq(const char *a, const char *b)
+{
+    for (; nf_ascii_lower((unsigned char)*a) == nf_ascii_lower((unsigned char)*b); a++, b++)
+        if (*a == '\0')
+            return 1;
+    return 0;
+}
+
+int nf_parse_bool(const char *s, int *out)
+{
+    static const char *const on[] = {"on", "1", "yes", "true"};
+    static const char *const off[] = {"off", "0", "no", "false"};
+
+    if (s == NULL)
+        return -1;
+    for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+        if (nf_strcaseeq(s, on[i])) {
+            *out = 1;
+            return 0;
+        }
+        if (nf_strcaseeq(s, off[i])) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* strtol also takes leading spaces and, in some locales, more forms than
+ * the C locale's: count the digits ourselves. */
+int nf_parse_long(const char *s, long lo, long hi, long *out)
+{
+    unsigned long mag = 0, lim = LONG_MAX;
+    int neg;
+    long v;
+
+    if (s == NULL)
+        return -1;
+    neg = *s == '-';
+    if (*s == '-' || *s == '+')
+        s++;
+    if (neg)
+        lim = (unsigned long)LONG_MAX + 1;
+    if (!nf_ascii_isdigit((unsigned char)*s))
+        return -1;
+    for (; nf_ascii_isdigit((unsigned char)*s); s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (mag > (lim - d) / 10)
+            return -1;
+        mag = mag * 10 + d;
+    }
+    if (*s != '\0')
+        return -1;
+    v = !neg ? (long)mag : mag == lim ? LONG_MIN : -(long)mag;
+    if (v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* [+-]digits[.digits][(e|E)[+-]digits], at least one mantissa digit. */
+static int nf_decimal_syntax(const char *s)
+{
+    size_t digits = 0;
+
+    if (*s == '+' || *s == '-')
+        s++;
+    for (; nf_ascii_isdigit((unsigned char)*s); s++)
+        digits++;
+    if (*s == '.')
+        for (s++; nf_ascii_isdigit((unsigned char)*s); s++)
+            digits++;
+    if (digits == 0)
+        return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (!nf_ascii_isdigit((unsigned char)*s))
+            return 0;
+        while (nf_ascii_isdigit((unsigned char)*s))
+            s++;
+    }
+    return *s == '\0';
+}
+
+/* The syntax is checked first, so strtod sees only what it reads alike in
+ * every locale once LC_NUMERIC is "C" for this thread. */
+int nf_parse_double(const char *s, double *out)
+{
+    locale_t c, old;
+    char *end;
+    double d;
+    int err;
+
+    if (s == NULL || !nf_decimal_syntax(s))
+        return -1;
+    c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    if (c == (locale_t)0)
+        return -1;
+    old = uselocale(c);
+    errno = 0;
+    d = strtod(s, &end);
+    err = errno;
+    uselocale(old);
+    freelocale(c);
+    if (*end != '\0' || err != 0 || !isfinite(d))
+        return -1;
+    *out = d;
+    return 0;
+}

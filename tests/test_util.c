@@ -1,0 +1,226 @@
+/*
+ * lib/util's shared helpers (nf_util.h): the parsers, table-driven, then
+ * the number parsers again under a comma-decimal LC_NUMERIC, and the
+ * FNV-1a hash against the published test vectors. No MPI.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <limits.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_util.h"
+
+/* ------------------------------------------------------------ bool */
+
+typedef struct bool_case { const char *s; int rc, v; } bool_case_t;
+
+static const bool_case_t bool_cases[] = {
+    {"on", 0, 1}, {"ON", 0, 1}, {"1", 0, 1}, {"Yes", 0, 1}, {"tRUE", 0, 1},
+    {"off", 0, 0}, {"Off", 0, 0}, {"0", 0, 0}, {"NO", 0, 0}, {"false", 0, 0},
+    {"", -1, 0}, {"2", -1, 0}, {"onn", -1, 0}, {"o", -1, 0}, {" on", -1, 0},
+    {"on ", -1, 0}, {"01", -1, 0}, {"inherit", -1, 0}, {NULL, -1, 0},
+};
+
+START_TEST(test_bool)
+{
+    const bool_case_t *c = &bool_cases[_i];
+    int v = 42;
+
+    ck_assert_msg(nf_parse_bool(c->s, &v) == c->rc, "'%s': rc", c->s ? c->s : "NULL");
+    ck_assert_int_eq(v, c->rc == 0 ? c->v : 42);
+}
+END_TEST
+
+/* ------------------------------------------------------------ long */
+
+typedef struct long_case { const char *s; long lo, hi; int rc; long v; } long_case_t;
+
+static const long_case_t long_cases[] = {
+    {"0", 0, 10, 0, 0}, {"10", 0, 10, 0, 10}, {"007", 0, 10, 0, 7},
+    {"+3", 0, 10, 0, 3}, {"-5", -5, 5, 0, -5},
+    {"11", 0, 10, -1, 0}, {"-1", 0, 10, -1, 0}, {"-6", -5, 5, -1, 0},
+    {"9223372036854775807", LONG_MIN, LONG_MAX, 0, LONG_MAX},
+    {"-9223372036854775808", LONG_MIN, LONG_MAX, 0, LONG_MIN},
+    {"9223372036854775808", LONG_MIN, LONG_MAX, -1, 0},
+    {"-9223372036854775809", LONG_MIN, LONG_MAX, -1, 0},
+    {"99999999999999999999999", LONG_MIN, LONG_MAX, -1, 0},
+    {"", 0, 10, -1, 0}, {"-", 0, 10, -1, 0}, {"+", 0, 10, -1, 0}, {"1x", 0, 10, -1, 0},
+    {" 1", 0, 10, -1, 0}, {"1 ", 0, 10, -1, 0}, {"0x10", 0, 100, -1, 0}, {"1e3", 0, 5000, -1, 0},
+    {"--1", -5, 5, -1, 0}, {"1.0", 0, 10, -1, 0}, {"\xd9\xa3", 0, 10, -1, 0}, {NULL, 0, 10, -1, 0},
+};
+
+static void check_long(int i)
+{
+    const long_case_t *c = &long_cases[i];
+    long v = 42;
+
+    ck_assert_msg(nf_parse_long(c->s, c->lo, c->hi, &v) == c->rc, "'%s': rc", c->s ? c->s : "NULL");
+    ck_assert_int_eq(v, c->rc == 0 ? c->v : 42);
+}
+
+START_TEST(test_long)
+{
+    check_long(_i);
+}
+END_TEST
+
+/* ------------------------------------------------------------ double */
+
+typedef struct double_case { const char *s; int rc; double v; } double_case_t;
+
+static const double_case_t double_cases[] = {
+    {"0", 0, 0.0}, {"0.7", 0, 0.7}, {"1.25e0", 0, 1.25}, {"1E3", 0, 1000.0},
+    {"-2.5", 0, -2.5}, {"+.5", 0, 0.5}, {"5.", 0, 5.0}, {"1e-3", 0, 1e-3},
+    {"12345678901234567890", 0, 12345678901234567890.0}, {"2.5E+2", 0, 250.0},
+    {"", -1, 0}, {".", -1, 0}, {"-", -1, 0}, {"e3", -1, 0}, {".e3", -1, 0},
+    {"1e", -1, 0}, {"1e+", -1, 0}, {"1.2.3", -1, 0}, {"--1", -1, 0}, {"1,5", -1, 0},
+    {" 1", -1, 0}, {"1 ", -1, 0}, {"inf", -1, 0}, {"-infinity", -1, 0}, {"nan", -1, 0},
+    {"0x1p3", -1, 0}, {"1e999", -1, 0}, {"1e-999", -1, 0}, {NULL, -1, 0},
+};
+
+static void check_double(int i)
+{
+    const double_case_t *c = &double_cases[i];
+    double v = 42.0;
+
+    ck_assert_msg(nf_parse_double(c->s, &v) == c->rc, "'%s': rc", c->s ? c->s : "NULL");
+    ck_assert_msg(v == (c->rc == 0 ? c->v : 42.0), "'%s': got %g", c->s, v);
+}
+
+START_TEST(test_double)
+{
+    check_double(_i);
+}
+END_TEST
+
+/* ------------------------------------------------------------ locale */
+
+/* A locale whose decimal point is ',' (set for LC_NUMERIC), or NULL. */
+static const char *comma_locale(void)
+{
+    static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "de_DE", "fr_FR"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (setlocale(LC_NUMERIC, names[i]) != NULL && strcmp(localeconv()->decimal_point, ",") == 0)
+            return names[i];
+    return NULL;
+}
+
+/* Check runs each test in a child: the locale set here stays there. */
+static void locale_setup(void)
+{
+    if (comma_locale() == NULL)
+        setlocale(LC_NUMERIC, "C.UTF-8");
+}
+
+START_TEST(test_double_locale)
+{
+    int comma = strcmp(localeconv()->decimal_point, ",") == 0;
+
+    if (comma)          /* the locale bites: plain strtod stops at '.' */
+        ck_assert(strtod("0.5", NULL) != 0.5);
+    check_double(_i);
+    ck_assert_int_eq(strcmp(localeconv()->decimal_point, ",") == 0, comma); /* restored */
+}
+END_TEST
+
+START_TEST(test_long_locale)
+{
+    check_long(_i);
+}
+END_TEST
+
+/* ------------------------------------------------------------ ASCII */
+
+typedef struct case_eq { const char *a, *b; int eq; } case_eq_t;
+
+static const case_eq_t case_eq_cases[] = {
+    {"", "", 1}, {"abc", "ABC", 1}, {"MPI_Sum", "mpi_sUM", 1}, {"abc", "abd", 0},
+    {"ab", "abc", 0}, {"abc", "ab", 0}, {"\xc4", "\xe4", 0}, {"[", "{", 0}, {"@", "`", 0},
+};
+
+START_TEST(test_strcaseeq)
+{
+    const case_eq_t *c = &case_eq_cases[_i];
+
+    ck_assert_msg(nf_strcaseeq(c->a, c->b) == c->eq, "'%s' vs '%s'", c->a, c->b);
+}
+END_TEST
+
+/* ------------------------------------------------------------ hash */
+
+/* FNV-1a 64 test vectors (Noll's FNV test suite; Go's hash/fnv tests). */
+typedef struct hash_case { const char *s; uint64_t h; } hash_case_t;
+
+static const hash_case_t hash_cases[] = {
+    {"", 0xcbf29ce484222325ull}, {"a", 0xaf63dc4c8601ec8cull}, {"ab", 0x089c4407b545986aull},
+    {"abc", 0xe71fa2190541574bull}, {"foobar", 0x85944171f73967e8ull},
+};
+
+START_TEST(test_hash_vectors)
+{
+    const hash_case_t *c = &hash_cases[_i];
+
+    ck_assert_uint_eq(nf_hash_str(NF_HASH_INIT, c->s), c->h);
+    ck_assert_uint_eq(nf_hash_bytes(NF_HASH_INIT, c->s, strlen(c->s)), c->h);
+}
+END_TEST
+
+START_TEST(test_hash_compose)
+{
+    static const unsigned char le[8] = {0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01};
+
+    ck_assert_uint_eq(NF_HASH_INIT, 14695981039346656037ull);
+    ck_assert_uint_eq(nf_hash_str(nf_hash_str(NF_HASH_INIT, "foo"), "bar"),
+                      nf_hash_str(NF_HASH_INIT, "foobar"));
+    ck_assert_uint_eq(nf_hash_u64(NF_HASH_INIT, 0x0102030405060708ull),
+                      nf_hash_bytes(NF_HASH_INIT, le, sizeof(le)));
+    ck_assert_uint_ne(nf_hash_u64(NF_HASH_INIT, 1), nf_hash_u64(NF_HASH_INIT, 1ull << 56));
+}
+END_TEST
+
+#define NCASES(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static Suite *util_suite(void)
+{
+    Suite *s = suite_create("util");
+    TCase *t = tcase_create("parse");
+
+    tcase_add_loop_test(t, test_bool, 0, NCASES(bool_cases));
+    tcase_add_loop_test(t, test_long, 0, NCASES(long_cases));
+    tcase_add_loop_test(t, test_double, 0, NCASES(double_cases));
+    tcase_add_loop_test(t, test_strcaseeq, 0, NCASES(case_eq_cases));
+    suite_add_tcase(s, t);
+    t = tcase_create("locale");
+    tcase_add_checked_fixture(t, locale_setup, NULL);
+    tcase_add_loop_test(t, test_double_locale, 0, NCASES(double_cases));
+    tcase_add_loop_test(t, test_long_locale, 0, NCASES(long_cases));
+    suite_add_tcase(s, t);
+    t = tcase_create("hash");
+    tcase_add_loop_test(t, test_hash_vectors, 0, NCASES(hash_cases));
+    tcase_add_test(t, test_hash_compose);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    const char *comma = comma_locale();
+    SRunner *sr = srunner_create(util_suite());
+    int failed;
+
+    if (comma != NULL)
+        printf("number parsers also run under LC_NUMERIC=%s (decimal comma)\n", comma);
+    else
+        printf("SKIP: locale part: no decimal-comma locale (de_DE.UTF-8, fr_FR.UTF-8) installed; "
+               "the number parsers run again under C.UTF-8 only\n");
+    setlocale(LC_NUMERIC, "C");
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
