@@ -1,15 +1,12 @@
 #include "config.h"
 
-#include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
-#include <strings.h>
 
 #include "nf_kernels.h"
 #include "nf_log.h"
 #include "nf_settings.h"
+#include "nf_util.h"
 
 static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
     [NF_SET_EF] = {"NFCOLL_EF", "on", "on|off",
@@ -60,30 +57,6 @@ static void nf_settings_bad(nf_setting_id_t id, const char *v)
                 d->name, v, d->values, d->def);
 }
 
-static int nf_parse_long(const char *v, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long l = strtol(v, &end, 10);
-    if (errno != 0 || end == v || *end != '\0' || l < lo || l > hi)
-        return -1;
-    *out = l;
-    return 0;
-}
-
-static int nf_parse_bool(const char *v, int *out)
-{
-    static const char *const on[] = {"on", "1", "yes", "true"};
-    static const char *const off[] = {"off", "0", "no", "false"};
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(v, on[i]) == 0)
-            return *out = 1, 0;
-        if (strcasecmp(v, off[i]) == 0)
-            return *out = 0, 0;
-    }
-    return -1;
-}
-
 static void nf_load_ef(nf_settings_t *s)
 {
     const char *v = nf_setting_raw(NF_SET_EF);
@@ -94,12 +67,10 @@ static void nf_load_ef(nf_settings_t *s)
 static void nf_load_gamma(nf_settings_t *s)
 {
     const char *v = nf_setting_raw(NF_SET_TERNARY_GAMMA);
-    char *end;
+    double g;
     if (v == NULL)
         return;
-    errno = 0;
-    double g = strtod(v, &end);
-    if (errno != 0 || end == v || *end != '\0' || !isfinite(g) || g < 0.0)
+    if (nf_parse_double(v, &g) != 0 || g < 0.0)
         nf_settings_bad(NF_SET_TERNARY_GAMMA, v);
     else
         s->gamma = g;
@@ -111,7 +82,7 @@ static void nf_load_simd(nf_settings_t *s)
     if (v == NULL)
         return;
     for (int isa = 0; isa < NF_ISA_COUNT; isa++) {
-        if (strcasecmp(v, nf_isa_name((nf_isa_t)isa)) == 0) {
+        if (nf_strcaseeq(v, nf_isa_name((nf_isa_t)isa))) {
             s->simd_cap = isa;
             return;
         }
@@ -128,7 +99,7 @@ static void nf_load_cxl(nf_settings_t *s)
     long node;
     if (v != NULL) {
         int i;
-        for (i = 0; i < 3 && strcasecmp(v, modes[i]) != 0; i++)
+        for (i = 0; i < 3 && !nf_strcaseeq(v, modes[i]); i++)
             ;
         if (i < 3)
             s->cxl = (nf_cxl_mode_t)i;
@@ -136,7 +107,7 @@ static void nf_load_cxl(nf_settings_t *s)
             nf_settings_bad(NF_SET_CXL, v);
     }
     v = nf_setting_raw(NF_SET_CXL_NODE);
-    if (v != NULL && strcasecmp(v, "auto") != 0) {
+    if (v != NULL && !nf_strcaseeq(v, "auto")) {
         if (nf_parse_long(v, 0, 65535, &node) == 0)
             s->cxl_node = (int)node;
         else

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "nf_types.h"
+#include "nf_util.h"
 
 #define NF_X_NAME(e, s, h) s,
 static const char *const nf_dt_names[NF_DT_N] = {NF_DATATYPES(NF_X_NAME)};
@@ -38,7 +39,7 @@ static int nf_canon(const char *name, char *buf, size_t len)
     if (n == 0 || n >= len)
         return -1;
     for (size_t i = 0; i <= n; i++)
-        buf[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+        buf[i] = (char)nf_ascii_lower((unsigned char)name[i]);
     return 0;
 }
 
