@@ -2,7 +2,8 @@
  * libFuzzer harness for the policy parser and matcher (make fuzz). Any input
  * must either load or be refused with diagnostics; a loaded policy must match,
  * explain and hash without faults. The input's last bytes also feed the
- * query strings, so the glob matcher sees hostile names.
+ * query strings, so the glob matcher sees hostile names; datatypes and ops
+ * run over their enums and one past (not known).
  */
 #include "config.h"
 
@@ -22,8 +23,6 @@ static void ignore(const nf_policy_diag_t *d, void *arg)
 
 static void exercise(const nf_policy_t *p, const uint8_t *data, size_t size)
 {
-    static const char *const dts[] = {"float", "double", "MPI_INT", NULL, "derived"};
-    static const char *const ops[] = {"sum", "max", "user", NULL};
     char name[64], buf[512];
     size_t n = size < sizeof(name) - 1 ? size : sizeof(name) - 1;
     nf_policy_action_t a;
@@ -33,7 +32,8 @@ static void exercise(const nf_policy_t *p, const uint8_t *data, size_t size)
     for (unsigned i = 0; i < 40; i++) {
         nf_policy_query_t q = {
             i % 3 == 0 ? NULL : name, i % 2 ? "MPI_COMM_WORLD" : name, (int)(i % 9),
-            dts[i % 5], ops[i % 4], (uint64_t)1 << (i % 34), i % 7};
+            (nf_dtype_t)(i * 7 % (NF_DT_N + 1)), (nf_opkind_t)(i * 3 % (NF_OP_N + 1)),
+            (uint64_t)1 << (i % 34), i % 7};
         nf_policy_match(p, &q, &a);
         if (a.route >= NF_ROUTE_COUNT || a.rule == NULL || a.file == NULL)
             __builtin_trap();

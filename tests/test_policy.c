@@ -163,7 +163,7 @@ END_TEST
 START_TEST(test_bad_rule_rest_loads)
 {
     static const char text[] = HDR "[rule a]\nroute = quaternary\n[rule b]\nroute = fp32\n";
-    nf_policy_query_t q = {NULL, "w", 4, "float", "sum", 64, 0};
+    nf_policy_query_t q = {NULL, "w", 4, NF_DT_FLOAT, NF_OP_SUM, 64, 0};
     nf_policy_action_t a;
     nf_policy_t *p;
     diags_t g;
@@ -305,7 +305,8 @@ static const char match_text[] =
 typedef struct match_case {
     const char *region, *comm;
     int size;
-    const char *dt, *op;
+    nf_dtype_t dt;
+    nf_opkind_t op;
     uint64_t bytes, call;
     const char *rule;
     nf_route_t route;
@@ -315,34 +316,37 @@ typedef struct match_case {
 #define MiB (UINT64_C(1) << 20)
 static const match_case_t match_cases[] = {
     /* warm-up: the first 5 calls of a communicator are fp32, whatever else */
-    {"x.fc.w", "w", 8, "float", "sum", 4 * MiB, 0, "warmup", NF_ROUTE_FP32, 5},
-    {NULL, "w", 8, "float", "sum", 4 * MiB, 4, "warmup", NF_ROUTE_FP32, 5},
-    {NULL, "w", 8, "float", "sum", 4 * MiB, 5, "backbone", NF_ROUTE_BINARY, 19},
+    {"x.fc.w", "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 0, "warmup", NF_ROUTE_FP32, 5},
+    {NULL, "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 4, "warmup", NF_ROUTE_FP32, 5},
+    {NULL, "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 5, "backbone", NF_ROUTE_BINARY, 19},
     /* first match wins: the head glob beats the backbone */
-    {"net.fc.weight", "w", 8, "float", "sum", 4 * MiB, 9, "head", NF_ROUTE_FP32, 9},
-    {"cls1.bias", "w", 8, "float", "sum", 4 * MiB, 9, "head", NF_ROUTE_FP32, 9},
-    {"cls1.cias", "w", 8, "float", "sum", 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
-    {"cls12.bias", "w", 8, "float", "sum", 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
-    {"net.fc", "w", 8, "float", "sum", 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
+    {"net.fc.weight", "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "head", NF_ROUTE_FP32, 9},
+    {"cls1.bias", "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "head", NF_ROUTE_FP32, 9},
+    {"cls1.cias", "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
+    {"cls12.bias", "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
+    {"net.fc", "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
     /* communicator glob and size list */
-    {NULL, "sub_rows", 8, "float", "sum", 4 * MiB, 9, "sub", NF_ROUTE_PMPI, 14},
-    {NULL, "sub_rows", 12, "float", "sum", 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
-    {NULL, "sub_rows", 16, "float", "sum", 4 * MiB, 9, "sub", NF_ROUTE_PMPI, 14},
-    {NULL, "sub_rows", 1000, "float", "sum", 4 * MiB, 9, "sub", NF_ROUTE_PMPI, 14},
-    {NULL, NULL, 8, "float", "sum", 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
+    {NULL, "sub_rows", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "sub", NF_ROUTE_PMPI, 14},
+    {NULL, "sub_rows", 12, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
+    {NULL, "sub_rows", 16, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "sub", NF_ROUTE_PMPI, 14},
+    {NULL, "sub_rows", 1000, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "sub", NF_ROUTE_PMPI, 14},
+    {NULL, NULL, 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
     /* size ranges are inclusive, K/M binary */
-    {NULL, "w", 8, "float", "sum", MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
-    {NULL, "w", 8, "float", "sum", MiB - 1, 9, "mid", NF_ROUTE_TERNARY, 28},
-    {NULL, "w", 8, "float", "sum", 4096, 9, "mid", NF_ROUTE_TERNARY, 28},
-    {NULL, "w", 8, "float", "sum", 4095, 9, "default", NF_ROUTE_FP32, 34},
-    {NULL, "w", 65, "float", "sum", 4 * MiB, 9, "default", NF_ROUTE_FP32, 34},
-    /* datatype and op lists; MPI names and any case accepted in queries */
-    {NULL, "w", 8, "MPI_DOUBLE", "max", 8192, 9, "mid", NF_ROUTE_TERNARY, 28},
-    {NULL, "w", 8, "double", "sum", 4 * MiB, 9, "default", NF_ROUTE_FP32, 34},
-    {NULL, "w", 8, "Float", "MPI_SUM", 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
-    {NULL, "w", 8, "float", "user", 4 * MiB, 9, "default", NF_ROUTE_FP32, 34},
-    {NULL, "w", 8, NULL, NULL, 4 * MiB, 9, "default", NF_ROUTE_FP32, 34},
-    {NULL, "w", 8, "int", "sum", 8192, 9, "default", NF_ROUTE_FP32, 34},
+    {NULL, "w", 8, NF_DT_FLOAT, NF_OP_SUM, MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
+    {NULL, "w", 8, NF_DT_FLOAT, NF_OP_SUM, MiB - 1, 9, "mid", NF_ROUTE_TERNARY, 28},
+    {NULL, "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4096, 9, "mid", NF_ROUTE_TERNARY, 28},
+    {NULL, "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4095, 9, "default", NF_ROUTE_FP32, 34},
+    {NULL, "w", 65, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "default", NF_ROUTE_FP32, 34},
+    /* datatype and op lists (the rule says MPI_FLOAT: any case and prefix) */
+    {NULL, "w", 8, NF_DT_DOUBLE, NF_OP_MAX, 8192, 9, "mid", NF_ROUTE_TERNARY, 28},
+    {NULL, "w", 8, NF_DT_DOUBLE, NF_OP_SUM, 4 * MiB, 9, "default", NF_ROUTE_FP32, 34},
+    {NULL, "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9, "backbone", NF_ROUTE_BINARY, 19},
+    {NULL, "w", 8, NF_DT_FLOAT, NF_OP_USER, 4 * MiB, 9, "default", NF_ROUTE_FP32, 34},
+    {NULL, "w", 8, NF_DT_INT, NF_OP_SUM, 8192, 9, "default", NF_ROUTE_FP32, 34},
+    /* not known (out of the enums): matches no datatype or op condition */
+    {NULL, "w", 8, NF_DT_N, NF_OP_N, 4 * MiB, 9, "default", NF_ROUTE_FP32, 34},
+    {NULL, "w", 8, NF_DT_FLOAT, (nf_opkind_t)1000, 4 * MiB, 9, "default", NF_ROUTE_FP32, 34},
+    {NULL, "w", 8, (nf_dtype_t)-1, NF_OP_SUM, 8192, 9, "default", NF_ROUTE_FP32, 34},
 };
 
 START_TEST(test_match)
@@ -367,7 +371,7 @@ END_TEST
 START_TEST(test_actions)
 {
     static const char no_default[] = HDR "[rule a]\ncalls = 3\nroute = fp32\n";
-    nf_policy_query_t q = {NULL, "w", 8, "float", "sum", 4 * MiB, 9};
+    nf_policy_query_t q = {NULL, "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 9};
     nf_policy_action_t a;
     nf_policy_t *p;
     diags_t g;
@@ -412,7 +416,7 @@ END_TEST
 
 START_TEST(test_explain)
 {
-    nf_policy_query_t q = {"net.fc.w", "w", 8, "float", "sum", 4 * MiB, 7};
+    nf_policy_query_t q = {"net.fc.w", "w", 8, NF_DT_FLOAT, NF_OP_SUM, 4 * MiB, 7};
     nf_policy_action_t a;
     nf_policy_t *p;
     diags_t g;
@@ -489,7 +493,7 @@ START_TEST(test_settings)
 {
     static const char text[] = "[policy]\nversion = 1\ncxl_node = auto\ntrace = /tmp/t.jsonl\nstats = out.json\n"
                                "[rule a]\nroute = ternary\ngamma = 1.25e0\n";
-    nf_policy_query_t q = {NULL, "w", 2, "float", "sum", 4, 0};
+    nf_policy_query_t q = {NULL, "w", 2, NF_DT_FLOAT, NF_OP_SUM, 4, 0};
     nf_policy_action_t a;
     nf_policy_t *p;
     diags_t g;
@@ -508,9 +512,39 @@ START_TEST(test_settings)
     ck_assert_uint_eq(v, UINT64_C(2) << 30);
     ck_assert_int_eq(nf_policy_parse_size("1 K", &v), NF_ERR_INVALID);
     ck_assert_int_eq(nf_policy_parse_size("-1", &v), NF_ERR_INVALID);
-    ck_assert_str_eq(nf_policy_datatype_name("MPI_LONG_LONG_INT"), "long_long");
-    ck_assert_ptr_null(nf_policy_datatype_name("MPI_NOPE"));
-    ck_assert_str_eq(nf_policy_op_name("MPI_BXOR"), "bxor");
+}
+END_TEST
+
+/* Rules name datatypes and ops as nf_types.h parses them: any case, with or
+ * without MPI_, aliases included; queries carry the enums. */
+typedef struct name_case { const char *dt, *op; nf_dtype_t qdt; nf_opkind_t qop; int hit; } name_case_t;
+
+static const name_case_t name_cases[] = {
+    {"MPI_LONG_LONG_INT", "MPI_BXOR", NF_DT_LONG_LONG, NF_OP_BXOR, 1},
+    {"long_long", "bxor", NF_DT_LONG_LONG, NF_OP_BXOR, 1},
+    {"Mpi_Real4", "Sum", NF_DT_REAL, NF_OP_SUM, 1},
+    {"c_complex, float", "no_op", NF_DT_C_FLOAT_COMPLEX, NF_OP_NO_OP, 1},
+    {"bool", "user", NF_DT_C_BOOL, NF_OP_USER, 1},
+    {"derived, other", "max", NF_DT_OTHER, NF_OP_MAX, 1},
+    {"long_long", "bxor", NF_DT_LONG, NF_OP_BXOR, 0},
+    {"float", "sum, max", NF_DT_FLOAT, NF_OP_MIN, 0},
+};
+
+START_TEST(test_names)
+{
+    const name_case_t *c = &name_cases[_i];
+    nf_policy_query_t q = {NULL, "w", 2, c->qdt, c->qop, 4, 0};
+    nf_policy_action_t a;
+    nf_policy_t *p;
+    diags_t g;
+    char text[256];
+
+    snprintf(text, sizeof(text), HDR "[rule a]\ndatatype = %s\nop = %s\nroute = fp32\n", c->dt, c->op);
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.count[NF_POLICY_DISABLED] == 0, "%s", g.text);
+    nf_policy_match(p, &q, &a);
+    ck_assert_msg(strcmp(a.rule, c->hit ? "a" : "built-in") == 0, "case %d: rule %s", _i, a.rule);
+    nf_policy_free(p);
 }
 END_TEST
 
@@ -525,6 +559,7 @@ static Suite *policy_suite(void)
     tcase_add_test(t, test_too_many_rules);
     tcase_add_test(t, test_files);
     tcase_add_test(t, test_settings);
+    tcase_add_loop_test(t, test_names, 0, (int)(sizeof(name_cases) / sizeof(name_cases[0])));
     suite_add_tcase(s, t);
     t = tcase_create("match");
     tcase_add_loop_test(t, test_match, 0, (int)(sizeof(match_cases) / sizeof(match_cases[0])));

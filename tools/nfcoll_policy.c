@@ -1,6 +1,6 @@
 /*
  * nfcoll_policy: check an admission policy file, or explain the route it
- * gives one call. A thin front end to lib/policy.c; no MPI_Init.
+ * gives one call. A thin front end to lib/policy; no MPI_Init.
  */
 #include "config.h"
 
@@ -103,6 +103,65 @@ static int parse_u64_arg(const char *opt, const char *v, uint64_t *out)
     return 0;
 }
 
+/* "sum|prod|...|user" from the one table of ops (skip the first '|'). */
+#define X_OP_NAME(e, s, h) "|" s
+static const char op_list[] = NF_OPS(X_OP_NAME);
+#undef X_OP_NAME
+
+/* --datatype and --op take the names a policy file takes (nf_types.h). */
+static int parse_name_arg(const char *opt, const char *v, int (*parse)(const char *),
+                          const char *expected, int *out)
+{
+    int k = parse(v);
+
+    if (k < 0) {
+        fprintf(stderr, "nfcoll_policy: unknown %s '%s' (expected %s)\n", opt, v, expected);
+        return -1;
+    }
+    *out = k;
+    return 0;
+}
+
+/* One explain option into q; bit 1 of *have: --bytes seen, bit 2: --comm-size. */
+static int explain_opt(int c, const char *arg, nf_policy_query_t *q, unsigned *have)
+{
+    uint64_t v;
+    int k;
+
+    switch (c) {
+    case 'b':
+        if (nf_policy_parse_size(arg, &q->bytes) != NF_OK) {
+            fprintf(stderr, "nfcoll_policy: bad --bytes '%s' (expected e.g. 4096, 64K, 1M)\n", arg);
+            return -1;
+        }
+        *have |= 1;
+        return 0;
+    case 'p':
+        if (parse_u64_arg("--comm-size", arg, &v) != 0 || v < 1 || v > INT_MAX) {
+            fprintf(stderr, "nfcoll_policy: --comm-size must be 1..%d\n", INT_MAX);
+            return -1;
+        }
+        q->comm_size = (int)v;
+        *have |= 2;
+        return 0;
+    case 't':
+        if (parse_name_arg("--datatype", arg, nf_dtype_parse,
+                           "an MPI datatype name such as float, double, int or MPI_INT32_T", &k) != 0)
+            return -1;
+        q->datatype = (nf_dtype_t)k;
+        return 0;
+    case 'o':
+        if (parse_name_arg("--op", arg, nf_opkind_parse, op_list + 1, &k) != 0)
+            return -1;
+        q->op = (nf_opkind_t)k;
+        return 0;
+    case 'c': q->comm_name = arg; return 0;
+    case 'r': q->region = arg; return 0;
+    case 'k': return parse_u64_arg("--call", arg, &q->call);
+    }
+    return -1;
+}
+
 static int parse_explain_opts(int argc, char **argv, nf_policy_query_t *q)
 {
     static const struct option opts[] = {
@@ -111,53 +170,27 @@ static int parse_explain_opts(int argc, char **argv, nf_policy_query_t *q)
         {"comm-name", required_argument, NULL, 'c'}, {"region", required_argument, NULL, 'r'},
         {"call", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    int c, have_bytes = 0, have_size = 0;
-    uint64_t v;
+    unsigned have = 0;
+    int c;
 
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'b':
-            if (nf_policy_parse_size(optarg, &q->bytes) != NF_OK) {
-                fprintf(stderr, "nfcoll_policy: bad --bytes '%s' (expected e.g. 4096, 64K, 1M)\n", optarg);
-                return -1;
-            }
-            have_bytes = 1;
-            break;
-        case 'p':
-            if (parse_u64_arg("--comm-size", optarg, &v) != 0 || v < 1 || v > INT_MAX) {
-                fprintf(stderr, "nfcoll_policy: --comm-size must be 1..%d\n", INT_MAX);
-                return -1;
-            }
-            q->comm_size = (int)v;
-            have_size = 1;
-            break;
-        case 't': q->datatype = optarg; break;
-        case 'o': q->op = optarg; break;
-        case 'c': q->comm_name = optarg; break;
-        case 'r': q->region = optarg; break;
-        case 'k':
-            if (parse_u64_arg("--call", optarg, &q->call) != 0)
-                return -1;
-            break;
-        case 'h': usage(stdout); exit(EXIT_OK);
-        default: return -1;
+        if (c == 'h') {
+            usage(stdout);
+            exit(EXIT_OK);
         }
+        if (explain_opt(c, optarg, q, &have) != 0)
+            return -1;
     }
-    if (!have_bytes || !have_size) {
+    if (have != 3) {
         fprintf(stderr, "nfcoll_policy: explain needs --bytes and --comm-size\n");
         return -1;
     }
-    if (nf_policy_datatype_name(q->datatype) == NULL)
-        fprintf(stderr, "nfcoll_policy: note: unknown datatype '%s' matches no datatype condition\n",
-                q->datatype);
-    if (nf_policy_op_name(q->op) == NULL)
-        fprintf(stderr, "nfcoll_policy: note: unknown op '%s' matches no op condition\n", q->op);
     return 0;
 }
 
 static int cmd_explain(int argc, char **argv)
 {
-    nf_policy_query_t q = {NULL, "MPI_COMM_WORLD", 0, "float", "sum", 0, 0};
+    nf_policy_query_t q = {NULL, "MPI_COMM_WORLD", 0, NF_DT_FLOAT, NF_OP_SUM, 0, 0};
     nf_policy_action_t a;
     tally_t t = {0, 0, 0};
     nf_policy_t *p = NULL;
@@ -180,8 +213,8 @@ static int cmd_explain(int argc, char **argv)
     }
     loaded = nf_policy_load(file, print_diag, &t, &p) == NF_OK;
     printf("call: region %s, comm '%s' of size %d, datatype %s, op %s, %" PRIu64 " bytes, call %" PRIu64
-           "\n", q.region != NULL ? q.region : "(none)", q.comm_name, q.comm_size, q.datatype, q.op,
-           q.bytes, q.call);
+           "\n", q.region != NULL ? q.region : "(none)", q.comm_name, q.comm_size,
+           nf_dtype_name(q.datatype), nf_opkind_name(q.op), q.bytes, q.call);
     n = nf_policy_explain(p, &q, &a, NULL, 0);
     text = malloc(n + 1);
     if (text == NULL) {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "nfcoll.h"
+#include "nf_types.h"
 
 typedef struct nf_policy nf_policy_t;
 
@@ -22,17 +23,17 @@ typedef struct nf_policy nf_policy_t;
 
 /** What a call looks like to the matcher. A NULL string matches no rule that
  * constrains that field (e.g. a buffer without a bound region never matches
- * a rule with a `region` key). */
+ * a rule with a `region` key); so does a datatype or op outside its enum
+ * (NF_DT_N, NF_OP_N: "not known"). Matching compares enum bits: no string
+ * work per call for datatypes and ops. */
 typedef struct nf_policy_query {
-    const char *region;    /**< bound region name, or NULL */
-    const char *comm_name; /**< communicator name (MPI_Comm_get_name), or NULL */
-    int comm_size;         /**< processes in the communicator */
-    const char *datatype;  /**< "float", "double", "int", ...: the MPI name in
-                                lower case without "MPI_"; "derived" for
-                                derived datatypes (nf_policy_datatype_name) */
-    const char *op;        /**< "sum", "max", ...; "user" for user-defined */
-    uint64_t bytes;        /**< message size in bytes (count * type size) */
-    uint64_t call;         /**< 0-based index of this call on the communicator */
+    const char *region;    /* bound region name, or NULL */
+    const char *comm_name; /* communicator name, or NULL */
+    int comm_size;
+    nf_dtype_t datatype;   /* from nf_types.h */
+    nf_opkind_t op;
+    uint64_t bytes;
+    uint64_t call;
 } nf_policy_query_t;
 
 /** Scale segment requested by a rule. */
@@ -139,13 +140,6 @@ const char *nf_policy_file(const nf_policy_t *p);
 /** Parse a byte count as the `bytes` key does ("4096", "64K", "1MiB", "2G";
  * K = 1024). */
 nf_status_t nf_policy_parse_size(const char *text, uint64_t *bytes);
-
-/** Canonical datatype name for a `datatype` value ("MPI_FLOAT", "Float" and
- * "float" all give "float"), or NULL when the name is not known. */
-const char *nf_policy_datatype_name(const char *name);
-
-/** Same for `op` values ("MPI_SUM" -> "sum"). */
-const char *nf_policy_op_name(const char *name);
 
 void nf_policy_free(nf_policy_t *p);
 

@@ -50,6 +50,8 @@ static int nf_strcaseeq(const char *a, const char *b) { return nf_strncaseeq(a, 
 #define NF_POL_MAX_NAME 64           /* rule name length */
 #define NF_POL_MAX_RULES 1024        /* keeps load-time checks quadratic but small */
 
+#define NF_BIT(i) (UINT64_C(1) << (i))
+
 typedef struct { uint64_t lo, hi; } nf_range_t;
 typedef struct { int n; nf_range_t r[NF_POL_MAX_LIST]; } nf_ranges_t;
 typedef struct { int n; char *g[NF_POL_MAX_LIST]; } nf_globs_t;
@@ -74,6 +76,12 @@ static const char *const nf_key_names[K_NKEYS] = {
 _Static_assert(NF_POLICY_F_REGION == 1u << K_REGION && NF_POLICY_F_CALLS == 1u << K_CALLS &&
                NF_POLICY_F_BYTES == 1u << K_BYTES && NF_POLICY_F_OP == 1u << K_OP,
                "NF_POLICY_F_* follow nf_key_t");
+_Static_assert(NF_DT_N <= 64 && NF_OP_N <= 64, "a rule holds datatypes and ops as 64-bit masks");
+
+/* "sum|prod|...|user" from the one table of ops, for messages. */
+#define NF_X_OP_NAME(e, s, h) "|" s
+static const char nf_op_list[] = NF_OPS(NF_X_OP_NAME);
+#undef NF_X_OP_NAME
 
 typedef struct nf_rule {
     char *name;
@@ -84,7 +92,7 @@ typedef struct nf_rule {
     char *text[K_NKEYS];          /* values as written, for explain */
     nf_globs_t region, comm;
     nf_ranges_t comm_size, bytes, calls;
-    uint64_t datatypes, ops;      /* bit per nf_dt_names / nf_op_names entry */
+    uint64_t datatypes, ops;      /* bit per nf_dtype_t / nf_opkind_t */
     nf_route_t route;
     int ef;
     double gamma;
@@ -101,82 +109,6 @@ struct nf_policy {
     char *stats, *trace;
     uint64_t hash;
 };
-
-/* ---------------------------------------------------------------- names */
-
-/* Lower-case MPI predefined datatype names without "MPI_". At most 64. */
-static const char *const nf_dt_names[] = {
-    "float", "double", "long_double", "char", "signed_char", "unsigned_char",
-    "byte", "short", "unsigned_short", "int", "unsigned", "long",
-    "unsigned_long", "long_long", "unsigned_long_long", "wchar", "c_bool",
-    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
-    "uint32_t", "uint64_t", "aint", "offset", "count", "c_float_complex",
-    "c_double_complex", "c_long_double_complex", "float_int", "double_int",
-    "long_int", "2int", "short_int", "long_double_int", "derived",
-};
-#define NF_NDT ((int)(sizeof(nf_dt_names) / sizeof(nf_dt_names[0])))
-
-static const char *const nf_dt_alias[][2] = {
-    {"long_long_int", "long_long"}, {"unsigned_int", "unsigned"},
-    {"c_complex", "c_float_complex"}, {"bool", "c_bool"},
-};
-
-static const char *const nf_op_names[] = {
-    "sum", "prod", "max", "min", "land", "lor", "lxor", "band", "bor",
-    "bxor", "maxloc", "minloc", "replace", "no_op", "user",
-};
-#define NF_NOP ((int)(sizeof(nf_op_names) / sizeof(nf_op_names[0])))
-
-/* Index of a name in table, accepting any case and an "MPI_" prefix. */
-static int nf_name_index(const char *const *table, int n, const char *const (*alias)[2],
-                         int nalias, const char *name)
-{
-    char buf[32];
-    size_t len;
-
-    if (name == NULL)
-        return -1;
-    for (int i = 0; i < n; i++)         /* fast path: already canonical */
-        if (strcmp(name, table[i]) == 0)
-            return i;
-    if (nf_strncaseeq(name, "mpi_", 4))
-        name += 4;
-    len = strlen(name);
-    if (len == 0 || len >= sizeof(buf))
-        return -1;
-    for (size_t i = 0; i <= len; i++)
-        buf[i] = (char)nf_lower((unsigned char)name[i]);
-    for (int i = 0; i < nalias; i++)
-        if (strcmp(buf, alias[i][0]) == 0)
-            return nf_name_index(table, n, NULL, 0, alias[i][1]);
-    for (int i = 0; i < n; i++)
-        if (strcmp(buf, table[i]) == 0)
-            return i;
-    return -1;
-}
-
-static int nf_dt_index(const char *name)
-{
-    return nf_name_index(nf_dt_names, NF_NDT, nf_dt_alias,
-                         (int)(sizeof(nf_dt_alias) / sizeof(nf_dt_alias[0])), name);
-}
-
-static int nf_op_index(const char *name)
-{
-    return nf_name_index(nf_op_names, NF_NOP, NULL, 0, name);
-}
-
-const char *nf_policy_datatype_name(const char *name)
-{
-    int i = nf_dt_index(name);
-    return i < 0 ? NULL : nf_dt_names[i];
-}
-
-const char *nf_policy_op_name(const char *name)
-{
-    int i = nf_op_index(name);
-    return i < 0 ? NULL : nf_op_names[i];
-}
 
 /* ---------------------------------------------------------------- globs */
 
@@ -534,7 +466,7 @@ static int nf_parse_names(nf_parser_t *ps, const char *key, char *value,
             nf_rule_bad(ps, "unknown %s '%s' (expected %s)", key, items[i], expected);
             return -1;
         }
-        *mask |= UINT64_C(1) << k;
+        *mask |= NF_BIT(k);
     }
     return n > 0 ? 0 : -1;
 }
@@ -627,13 +559,11 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
     case K_BYTES: nf_parse_ranges(ps, key, v, 1, 0, UINT64_MAX, &r->bytes); break;
     case K_CALLS: nf_parse_ranges(ps, key, v, 0, 0, UINT64_MAX, &r->calls); break;
     case K_DATATYPE:
-        nf_parse_names(ps, key, v, nf_dt_index, "float|double|int|... as MPI_<NAME> in lower case",
+        nf_parse_names(ps, key, v, nf_dtype_parse, "float|double|int|... as MPI_<NAME> in lower case",
                        &r->datatypes);
         break;
     case K_OP:
-        nf_parse_names(ps, key, v, nf_op_index,
-                       "sum|prod|max|min|land|lor|lxor|band|bor|bxor|maxloc|minloc|replace|no_op|user",
-                       &r->ops);
+        nf_parse_names(ps, key, v, nf_opkind_parse, nf_op_list + 1, &r->ops);
         break;
     case K_ROUTE: {
         for (char *c = v; *c != '\0'; c++)
@@ -1034,7 +964,8 @@ static void nf_check_rules(nf_parser_t *ps)
             nf_diag(ps, NF_POLICY_WARNING, b->key_line[K_GAMMA],
                     "gamma has no effect on route %s (only ternary uses it)", nf_route_name(b->route));
         if ((b->route == NF_ROUTE_BINARY || b->route == NF_ROUTE_TERNARY) &&
-            ((b->datatypes != 0 && !(b->datatypes & 1)) || (b->ops != 0 && !(b->ops & 1))))
+            ((b->datatypes != 0 && !(b->datatypes & NF_BIT(NF_DT_FLOAT))) ||
+             (b->ops != 0 && !(b->ops & NF_BIT(NF_OP_SUM)))))
             nf_diag(ps, NF_POLICY_WARNING, b->line,
                     "rule '%s' never runs %s: low-bit routes take only float sums (its calls go pmpi)",
                     b->name, nf_route_name(b->route));
@@ -1243,29 +1174,34 @@ static int nf_match_ranges(const nf_ranges_t *r, uint64_t v)
     return 0;
 }
 
-typedef struct nf_qkeys { int dt, op; } nf_qkeys_t;
+/* Out-of-range enums (a caller's "unknown") match no datatype or op test;
+ * shifting by them would be undefined. */
+static int nf_match_mask(uint64_t mask, unsigned v, unsigned n)
+{
+    return v < n && (mask & NF_BIT(v)) != 0;
+}
 
-static int nf_match_key(const nf_rule_t *r, int k, const nf_policy_query_t *q, const nf_qkeys_t *qk)
+static int nf_match_key(const nf_rule_t *r, int k, const nf_policy_query_t *q)
 {
     switch (k) {
     case K_REGION: return nf_match_globs(&r->region, q->region);
     case K_COMM: return nf_match_globs(&r->comm, q->comm_name);
     case K_COMM_SIZE: return q->comm_size > 0 && nf_match_ranges(&r->comm_size, (uint64_t)q->comm_size);
-    case K_DATATYPE: return qk->dt >= 0 && ((r->datatypes >> qk->dt) & 1);
-    case K_OP: return qk->op >= 0 && ((r->ops >> qk->op) & 1);
+    case K_DATATYPE: return nf_match_mask(r->datatypes, (unsigned)q->datatype, NF_DT_N);
+    case K_OP: return nf_match_mask(r->ops, (unsigned)q->op, NF_OP_N);
     case K_BYTES: return nf_match_ranges(&r->bytes, q->bytes);
     case K_CALLS: return nf_match_ranges(&r->calls, q->call);
     }
     return 0;
 }
 
-static int nf_match_rule(const nf_rule_t *r, const nf_policy_query_t *q, const nf_qkeys_t *qk)
+static int nf_match_rule(const nf_rule_t *r, const nf_policy_query_t *q)
 {
     /* Cheapest tests first: numbers, then names, then patterns. */
     static const unsigned char order[K_NMATCH] = {K_CALLS, K_BYTES, K_COMM_SIZE, K_DATATYPE,
                                                   K_OP, K_COMM, K_REGION};
     for (int i = 0; i < K_NMATCH; i++)
-        if ((r->set & (1u << order[i])) && !nf_match_key(r, order[i], q, qk))
+        if ((r->set & (1u << order[i])) && !nf_match_key(r, order[i], q))
             return 0;
     return 1;
 }
@@ -1298,24 +1234,15 @@ static void nf_action_default(const nf_policy_t *p, nf_policy_action_t *out)
         nf_action_builtin(out);
 }
 
-static void nf_query_keys(const nf_policy_query_t *q, nf_qkeys_t *qk)
-{
-    qk->dt = nf_dt_index(q->datatype);
-    qk->op = nf_op_index(q->op);
-}
-
 void nf_policy_match(const nf_policy_t *p, const nf_policy_query_t *q, nf_policy_action_t *out)
 {
-    nf_qkeys_t qk;
-
     if (p == NULL || q == NULL) {
         nf_action_builtin(out);
         return;
     }
-    nf_query_keys(q, &qk);
     for (int i = 0; i < p->nrules; i++) {
         const nf_rule_t *r = &p->rules[i];
-        if (!r->disabled && nf_match_rule(r, q, &qk)) {
+        if (!r->disabled && nf_match_rule(r, q)) {
             nf_action_from(p, r, i, r->name, out);
             return;
         }
@@ -1349,8 +1276,8 @@ static void nf_explain_value(nf_buf_t *b, int k, const nf_policy_query_t *q)
     switch (k) {
     case K_REGION: s = q->region; break;
     case K_COMM: s = q->comm_name; break;
-    case K_DATATYPE: s = q->datatype; break;
-    case K_OP: s = q->op; break;
+    case K_DATATYPE: s = (unsigned)q->datatype < NF_DT_N ? nf_dtype_name(q->datatype) : NULL; break;
+    case K_OP: s = (unsigned)q->op < NF_OP_N ? nf_opkind_name(q->op) : NULL; break;
     case K_COMM_SIZE: nf_bprintf(b, "%d", q->comm_size); return;
     case K_BYTES: nf_bprintf(b, "%" PRIu64, q->bytes); return;
     case K_CALLS: nf_bprintf(b, "%" PRIu64, q->call); return;
@@ -1363,9 +1290,9 @@ static void nf_explain_value(nf_buf_t *b, int k, const nf_policy_query_t *q)
 
 /* "rule NAME (file:line): match|no match: key VALUE in|not in SPEC; ..." */
 static int nf_explain_rule(nf_buf_t *b, const nf_policy_t *p, const nf_rule_t *r,
-                           const nf_policy_query_t *q, const nf_qkeys_t *qk)
+                           const nf_policy_query_t *q)
 {
-    int ok = nf_match_rule(r, q, qk), any = 0;
+    int ok = nf_match_rule(r, q), any = 0;
 
     nf_bprintf(b, "rule %s (%s:%d): ", r->name, p->file, r->line);
     if (r->disabled) {
@@ -1376,7 +1303,7 @@ static int nf_explain_rule(nf_buf_t *b, const nf_policy_t *p, const nf_rule_t *r
     for (int k = 0; k < K_NMATCH; k++) {
         if (!(r->set & (1u << k)))
             continue;
-        int m = nf_match_key(r, k, q, qk);
+        int m = nf_match_key(r, k, q);
         nf_bprintf(b, "%s %s ", any++ ? ";" : ":", nf_key_names[k]);
         nf_explain_value(b, k, q);
         nf_bprintf(b, " %s %s", m ? "in" : "NOT in", r->text[k]);
@@ -1410,7 +1337,6 @@ size_t nf_policy_explain(const nf_policy_t *p, const nf_policy_query_t *q,
                          nf_policy_action_t *out, char *buf, size_t len)
 {
     nf_buf_t b = {buf, len, 0};
-    nf_qkeys_t qk;
     int i;
 
     if (len > 0)
@@ -1421,9 +1347,8 @@ size_t nf_policy_explain(const nf_policy_t *p, const nf_policy_query_t *q,
         nf_explain_action(&b, out);
         return b.used;
     }
-    nf_query_keys(q, &qk);
     for (i = 0; i < p->nrules; i++)
-        if (nf_explain_rule(&b, p, &p->rules[i], q, &qk))
+        if (nf_explain_rule(&b, p, &p->rules[i], q))
             break;
     if (i == p->nrules)
         nf_bprintf(&b, "no rule matched: %s\n",
