@@ -13,8 +13,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <locale.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,26 +22,7 @@
 
 #include "nf_log.h"
 #include "nf_policy.h"
-
-/* ASCII only: the same file must parse alike on every rank, whatever locale
- * the program set. */
-static int nf_isspace(int c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-static int nf_isdigit(int c) { return c >= '0' && c <= '9'; }
-static int nf_lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
-static int nf_isalnum(int c) { return nf_isdigit(c) || (nf_lower(c) >= 'a' && nf_lower(c) <= 'z'); }
-
-static int nf_strncaseeq(const char *a, const char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++, a++, b++) {
-        if (nf_lower((unsigned char)*a) != nf_lower((unsigned char)*b))
-            return 0;
-        if (*a == '\0')
-            return 1;
-    }
-    return 1;
-}
-
-static int nf_strcaseeq(const char *a, const char *b) { return nf_strncaseeq(a, b, SIZE_MAX); }
+#include "nf_util.h"
 
 #define NF_POL_MAX_LIST 16           /* values per key */
 #define NF_POL_MAX_FILE (1u << 20)   /* bytes */
@@ -275,10 +254,10 @@ static void nf_rule_bad(nf_parser_t *ps, const char *fmt, ...)
 static char *nf_trim(char *s)
 {
     char *e;
-    while (nf_isspace((unsigned char)*s))
+    while (nf_ascii_isspace((unsigned char)*s))
         s++;
     e = s + strlen(s);
-    while (e > s && nf_isspace((unsigned char)e[-1]))
+    while (e > s && nf_ascii_isspace((unsigned char)e[-1]))
         *--e = '\0';
     return s;
 }
@@ -288,16 +267,16 @@ static int nf_parse_u64(const char *s, int suffix, uint64_t *v)
 {
     uint64_t x = 0, mul = 1;
 
-    if (!nf_isdigit((unsigned char)*s))
+    if (!nf_ascii_isdigit((unsigned char)*s))
         return NF_ERR_INVALID;
-    for (; nf_isdigit((unsigned char)*s); s++) {
+    for (; nf_ascii_isdigit((unsigned char)*s); s++) {
         unsigned d = (unsigned)(*s - '0');
         if (x > (UINT64_MAX - d) / 10)
             return NF_ERR_CAPACITY;
         x = x * 10 + d;
     }
     if (suffix && *s != '\0') {
-        const char *u = strchr("kmgt", nf_lower((unsigned char)*s));
+        const char *u = strchr("kmgt", nf_ascii_lower((unsigned char)*s));
         if (u != NULL && *u != '\0') {
             for (int i = 0; i <= u - "kmgt"; i++)
                 mul *= 1024;
@@ -471,48 +450,14 @@ static int nf_parse_names(nf_parser_t *ps, const char *key, char *value,
     return n > 0 ? 0 : -1;
 }
 
-static int nf_parse_bool(const char *v, int *out)
+/* ef: a bool (nf_parse_bool's spellings) or inherit (-1). */
+static int nf_parse_ef(const char *v, int *out)
 {
-    static const char *const on[] = {"on", "yes", "true", "1"};
-    static const char *const off[] = {"off", "no", "false", "0"};
-    for (int i = 0; i < 4; i++) {
-        if (nf_strcaseeq(v, on[i])) {
-            *out = 1;
-            return 0;
-        }
-        if (nf_strcaseeq(v, off[i])) {
-            *out = 0;
-            return 0;
-        }
-    }
     if (nf_strcaseeq(v, "inherit")) {
         *out = -1;
         return 0;
     }
-    return -1;
-}
-
-/* A plain decimal number, read in the C locale whatever the program set. */
-static int nf_parse_double(const char *v, double *out)
-{
-    locale_t c, old;
-    char *end;
-    double d;
-
-    if (*v == '\0' || strspn(v, "0123456789.eE+-") != strlen(v))
-        return -1;
-    c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    if (c == (locale_t)0)
-        return -1;
-    old = uselocale(c);
-    errno = 0;
-    d = strtod(v, &end);
-    uselocale(old);
-    freelocale(c);
-    if (*end != '\0' || errno != 0 || !isfinite(d))
-        return -1;
-    *out = d;
-    return 0;
+    return nf_parse_bool(v, out);
 }
 
 /* ------------------------------------------------------- rule keys */
@@ -567,13 +512,13 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
         break;
     case K_ROUTE: {
         for (char *c = v; *c != '\0'; c++)
-            *c = (char)nf_lower((unsigned char)*c);
+            *c = (char)nf_ascii_lower((unsigned char)*c);
         if (nf_route_parse(v, &r->route) != NF_OK)
             nf_rule_bad(ps, "unknown route '%s' (expected " NF_ROUTES ")", v);
         break;
     }
     case K_EF:
-        if (nf_parse_bool(v, &r->ef) != 0)
+        if (nf_parse_ef(v, &r->ef) != 0)
             nf_rule_bad(ps, "bad ef '%s' (expected on|off|inherit)", v);
         break;
     case K_GAMMA:
@@ -651,7 +596,7 @@ static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
             nf_diag(ps, NF_POLICY_DISABLED, ps->line,
                     "bad cxl_node '%s' (expected auto or a NUMA node number); setting ignored", value);
     } else if (nf_strcaseeq(name, "stats") || nf_strcaseeq(name, "trace")) {
-        char **slot = nf_lower((unsigned char)name[0]) == 's' ? &p->stats : &p->trace;
+        char **slot = nf_ascii_lower((unsigned char)name[0]) == 's' ? &p->stats : &p->trace;
         if (*value == '\0') {
             nf_diag(ps, NF_POLICY_DISABLED, ps->line, "empty value for '%s'; setting ignored", name);
             return;
@@ -704,7 +649,7 @@ static int nf_valid_name(const char *s)
     if (*s == '\0' || strlen(s) >= NF_POL_MAX_NAME)
         return 0;
     for (; *s != '\0'; s++)
-        if (!nf_isalnum((unsigned char)*s) && strchr("_.-:@+", *s) == NULL)
+        if (!nf_ascii_isalnum((unsigned char)*s) && strchr("_.-:@+", *s) == NULL)
             return 0;
     return 1;
 }
@@ -813,7 +758,7 @@ static void nf_section(nf_parser_t *ps, char *line)
 static void nf_cut_comment(char *s)
 {
     for (char *c = s; *c != '\0'; c++) {
-        if ((*c == ';' || *c == '#') && (c == s || nf_isspace((unsigned char)c[-1]))) {
+        if ((*c == ';' || *c == '#') && (c == s || nf_ascii_isspace((unsigned char)c[-1]))) {
             *c = '\0';
             return;
         }
@@ -860,7 +805,7 @@ static int nf_find_binary(nf_parser_t *ps, const char *text, size_t len)
         if (c == '\n') {
             line++;
             col = 0;
-        } else if ((c < 0x20 && !nf_isspace(c)) || c == 0x7f) {
+        } else if ((c < 0x20 && !nf_ascii_isspace(c)) || c == 0x7f) {
             nf_diag(ps, NF_POLICY_ERROR, line,
                     "binary data (byte 0x%02x at column %zu); not a policy file?", c, col);
             return 1;
@@ -981,27 +926,11 @@ static void nf_check_rules(nf_parser_t *ps)
     }
 }
 
-/* FNV-1a over a canonical form of the rules. */
-static uint64_t nf_fnv(uint64_t h, const void *data, size_t n)
+/* FNV-1a over a canonical form of the rules. Strings go in with their
+ * length, so that two names cannot run together into the same bytes. */
+static uint64_t nf_hash_name(uint64_t h, const char *s)
 {
-    const unsigned char *b = data;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * UINT64_C(0x100000001b3);
-    return h;
-}
-
-static uint64_t nf_hash_u64(uint64_t h, uint64_t v)
-{
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-    return nf_fnv(h, b, 8);
-}
-
-static uint64_t nf_hash_str(uint64_t h, const char *s)
-{
-    size_t n = strlen(s);
-    return nf_fnv(nf_hash_u64(h, n), s, n);
+    return nf_hash_str(nf_hash_u64(h, strlen(s)), s);
 }
 
 static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
@@ -1010,11 +939,11 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
     const nf_ranges_t *rg[3] = {&r->comm_size, &r->bytes, &r->calls};
     uint64_t gbits;
 
-    h = nf_hash_str(h, r->name != NULL ? r->name : "");
+    h = nf_hash_name(h, r->name != NULL ? r->name : "");
     for (int i = 0; i < 2; i++) {
         h = nf_hash_u64(h, (uint64_t)g[i]->n);
         for (int j = 0; j < g[i]->n; j++)
-            h = nf_hash_str(h, g[i]->g[j]);
+            h = nf_hash_name(h, g[i]->g[j]);
     }
     for (int i = 0; i < 3; i++) {
         h = nf_hash_u64(h, (uint64_t)rg[i]->n);
@@ -1031,7 +960,7 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
 
 static uint64_t nf_hash_policy(const nf_policy_t *p)
 {
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    uint64_t h = NF_HASH_INIT;
 
     h = nf_hash_u64(h, NF_POLICY_VERSION);
     for (int i = 0; i < p->nrules; i++)
