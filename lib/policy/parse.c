@@ -1,5 +1,6 @@
 /*
- * Admission policy: parser (libinih underneath) and matcher. No MPI calls.
+ * Admission policy parser (libinih underneath), its diagnostics with
+ * file:line, and the policy hash. No MPI calls.
  *
  * libinih does the key/value split; everything that needs a line number or
  * must not depend on inih's build options or run-time globals (line length,
@@ -21,165 +22,18 @@
 #include <ini.h>
 
 #include "nf_log.h"
-#include "nf_policy.h"
+#include "nf_policy_int.h"
 #include "nf_util.h"
 
-#define NF_POL_MAX_LIST 16           /* values per key */
-#define NF_POL_MAX_FILE (1u << 20)   /* bytes */
-#define NF_POL_MAX_NAME 64           /* rule name length */
-#define NF_POL_MAX_RULES 1024        /* keeps load-time checks quadratic but small */
-
-#define NF_BIT(i) (UINT64_C(1) << (i))
-
-typedef struct { uint64_t lo, hi; } nf_range_t;
-typedef struct { int n; nf_range_t r[NF_POL_MAX_LIST]; } nf_ranges_t;
-typedef struct { int n; char *g[NF_POL_MAX_LIST]; } nf_globs_t;
-
-/* Keys, in the order the hash and explain visit them. Match keys first. */
-typedef enum nf_key {
-    K_REGION, K_COMM, K_COMM_SIZE, K_DATATYPE, K_OP, K_BYTES, K_CALLS,
-    K_NMATCH,
-    K_ROUTE = K_NMATCH, K_EF, K_GAMMA, K_SEGMENT,
-    K_NKEYS
-} nf_key_t;
-
-static const char *const nf_key_names[K_NKEYS] = {
-    "region", "comm", "comm_size", "datatype", "op", "bytes", "calls",
-    "route", "ef", "gamma", "segment",
-};
 #define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|gamma|segment"
 #define NF_DEFAULT_KEYS "route|ef|gamma|segment"
 #define NF_POLICY_KEYS "version|cxl_node|stats|trace"
 #define NF_ROUTES "pmpi|fp32|binary|ternary"
 
-_Static_assert(NF_POLICY_F_REGION == 1u << K_REGION && NF_POLICY_F_CALLS == 1u << K_CALLS &&
-               NF_POLICY_F_BYTES == 1u << K_BYTES && NF_POLICY_F_OP == 1u << K_OP,
-               "NF_POLICY_F_* follow nf_key_t");
-_Static_assert(NF_DT_N <= 64 && NF_OP_N <= 64, "a rule holds datatypes and ops as 64-bit masks");
-
 /* "sum|prod|...|user" from the one table of ops, for messages. */
 #define NF_X_OP_NAME(e, s, h) "|" s
 static const char nf_op_list[] = NF_OPS(NF_X_OP_NAME);
 #undef NF_X_OP_NAME
-
-typedef struct nf_rule {
-    char *name;
-    int line;
-    int disabled;
-    unsigned set;                 /* bit per nf_key_t seen */
-    int key_line[K_NKEYS];
-    char *text[K_NKEYS];          /* values as written, for explain */
-    nf_globs_t region, comm;
-    nf_ranges_t comm_size, bytes, calls;
-    uint64_t datatypes, ops;      /* bit per nf_dtype_t / nf_opkind_t */
-    nf_route_t route;
-    int ef;
-    double gamma;
-    nf_policy_segment_t segment;
-} nf_rule_t;
-
-struct nf_policy {
-    char *file;
-    nf_rule_t *rules;
-    int nrules, cap, ndisabled;
-    nf_rule_t dflt;
-    int has_default;              /* a [default] section exists and is enabled */
-    int cxl_node;
-    char *stats, *trace;
-    uint64_t hash;
-};
-
-/* ---------------------------------------------------------------- globs */
-
-/* Bracket expression after '['; sets *end past ']' or to NULL if unterminated. */
-static int nf_glob_class(const char *p, unsigned char c, const char **end)
-{
-    int neg = 0, hit = 0;
-    const char *first;
-
-    if (*p == '!' || *p == '^') {
-        neg = 1;
-        p++;
-    }
-    first = p;
-    while (*p != ']' || p == first) {
-        unsigned char lo, hi;
-        if (*p == '\0') {
-            *end = NULL;
-            return 0;
-        }
-        lo = (unsigned char)*p++;
-        if (lo == '\\' && *p != '\0')
-            lo = (unsigned char)*p++;
-        hi = lo;
-        if (p[0] == '-' && p[1] != '\0' && p[1] != ']') {
-            p++;
-            hi = (unsigned char)*p++;
-            if (hi == '\\' && *p != '\0')
-                hi = (unsigned char)*p++;
-        }
-        if (lo <= c && c <= hi)
-            hit = 1;
-    }
-    *end = p + 1;
-    return hit != neg;
-}
-
-/* One pattern element against one character; *next is the following element. */
-static int nf_glob_one(const char *p, unsigned char c, const char **next)
-{
-    if (*p == '?') {
-        *next = p + 1;
-        return 1;
-    }
-    if (*p == '[') {
-        int m = nf_glob_class(p + 1, c, next);
-        if (*next != NULL)
-            return m;
-        *next = p + 1;                  /* unterminated: a literal '[' */
-        return c == '[';
-    }
-    if (*p == '\\' && p[1] != '\0')
-        p++;
-    *next = p + 1;
-    return (unsigned char)*p == c;
-}
-
-/* fnmatch(3) without flags, but locale-free, allocation-free and linear in
- * backtracking (one pending '*'), so a hostile pattern cannot blow up. */
-static int nf_glob_match(const char *p, const char *s)
-{
-    const char *star_p = NULL, *star_s = NULL, *next;
-
-    while (*s != '\0') {
-        if (*p == '*') {
-            while (*p == '*')
-                p++;
-            if (*p == '\0')
-                return 1;
-            star_p = p;
-            star_s = s;
-            continue;
-        }
-        if (*p != '\0' && nf_glob_one(p, (unsigned char)*s, &next)) {
-            p = next;
-            s++;
-            continue;
-        }
-        if (star_p == NULL)
-            return 0;
-        p = star_p;
-        s = ++star_s;
-    }
-    while (*p == '*')
-        p++;
-    return *p == '\0';
-}
-
-static int nf_glob_has_meta(const char *p)
-{
-    return strpbrk(p, "*?[\\") != NULL;
-}
 
 /* ---------------------------------------------------------- diagnostics */
 
@@ -408,18 +262,9 @@ static int nf_parse_globs(nf_parser_t *ps, const char *key, char *value, nf_glob
     int n = nf_split_checked(ps, key, value, items);
 
     for (int i = 0; i < n; i++) {
-        for (const char *p = items[i]; *p != '\0'; p++) {
-            const char *end;
-            if (*p == '\\' && p[1] != '\0') {
-                p++;
-            } else if (*p == '[') {
-                nf_glob_class(p + 1, 0, &end);
-                if (end == NULL) {
-                    nf_rule_bad(ps, "unterminated '[' in %s pattern '%s'", key, items[i]);
-                    return -1;
-                }
-                p = end - 1;
-            }
+        if (!nf_pol_glob_valid(items[i])) {
+            nf_rule_bad(ps, "unterminated '[' in %s pattern '%s'", key, items[i]);
+            return -1;
         }
     }
     for (int i = 0; i < n; i++) {
@@ -488,14 +333,14 @@ static int nf_key_lookup(const char *name)
     if (nf_strcaseeq(name, "call"))
         return K_CALLS;
     for (int k = 0; k < K_NKEYS; k++)
-        if (nf_strcaseeq(name, nf_key_names[k]))
+        if (nf_strcaseeq(name, nf_pol_key_names[k]))
             return k;
     return -1;
 }
 
 static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
 {
-    const char *key = nf_key_names[k];
+    const char *key = nf_pol_key_names[k];
 
     switch (k) {
     case K_REGION: nf_parse_globs(ps, key, v, &r->region); break;
@@ -848,84 +693,6 @@ static char *nf_reader(char *str, int num, void *stream)
 
 /* ------------------------------------------------------- after parsing */
 
-static int nf_ranges_cover(const nf_ranges_t *a, const nf_ranges_t *b)
-{
-    if (a->n == 0)
-        return 1;
-    if (b->n == 0)
-        return 0;
-    for (int i = 0; i < b->n; i++) {
-        int in = 0;
-        for (int j = 0; j < a->n && !in; j++)
-            in = a->r[j].lo <= b->r[i].lo && b->r[i].hi <= a->r[j].hi;
-        if (!in)
-            return 0;
-    }
-    return 1;
-}
-
-/* Conservative: true only when every name b's patterns accept, a's accept. */
-static int nf_globs_cover(const nf_globs_t *a, const nf_globs_t *b)
-{
-    if (a->n == 0)
-        return 1;
-    if (b->n == 0)
-        return 0;
-    for (int i = 0; i < b->n; i++) {
-        int in = 0;
-        for (int j = 0; j < a->n && !in; j++)
-            in = strcmp(a->g[j], "*") == 0 || strcmp(a->g[j], b->g[i]) == 0 ||
-                 (!nf_glob_has_meta(b->g[i]) && nf_glob_match(a->g[j], b->g[i]));
-        if (!in)
-            return 0;
-    }
-    return 1;
-}
-
-static int nf_mask_cover(uint64_t a, uint64_t b)
-{
-    return a == 0 || (b != 0 && (b & ~a) == 0);
-}
-
-static int nf_rule_covers(const nf_rule_t *a, const nf_rule_t *b)
-{
-    return nf_globs_cover(&a->region, &b->region) && nf_globs_cover(&a->comm, &b->comm) &&
-           nf_ranges_cover(&a->comm_size, &b->comm_size) &&
-           nf_mask_cover(a->datatypes, b->datatypes) && nf_mask_cover(a->ops, b->ops) &&
-           nf_ranges_cover(&a->bytes, &b->bytes) && nf_ranges_cover(&a->calls, &b->calls);
-}
-
-static void nf_check_rules(nf_parser_t *ps)
-{
-    nf_policy_t *p = ps->pol;
-
-    for (int j = 0; j < p->nrules; j++) {
-        nf_rule_t *b = &p->rules[j];
-        if (b->disabled) {
-            p->ndisabled++;
-            continue;
-        }
-        if (b->gamma >= 0 && b->route != NF_ROUTE_TERNARY)
-            nf_diag(ps, NF_POLICY_WARNING, b->key_line[K_GAMMA],
-                    "gamma has no effect on route %s (only ternary uses it)", nf_route_name(b->route));
-        if ((b->route == NF_ROUTE_BINARY || b->route == NF_ROUTE_TERNARY) &&
-            ((b->datatypes != 0 && !(b->datatypes & NF_BIT(NF_DT_FLOAT))) ||
-             (b->ops != 0 && !(b->ops & NF_BIT(NF_OP_SUM)))))
-            nf_diag(ps, NF_POLICY_WARNING, b->line,
-                    "rule '%s' never runs %s: low-bit routes take only float sums (its calls go pmpi)",
-                    b->name, nf_route_name(b->route));
-        for (int i = 0; i < j; i++) {
-            nf_rule_t *a = &p->rules[i];
-            if (!a->disabled && nf_rule_covers(a, b)) {
-                nf_diag(ps, NF_POLICY_WARNING, b->line,
-                        "rule '%s' is never used: rule '%s' (line %d) matches every call it matches",
-                        b->name, a->name, a->line);
-                break;
-            }
-        }
-    }
-}
-
 /* FNV-1a over a canonical form of the rules. Strings go in with their
  * length, so that two names cannot run together into the same bytes. */
 static uint64_t nf_hash_name(uint64_t h, const char *s)
@@ -990,7 +757,9 @@ static nf_status_t nf_finish(nf_parser_t *ps)
                 "[policy] has no version (expected version = %d)", NF_POLICY_VERSION);
     if (ps->errors != 0)
         return NF_ERR_PARSE;
-    nf_check_rules(ps);
+    for (int i = 0; i < p->nrules; i++)
+        p->ndisabled += p->rules[i].disabled;
+    nf_pol_lint(p, ps->fn != NULL ? ps->fn : nf_default_diag, ps->arg);
     p->has_default = ps->default_line != 0 && !p->dflt.disabled;
     p->hash = nf_hash_policy(p);
     return NF_OK;
@@ -1083,221 +852,9 @@ void nf_policy_free(nf_policy_t *p)
     free(p);
 }
 
-/* ------------------------------------------------------- matching */
-
-static int nf_match_globs(const nf_globs_t *g, const char *s)
-{
-    if (s == NULL)
-        return 0;
-    for (int i = 0; i < g->n; i++)
-        if (nf_glob_match(g->g[i], s))
-            return 1;
-    return 0;
-}
-
-static int nf_match_ranges(const nf_ranges_t *r, uint64_t v)
-{
-    for (int i = 0; i < r->n; i++)
-        if (r->r[i].lo <= v && v <= r->r[i].hi)
-            return 1;
-    return 0;
-}
-
-/* Out-of-range enums (a caller's "unknown") match no datatype or op test;
- * shifting by them would be undefined. */
-static int nf_match_mask(uint64_t mask, unsigned v, unsigned n)
-{
-    return v < n && (mask & NF_BIT(v)) != 0;
-}
-
-static int nf_match_key(const nf_rule_t *r, int k, const nf_policy_query_t *q)
-{
-    switch (k) {
-    case K_REGION: return nf_match_globs(&r->region, q->region);
-    case K_COMM: return nf_match_globs(&r->comm, q->comm_name);
-    case K_COMM_SIZE: return q->comm_size > 0 && nf_match_ranges(&r->comm_size, (uint64_t)q->comm_size);
-    case K_DATATYPE: return nf_match_mask(r->datatypes, (unsigned)q->datatype, NF_DT_N);
-    case K_OP: return nf_match_mask(r->ops, (unsigned)q->op, NF_OP_N);
-    case K_BYTES: return nf_match_ranges(&r->bytes, q->bytes);
-    case K_CALLS: return nf_match_ranges(&r->calls, q->call);
-    }
-    return 0;
-}
-
-static int nf_match_rule(const nf_rule_t *r, const nf_policy_query_t *q)
-{
-    /* Cheapest tests first: numbers, then names, then patterns. */
-    static const unsigned char order[K_NMATCH] = {K_CALLS, K_BYTES, K_COMM_SIZE, K_DATATYPE,
-                                                  K_OP, K_COMM, K_REGION};
-    for (int i = 0; i < K_NMATCH; i++)
-        if ((r->set & (1u << order[i])) && !nf_match_key(r, order[i], q))
-            return 0;
-    return 1;
-}
-
-static void nf_action_from(const nf_policy_t *p, const nf_rule_t *r, int index, const char *name,
-                           nf_policy_action_t *out)
-{
-    out->route = r->route;
-    out->ef = r->ef;
-    out->gamma = r->gamma;
-    out->segment = r->segment;
-    out->rule = name;
-    out->index = index;
-    out->file = p->file;
-    out->line = r->line;
-}
-
-static void nf_action_builtin(nf_policy_action_t *out)
-{
-    static const nf_policy_action_t builtin = {
-        NF_ROUTE_PMPI, -1, -1.0, NF_POLICY_SEGMENT_INHERIT, "built-in", -1, "", 0};
-    *out = builtin;
-}
-
-static void nf_action_default(const nf_policy_t *p, nf_policy_action_t *out)
-{
-    if (p->has_default)
-        nf_action_from(p, &p->dflt, -1, "default", out);
-    else
-        nf_action_builtin(out);
-}
-
-void nf_policy_match(const nf_policy_t *p, const nf_policy_query_t *q, nf_policy_action_t *out)
-{
-    if (p == NULL || q == NULL) {
-        nf_action_builtin(out);
-        return;
-    }
-    for (int i = 0; i < p->nrules; i++) {
-        const nf_rule_t *r = &p->rules[i];
-        if (!r->disabled && nf_match_rule(r, q)) {
-            nf_action_from(p, r, i, r->name, out);
-            return;
-        }
-    }
-    nf_action_default(p, out);
-}
-
-/* ------------------------------------------------------- explain */
-
-typedef struct nf_buf { char *s; size_t len, used; } nf_buf_t;
-
-static void nf_bprintf(nf_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void nf_bprintf(nf_buf_t *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-    size_t room = b->used < b->len ? b->len - b->used : 0;
-
-    va_start(ap, fmt);
-    n = vsnprintf(room ? b->s + b->used : NULL, room, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        b->used += (size_t)n;
-}
-
-static void nf_explain_value(nf_buf_t *b, int k, const nf_policy_query_t *q)
-{
-    const char *s = NULL;
-
-    switch (k) {
-    case K_REGION: s = q->region; break;
-    case K_COMM: s = q->comm_name; break;
-    case K_DATATYPE: s = (unsigned)q->datatype < NF_DT_N ? nf_dtype_name(q->datatype) : NULL; break;
-    case K_OP: s = (unsigned)q->op < NF_OP_N ? nf_opkind_name(q->op) : NULL; break;
-    case K_COMM_SIZE: nf_bprintf(b, "%d", q->comm_size); return;
-    case K_BYTES: nf_bprintf(b, "%" PRIu64, q->bytes); return;
-    case K_CALLS: nf_bprintf(b, "%" PRIu64, q->call); return;
-    }
-    if (s != NULL)
-        nf_bprintf(b, "'%s'", s);
-    else
-        nf_bprintf(b, "(none)");
-}
-
-/* "rule NAME (file:line): match|no match: key VALUE in|not in SPEC; ..." */
-static int nf_explain_rule(nf_buf_t *b, const nf_policy_t *p, const nf_rule_t *r,
-                           const nf_policy_query_t *q)
-{
-    int ok = nf_match_rule(r, q), any = 0;
-
-    nf_bprintf(b, "rule %s (%s:%d): ", r->name, p->file, r->line);
-    if (r->disabled) {
-        nf_bprintf(b, "skipped (disabled by an error)\n");
-        return 0;
-    }
-    nf_bprintf(b, "%s", ok ? "match" : "no match");
-    for (int k = 0; k < K_NMATCH; k++) {
-        if (!(r->set & (1u << k)))
-            continue;
-        int m = nf_match_key(r, k, q);
-        nf_bprintf(b, "%s %s ", any++ ? ";" : ":", nf_key_names[k]);
-        nf_explain_value(b, k, q);
-        nf_bprintf(b, " %s %s", m ? "in" : "NOT in", r->text[k]);
-    }
-    if (!any)
-        nf_bprintf(b, " (no conditions: matches every call)");
-    nf_bprintf(b, "\n");
-    return ok;
-}
-
-static void nf_explain_action(nf_buf_t *b, const nf_policy_action_t *a)
-{
-    static const char *const seg[] = {"inherit", "region", "buffer"};
-
-    nf_bprintf(b, "=> route %s (ef %s, gamma ", nf_route_name(a->route),
-               a->ef < 0 ? "inherit" : a->ef ? "on" : "off");
-    if (a->gamma < 0)
-        nf_bprintf(b, "inherit");
-    else
-        nf_bprintf(b, "%g", a->gamma);
-    nf_bprintf(b, ", segment %s) from ", seg[a->segment]);
-    if (a->line > 0 && a->index < 0)
-        nf_bprintf(b, "[default] (%s:%d)\n", a->file, a->line);
-    else if (a->line > 0)
-        nf_bprintf(b, "rule %s (%s:%d)\n", a->rule, a->file, a->line);
-    else
-        nf_bprintf(b, "the built-in default\n");
-}
-
-size_t nf_policy_explain(const nf_policy_t *p, const nf_policy_query_t *q,
-                         nf_policy_action_t *out, char *buf, size_t len)
-{
-    nf_buf_t b = {buf, len, 0};
-    int i;
-
-    if (len > 0)
-        buf[0] = '\0';
-    nf_policy_match(p, q, out);
-    if (p == NULL || q == NULL) {
-        nf_bprintf(&b, "no policy loaded: every call takes pmpi\n");
-        nf_explain_action(&b, out);
-        return b.used;
-    }
-    for (i = 0; i < p->nrules; i++)
-        if (nf_explain_rule(&b, p, &p->rules[i], q))
-            break;
-    if (i == p->nrules)
-        nf_bprintf(&b, "no rule matched: %s\n",
-                   p->has_default ? "[default] applies" : "no [default] section, built-in pmpi");
-    nf_explain_action(&b, out);
-    return b.used;
-}
-
 /* ------------------------------------------------------- accessors */
 
 uint64_t nf_policy_hash(const nf_policy_t *p) { return p != NULL ? p->hash : 0; }
-unsigned nf_policy_fields(const nf_policy_t *p)
-{
-    unsigned f = 0;
-    for (int i = 0; p != NULL && i < p->nrules; i++)
-        if (!p->rules[i].disabled)
-            f |= p->rules[i].set & ((1u << K_NMATCH) - 1);
-    return f;
-}
-
 int nf_policy_rule_count(const nf_policy_t *p) { return p != NULL ? p->nrules : 0; }
 int nf_policy_disabled_count(const nf_policy_t *p) { return p != NULL ? p->ndisabled : 0; }
 int nf_policy_cxl_node(const nf_policy_t *p) { return p != NULL ? p->cxl_node : -1; }

@@ -1,0 +1,229 @@
+/*
+ * Policy linter and explainer: what a loaded policy does with its rules,
+ * said in words. Warnings about rules that can never apply (at load), and
+ * nf_policy_explain's account of one decision (for nfcoll_policy). Neither
+ * is on the hot path.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nf_policy_int.h"
+
+/* ------------------------------------------------------- shadowed rules */
+
+static int nf_glob_has_meta(const char *p)
+{
+    return strpbrk(p, "*?[\\") != NULL;
+}
+
+static int nf_ranges_cover(const nf_ranges_t *a, const nf_ranges_t *b)
+{
+    if (a->n == 0)
+        return 1;
+    if (b->n == 0)
+        return 0;
+    for (int i = 0; i < b->n; i++) {
+        int in = 0;
+        for (int j = 0; j < a->n && !in; j++)
+            in = a->r[j].lo <= b->r[i].lo && b->r[i].hi <= a->r[j].hi;
+        if (!in)
+            return 0;
+    }
+    return 1;
+}
+
+/* Conservative: true only when every name b's patterns accept, a's accept. */
+static int nf_globs_cover(const nf_globs_t *a, const nf_globs_t *b)
+{
+    if (a->n == 0)
+        return 1;
+    if (b->n == 0)
+        return 0;
+    for (int i = 0; i < b->n; i++) {
+        int in = 0;
+        for (int j = 0; j < a->n && !in; j++)
+            in = strcmp(a->g[j], "*") == 0 || strcmp(a->g[j], b->g[i]) == 0 ||
+                 (!nf_glob_has_meta(b->g[i]) && nf_pol_glob_match(a->g[j], b->g[i]));
+        if (!in)
+            return 0;
+    }
+    return 1;
+}
+
+static int nf_mask_cover(uint64_t a, uint64_t b)
+{
+    return a == 0 || (b != 0 && (b & ~a) == 0);
+}
+
+static int nf_rule_covers(const nf_rule_t *a, const nf_rule_t *b)
+{
+    return nf_globs_cover(&a->region, &b->region) && nf_globs_cover(&a->comm, &b->comm) &&
+           nf_ranges_cover(&a->comm_size, &b->comm_size) &&
+           nf_mask_cover(a->datatypes, b->datatypes) && nf_mask_cover(a->ops, b->ops) &&
+           nf_ranges_cover(&a->bytes, &b->bytes) && nf_ranges_cover(&a->calls, &b->calls);
+}
+
+typedef struct nf_lint { const nf_policy_t *p; nf_policy_diag_fn fn; void *arg; } nf_lint_t;
+
+static void nf_lint_warn(const nf_lint_t *l, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void nf_lint_warn(const nf_lint_t *l, int line, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    nf_policy_diag_t d = {NF_POLICY_WARNING, l->p->file, line, msg};
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    l->fn(&d, l->arg);
+}
+
+/* The first enabled rule before rules[j] that matches every call it does. */
+static const nf_rule_t *nf_shadowing_rule(const nf_policy_t *p, int j)
+{
+    for (int i = 0; i < j; i++)
+        if (!p->rules[i].disabled && nf_rule_covers(&p->rules[i], &p->rules[j]))
+            return &p->rules[i];
+    return NULL;
+}
+
+static void nf_lint_rule(const nf_lint_t *l, int j)
+{
+    const nf_rule_t *b = &l->p->rules[j], *a;
+
+    if (b->gamma >= 0 && b->route != NF_ROUTE_TERNARY)
+        nf_lint_warn(l, b->key_line[K_GAMMA], "gamma has no effect on route %s (only ternary uses it)",
+                     nf_route_name(b->route));
+    if ((b->route == NF_ROUTE_BINARY || b->route == NF_ROUTE_TERNARY) &&
+        ((b->datatypes != 0 && !(b->datatypes & NF_BIT(NF_DT_FLOAT))) ||
+         (b->ops != 0 && !(b->ops & NF_BIT(NF_OP_SUM)))))
+        nf_lint_warn(l, b->line,
+                     "rule '%s' never runs %s: low-bit routes take only float sums (its calls go pmpi)",
+                     b->name, nf_route_name(b->route));
+    a = nf_shadowing_rule(l->p, j);
+    if (a != NULL)
+        nf_lint_warn(l, b->line, "rule '%s' is never used: rule '%s' (line %d) matches every call it matches",
+                     b->name, a->name, a->line);
+}
+
+void nf_pol_lint(const nf_policy_t *p, nf_policy_diag_fn fn, void *arg)
+{
+    nf_lint_t l = {p, fn, arg};
+
+    for (int j = 0; j < p->nrules; j++)
+        if (!p->rules[j].disabled)
+            nf_lint_rule(&l, j);
+}
+
+/* ------------------------------------------------------------- explain */
+
+typedef struct nf_buf { char *s; size_t len, used; } nf_buf_t;
+
+static void nf_bprintf(nf_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void nf_bprintf(nf_buf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    size_t room = b->used < b->len ? b->len - b->used : 0;
+
+    va_start(ap, fmt);
+    n = vsnprintf(room ? b->s + b->used : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        b->used += (size_t)n;
+}
+
+static void nf_explain_value(nf_buf_t *b, int k, const nf_policy_query_t *q)
+{
+    const char *s = NULL;
+
+    switch (k) {
+    case K_REGION: s = q->region; break;
+    case K_COMM: s = q->comm_name; break;
+    case K_DATATYPE: s = (unsigned)q->datatype < NF_DT_N ? nf_dtype_name(q->datatype) : NULL; break;
+    case K_OP: s = (unsigned)q->op < NF_OP_N ? nf_opkind_name(q->op) : NULL; break;
+    case K_COMM_SIZE: nf_bprintf(b, "%d", q->comm_size); return;
+    case K_BYTES: nf_bprintf(b, "%" PRIu64, q->bytes); return;
+    case K_CALLS: nf_bprintf(b, "%" PRIu64, q->call); return;
+    }
+    if (s != NULL)
+        nf_bprintf(b, "'%s'", s);
+    else
+        nf_bprintf(b, "(none)");
+}
+
+/* "rule NAME (file:line): match|no match: key VALUE in|not in SPEC; ..." */
+static int nf_explain_rule(nf_buf_t *b, const nf_policy_t *p, const nf_rule_t *r,
+                           const nf_policy_query_t *q)
+{
+    int ok = nf_pol_match_rule(r, q), any = 0;
+
+    nf_bprintf(b, "rule %s (%s:%d): ", r->name, p->file, r->line);
+    if (r->disabled) {
+        nf_bprintf(b, "skipped (disabled by an error)\n");
+        return 0;
+    }
+    nf_bprintf(b, "%s", ok ? "match" : "no match");
+    for (int k = 0; k < K_NMATCH; k++) {
+        if (!(r->set & (1u << k)))
+            continue;
+        int m = nf_pol_match_key(r, k, q);
+        nf_bprintf(b, "%s %s ", any++ ? ";" : ":", nf_pol_key_names[k]);
+        nf_explain_value(b, k, q);
+        nf_bprintf(b, " %s %s", m ? "in" : "NOT in", r->text[k]);
+    }
+    if (!any)
+        nf_bprintf(b, " (no conditions: matches every call)");
+    nf_bprintf(b, "\n");
+    return ok;
+}
+
+static void nf_explain_action(nf_buf_t *b, const nf_policy_action_t *a)
+{
+    static const char *const seg[] = {"inherit", "region", "buffer"};
+
+    nf_bprintf(b, "=> route %s (ef %s, gamma ", nf_route_name(a->route),
+               a->ef < 0 ? "inherit" : a->ef ? "on" : "off");
+    if (a->gamma < 0)
+        nf_bprintf(b, "inherit");
+    else
+        nf_bprintf(b, "%g", a->gamma);
+    nf_bprintf(b, ", segment %s) from ", seg[a->segment]);
+    if (a->line > 0 && a->index < 0)
+        nf_bprintf(b, "[default] (%s:%d)\n", a->file, a->line);
+    else if (a->line > 0)
+        nf_bprintf(b, "rule %s (%s:%d)\n", a->rule, a->file, a->line);
+    else
+        nf_bprintf(b, "the built-in default\n");
+}
+
+size_t nf_policy_explain(const nf_policy_t *p, const nf_policy_query_t *q,
+                         nf_policy_action_t *out, char *buf, size_t len)
+{
+    nf_buf_t b = {buf, len, 0};
+    int i;
+
+    if (len > 0)
+        buf[0] = '\0';
+    nf_policy_match(p, q, out);
+    if (p == NULL || q == NULL) {
+        nf_bprintf(&b, "no policy loaded: every call takes pmpi\n");
+        nf_explain_action(&b, out);
+        return b.used;
+    }
+    for (i = 0; i < p->nrules; i++)
+        if (nf_explain_rule(&b, p, &p->rules[i], q))
+            break;
+    if (i == p->nrules)
+        nf_bprintf(&b, "no rule matched: %s\n",
+                   p->has_default ? "[default] applies" : "no [default] section, built-in pmpi");
+    nf_explain_action(&b, out);
+    return b.used;
+}

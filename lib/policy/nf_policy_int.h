@@ -1,0 +1,87 @@
+/*
+ * Inside the policy layer: what its three modules share. parse.c builds a
+ * policy from text (and hashes it), match.c decides per call from it, lint.c
+ * warns about rules that never apply and explains decisions. Not for other
+ * layers: they use nf_policy.h.
+ *
+ * Object dependencies run one way, parse -> lint -> match (check_layers.sh
+ * rejects cycles between objects): lint reports through the public
+ * nf_policy_diag_fn, never by calling back into parse.c.
+ */
+#ifndef NF_POLICY_INT_H
+#define NF_POLICY_INT_H
+
+#include <stdint.h>
+
+#include "nf_policy.h"
+
+#define NF_POL_MAX_LIST 16           /* values per key */
+#define NF_POL_MAX_FILE (1u << 20)   /* bytes */
+#define NF_POL_MAX_NAME 64           /* rule name length */
+#define NF_POL_MAX_RULES 1024        /* keeps load-time checks quadratic but small */
+
+/* Bit i of a 64-bit mask. */
+#define NF_BIT(i) (UINT64_C(1) << (i))
+
+typedef struct { uint64_t lo, hi; } nf_range_t;
+typedef struct { int n; nf_range_t r[NF_POL_MAX_LIST]; } nf_ranges_t;
+typedef struct { int n; char *g[NF_POL_MAX_LIST]; } nf_globs_t;
+
+/* Keys, in the order the hash and explain visit them. Match keys first. */
+typedef enum nf_key {
+    K_REGION, K_COMM, K_COMM_SIZE, K_DATATYPE, K_OP, K_BYTES, K_CALLS,
+    K_NMATCH,
+    K_ROUTE = K_NMATCH, K_EF, K_GAMMA, K_SEGMENT,
+    K_NKEYS
+} nf_key_t;
+
+typedef struct nf_rule {
+    char *name;
+    int line;
+    int disabled;
+    unsigned set;                 /* bit per nf_key_t seen */
+    int key_line[K_NKEYS];
+    char *text[K_NKEYS];          /* values as written, for explain */
+    nf_globs_t region, comm;
+    nf_ranges_t comm_size, bytes, calls;
+    uint64_t datatypes, ops;      /* bit per nf_dtype_t / nf_opkind_t */
+    nf_route_t route;
+    int ef;
+    double gamma;
+    nf_policy_segment_t segment;
+} nf_rule_t;
+
+struct nf_policy {
+    char *file;
+    nf_rule_t *rules;
+    int nrules, cap, ndisabled;
+    nf_rule_t dflt;
+    int has_default;              /* a [default] section exists and is enabled */
+    int cxl_node;
+    char *stats, *trace;
+    uint64_t hash;
+};
+
+/* Key names by nf_key_t (match.c): parse.c looks keys up, explain prints them. */
+extern const char *const nf_pol_key_names[K_NKEYS];
+
+/* ---------------------------------------------------------------- match.c */
+
+/* fnmatch(3) without flags: locale-free, allocation-free, linear. */
+int nf_pol_glob_match(const char *pattern, const char *s);
+
+/* 0 when pattern has an unterminated '[' (parse.c rejects it). */
+int nf_pol_glob_valid(const char *pattern);
+
+/* One condition of r (k < K_NMATCH) against q; all of r's conditions. */
+int nf_pol_match_key(const nf_rule_t *r, int k, const nf_policy_query_t *q);
+int nf_pol_match_rule(const nf_rule_t *r, const nf_policy_query_t *q);
+
+/* ----------------------------------------------------------------- lint.c */
+
+/* Warnings about enabled rules that do nothing (gamma off ternary, low-bit
+ * routes on types that cannot go low-bit, rules an earlier rule shadows),
+ * each through fn as an NF_POLICY_WARNING. */
+void nf_pol_lint(const nf_policy_t *p, nf_policy_diag_fn fn, void *arg);
+
+#endif /* NF_POLICY_INT_H */
