@@ -21,6 +21,22 @@ static void ignore(const nf_policy_diag_t *d, void *arg)
     *n += strlen(d->message) + strlen(d->file);
 }
 
+/* Past nf_policy_calls_settled, the call index changes nothing; the size
+ * class is a search over the policy's bounds, which must stay in them. */
+static void settled_check(const nf_policy_t *p, const nf_policy_query_t *q, const nf_policy_action_t *a)
+{
+    nf_policy_query_t later = *q;
+    nf_policy_action_t b;
+
+    (void)nf_policy_size_class(p, q->bytes);
+    if (q->call < nf_policy_calls_settled(p))
+        return;
+    later.call = q->call + 1000;
+    nf_policy_match(p, &later, &b);
+    if (b.index != a->index)
+        __builtin_trap();
+}
+
 static void exercise(const nf_policy_t *p, const uint8_t *data, size_t size)
 {
     char name[64], buf[512];
@@ -37,6 +53,7 @@ static void exercise(const nf_policy_t *p, const uint8_t *data, size_t size)
         nf_policy_match(p, &q, &a);
         if (a.route >= NF_ROUTE_COUNT || a.rule == NULL || a.file == NULL)
             __builtin_trap();
+        settled_check(p, &q, &a);
         if (i % 8 == 0)
             nf_policy_explain(p, &q, &a, buf, sizeof(buf));
     }

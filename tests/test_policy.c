@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <inttypes.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -441,6 +442,187 @@ START_TEST(test_explain)
 }
 END_TEST
 
+/* ------------------------------------------------------------ cache keys */
+
+START_TEST(test_size_class)
+{
+    /* bytes cut points of match_text: mid 4096 and 1M + 1, backbone 1M */
+    static const struct { uint64_t bytes; unsigned cls; } cases[] = {
+        {0, 0}, {4095, 0}, {4096, 1}, {MiB - 1, 1}, {MiB, 2}, {MiB + 1, 3}, {UINT64_MAX, 3}};
+    static const char no_bytes[] = HDR "[rule a]\ncalls = 3\nroute = fp32\n"
+                                   "[rule b]\nbytes = 0-\nroute = fp32\n";
+    static const char disabled[] = HDR "[rule a]\nbytes = 1K-2K\nroute = warp\n";
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(parse(match_text, strlen(match_text), &g, &p), NF_OK);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        ck_assert_msg(nf_policy_size_class(p, cases[i].bytes) == cases[i].cls, "bytes %" PRIu64 ": class %u",
+                      cases[i].bytes, nf_policy_size_class(p, cases[i].bytes));
+    nf_policy_free(p);
+    ck_assert_uint_eq(nf_policy_size_class(NULL, 123), 0);
+    ck_assert_int_eq(parse(no_bytes, strlen(no_bytes), &g, &p), NF_OK);
+    ck_assert_uint_eq(nf_policy_size_class(p, UINT64_MAX), 0);
+    nf_policy_free(p);
+    ck_assert_int_eq(parse(disabled, strlen(disabled), &g, &p), NF_OK);
+    ck_assert_uint_eq(nf_policy_size_class(p, 1500), 0);
+    nf_policy_free(p);
+}
+END_TEST
+
+typedef struct settled_case { const char *calls; uint64_t settled; } settled_case_t;
+
+static const settled_case_t settled_cases[] = {
+    {NULL, 0}, {"0-", 0}, {"0-4", 5}, {"3", 4}, {"10-", 10}, {"3, 7-9", 10}, {"3, 7-9, 20-", 20},
+    {"30-, 3", 30}, {"-5", 6}, {"18446744073709551615", 18446744073709551615ull},
+};
+
+START_TEST(test_calls_settled)
+{
+    const settled_case_t *c = &settled_cases[_i];
+    char text[256];
+    nf_policy_t *p;
+    diags_t g;
+
+    /* A disabled rule's calls never count; another rule without calls neither. */
+    snprintf(text, sizeof(text), HDR "[rule off]\ncalls = 0-99\nroute = warp\n[rule b]\nbytes = 1K-\n"
+             "route = fp32\n%s%s%s", c->calls ? "[rule a]\ncalls = " : "", c->calls ? c->calls : "",
+             c->calls ? "\nroute = binary\n" : "");
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(nf_policy_calls_settled(p) == c->settled, "calls = %s: settled %" PRIu64, c->calls,
+                  nf_policy_calls_settled(p));
+    nf_policy_free(p);
+    ck_assert_uint_eq(nf_policy_calls_settled(NULL), 0);
+}
+END_TEST
+
+/* Random policies and queries: sizes of one class, and calls past the
+ * settled index, never change which rule decides. */
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545f4914f6cdd1dull;
+}
+
+/* "lo-hi, ..." over [0, max]: sorted distinct cut points, so no overlap;
+ * the last range may be open. */
+static void rnd_ranges(uint64_t *s, uint64_t max, char *out, size_t len)
+{
+    int n = 1 + (int)(rnd(s) % 3);
+    uint64_t at = 0;
+    size_t used = 0;
+
+    for (int i = 0; i < n && at <= max; i++) {
+        uint64_t lo = at + rnd(s) % (max / 4 + 1), hi = lo + rnd(s) % (max / 4 + 1);
+        const char *sep = i ? ", " : "";
+        if (i == n - 1 && rnd(s) % 4 == 0)
+            used += (size_t)snprintf(out + used, len - used, "%s%" PRIu64 "-", sep, lo);
+        else if (hi == lo)
+            used += (size_t)snprintf(out + used, len - used, "%s%" PRIu64, sep, lo);
+        else
+            used += (size_t)snprintf(out + used, len - used, "%s%" PRIu64 "-%" PRIu64, sep, lo, hi);
+        at = hi + 1 + rnd(s) % 8;
+    }
+}
+
+static size_t rnd_rule(uint64_t *s, int i, char *out, size_t len)
+{
+    static const char *const dts[] = {"float", "double", "int, float"}, *const ops[] = {"sum", "max"};
+    char r[128];
+    size_t used = (size_t)snprintf(out, len, "[rule r%d]\nroute = %s\n", i, rnd(s) % 10 ? "fp32" : "warp");
+
+    if (rnd(s) % 10 < 7) {
+        rnd_ranges(s, 4000, r, sizeof(r));
+        used += (size_t)snprintf(out + used, len - used, "bytes = %s\n", r);
+    }
+    if (rnd(s) % 10 < 3) {
+        rnd_ranges(s, 12, r, sizeof(r));
+        used += (size_t)snprintf(out + used, len - used, "calls = %s\n", r);
+    }
+    if (rnd(s) % 10 < 3)
+        used += (size_t)snprintf(out + used, len - used, "datatype = %s\n", dts[rnd(s) % 3]);
+    if (rnd(s) % 10 < 3)
+        used += (size_t)snprintf(out + used, len - used, "op = %s\n", ops[rnd(s) % 2]);
+    if (rnd(s) % 10 < 2)
+        used += (size_t)snprintf(out + used, len - used, "comm_size = 2-%d\n", 2 + (int)(rnd(s) % 6));
+    return used;
+}
+
+static void rnd_query(uint64_t *s, nf_policy_query_t *q)
+{
+    static const nf_dtype_t dts[] = {NF_DT_FLOAT, NF_DT_DOUBLE, NF_DT_INT};
+
+    q->region = NULL;
+    q->comm_name = "w";
+    q->comm_size = 1 + (int)(rnd(s) % 9);
+    q->datatype = dts[rnd(s) % 3];
+    q->op = rnd(s) % 2 ? NF_OP_SUM : NF_OP_MAX;
+    q->bytes = rnd(s) % 5000;
+    q->call = rnd(s) % 40;
+}
+
+static int decider(const nf_policy_t *p, const nf_policy_query_t *q)
+{
+    nf_policy_action_t a;
+
+    nf_policy_match(p, q, &a);
+    return a.index;
+}
+
+START_TEST(test_cache_keys_random)
+{
+    uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(_i + 1), same = 0;
+    char text[8192];
+    size_t used = (size_t)snprintf(text, sizeof(text), HDR);
+    int nrules = 1 + (int)(rnd(&seed) % 8);
+    nf_policy_t *p;
+    diags_t g;
+
+    for (int i = 0; i < nrules; i++)
+        used += rnd_rule(&seed, i, text + used, sizeof(text) - used);
+    ck_assert_msg(parse(text, used, &g, &p) == NF_OK, "%s\n%s", text, g.text);
+    for (int n = 0; n < 4000; n++) {
+        nf_policy_query_t q, q2;
+        rnd_query(&seed, &q);
+        q2 = q;
+        q2.bytes = rnd(&seed) % 5000;
+        if (nf_policy_size_class(p, q.bytes) == nf_policy_size_class(p, q2.bytes)) {
+            same++;
+            ck_assert_msg(decider(p, &q) == decider(p, &q2), "bytes %" PRIu64 " and %" PRIu64
+                          " share class %u but not the rule in:\n%s", q.bytes, q2.bytes,
+                          nf_policy_size_class(p, q.bytes), text);
+        }
+        q2 = q;
+        q2.call = nf_policy_calls_settled(p) + rnd(&seed) % 50;
+        q.call = nf_policy_calls_settled(p);
+        ck_assert_msg(decider(p, &q) == decider(p, &q2), "calls %" PRIu64 " and %" PRIu64
+                      " past settled decide differently in:\n%s", q.call, q2.call, text);
+    }
+    ck_assert_uint_gt(same, 0);
+    nf_policy_free(p);
+}
+END_TEST
+
+/* A class boundary is real: just below and at each bound differ in class. */
+START_TEST(test_size_class_bounds)
+{
+    static const char text[] = HDR "[rule a]\nbytes = 10-19, 40\nroute = fp32\n[rule b]\nbytes = -15, 30-\n"
+                               "route = binary\n";
+    static const uint64_t bounds[] = {10, 16, 20, 30, 40, 41};
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
+        ck_assert_uint_eq(nf_policy_size_class(p, bounds[i]), i + 1);
+        ck_assert_uint_eq(nf_policy_size_class(p, bounds[i] - 1), i);
+    }
+    nf_policy_free(p);
+}
+END_TEST
+
 /* ------------------------------------------------------------ hash */
 
 static uint64_t hash_of(const char *text)
@@ -568,6 +750,12 @@ static Suite *policy_suite(void)
     tcase_add_test(t, test_actions);
     tcase_add_test(t, test_explain);
     tcase_add_test(t, test_hash);
+    suite_add_tcase(s, t);
+    t = tcase_create("cache keys");
+    tcase_add_test(t, test_size_class);
+    tcase_add_test(t, test_size_class_bounds);
+    tcase_add_loop_test(t, test_calls_settled, 0, (int)(sizeof(settled_cases) / sizeof(settled_cases[0])));
+    tcase_add_loop_test(t, test_cache_keys_random, 0, 64);
     suite_add_tcase(s, t);
     return s;
 }

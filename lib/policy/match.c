@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "nf_policy_int.h"
 
@@ -226,4 +227,94 @@ unsigned nf_policy_fields(const nf_policy_t *p)
         if (!p->rules[i].disabled)
             f |= p->rules[i].set & ((1u << K_NMATCH) - 1);
     return f;
+}
+
+/* ------------------------------------------------------- decision cache keys */
+
+/* Where `v in [lo, hi]` can flip: at lo and at hi + 1 (none at 0 or past
+ * UINT64_MAX). Returns how many were written. */
+static unsigned nf_range_cuts(const nf_range_t *r, uint64_t *out)
+{
+    unsigned n = 0;
+
+    if (r->lo > 0)
+        out[n++] = r->lo;
+    if (r->hi < UINT64_MAX)
+        out[n++] = r->hi + 1;
+    return n;
+}
+
+static int nf_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every enabled rule's bytes cut points, sorted, duplicates dropped. */
+static nf_status_t nf_index_bounds(nf_policy_t *p)
+{
+    size_t cap = 0, n = 0, u = 0;
+
+    for (int i = 0; i < p->nrules; i++)
+        if (!p->rules[i].disabled)
+            cap += 2 * (size_t)p->rules[i].bytes.n;
+    if (cap == 0)
+        return NF_OK;
+    p->bounds = malloc(cap * sizeof(*p->bounds));
+    if (p->bounds == NULL)
+        return NF_ERR_NO_MEMORY;
+    for (int i = 0; i < p->nrules; i++)
+        for (int j = 0; !p->rules[i].disabled && j < p->rules[i].bytes.n; j++)
+            n += nf_range_cuts(&p->rules[i].bytes.r[j], p->bounds + n);
+    qsort(p->bounds, n, sizeof(*p->bounds), nf_u64_cmp);
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || p->bounds[i] != p->bounds[u - 1])
+            p->bounds[u++] = p->bounds[i];
+    p->nbounds = (unsigned)u;
+    return NF_OK;
+}
+
+/* From where on a calls test answers alike: past the last closed range's
+ * end, or from an open range's start (it then holds for good). */
+static uint64_t nf_ranges_settled(const nf_ranges_t *r)
+{
+    uint64_t s = 0;
+
+    for (int i = 0; i < r->n; i++) {
+        uint64_t end = r->r[i].hi == UINT64_MAX ? r->r[i].lo : r->r[i].hi + 1;
+        if (end > s)
+            s = end;
+    }
+    return s;
+}
+
+nf_status_t nf_pol_index(nf_policy_t *p)
+{
+    p->calls_settled = 0;
+    for (int i = 0; i < p->nrules; i++) {
+        uint64_t s = p->rules[i].disabled ? 0 : nf_ranges_settled(&p->rules[i].calls);
+        if (s > p->calls_settled)
+            p->calls_settled = s;
+    }
+    return nf_index_bounds(p);
+}
+
+/* Bounds at or below bytes: a binary search, no allocation. */
+unsigned nf_policy_size_class(const nf_policy_t *p, uint64_t bytes)
+{
+    unsigned lo = 0, hi = p != NULL ? p->nbounds : 0;
+
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        if (p->bounds[mid] <= bytes)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint64_t nf_policy_calls_settled(const nf_policy_t *p)
+{
+    return p != NULL ? p->calls_settled : 0;
 }

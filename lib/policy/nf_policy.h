@@ -124,6 +124,19 @@ enum {
 };
 unsigned nf_policy_fields(const nf_policy_t *p);
 
+/* Keys for a per-communicator decision cache; both are precomputed at load,
+ * cost no allocation and give 0 for p == NULL. */
+
+/** Index of the interval of `bytes` among the sorted boundaries of every
+ * enabled rule's bytes ranges: two sizes with the same class get the same
+ * decision from every rule (all else equal). */
+unsigned nf_policy_size_class(const nf_policy_t *p, uint64_t bytes);
+
+/** The first call index from which the call index no longer changes any
+ * decision (0 when no enabled rule tests `calls`; UINT64_MAX never happens:
+ * open ranges end at their low bound). */
+uint64_t nf_policy_calls_settled(const nf_policy_t *p);
+
 /** Number of rules (enabled or not) and of disabled rules. */
 int nf_policy_rule_count(const nf_policy_t *p);
 int nf_policy_disabled_count(const nf_policy_t *p);

@@ -60,6 +60,9 @@ struct nf_policy {
     int cxl_node;
     char *stats, *trace;
     uint64_t hash;
+    uint64_t *bounds;             /* sorted, distinct: where some enabled rule's bytes test flips */
+    unsigned nbounds;
+    uint64_t calls_settled;
 };
 
 /* Key names by nf_key_t (match.c): parse.c looks keys up, explain prints them. */
@@ -76,6 +79,10 @@ int nf_pol_glob_valid(const char *pattern);
 /* One condition of r (k < K_NMATCH) against q; all of r's conditions. */
 int nf_pol_match_key(const nf_rule_t *r, int k, const nf_policy_query_t *q);
 int nf_pol_match_rule(const nf_rule_t *r, const nf_policy_query_t *q);
+
+/* Once the rules are final: the size-class bounds and calls_settled.
+ * NF_OK or NF_ERR_NO_MEMORY. */
+nf_status_t nf_pol_index(nf_policy_t *p);
 
 /* ----------------------------------------------------------------- lint.c */
 

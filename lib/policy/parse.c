@@ -762,6 +762,10 @@ static nf_status_t nf_finish(nf_parser_t *ps)
     nf_pol_lint(p, ps->fn != NULL ? ps->fn : nf_default_diag, ps->arg);
     p->has_default = ps->default_line != 0 && !p->dflt.disabled;
     p->hash = nf_hash_policy(p);
+    if (nf_pol_index(p) != NF_OK) {
+        nf_diag(ps, NF_POLICY_ERROR, 0, "out of memory");
+        return NF_ERR_NO_MEMORY;
+    }
     return NF_OK;
 }
 
@@ -846,6 +850,7 @@ void nf_policy_free(nf_policy_t *p)
         nf_rule_clear(&p->rules[i]);
     nf_rule_clear(&p->dflt);
     free(p->rules);
+    free(p->bounds);
     free(p->stats);
     free(p->trace);
     free(p->file);
