@@ -1,7 +1,8 @@
 /*
- * Admission policy file: parser and matcher. No MPI calls: the checker tool,
- * the unit tests and the fuzzer link this alone (with libnfbase and libinih).
- * The file format is documented in man/nfcoll-policy.5.
+ * Admission policy file: parser, matcher and linter. No MPI calls: the
+ * checker tool, the unit tests and the fuzzer link this alone (with
+ * lib/util and libinih). The file format is documented in
+ * man/nfcoll-policy.5; datatype and op names are nf_types.h's.
  *
  * Lifecycle: load once (nf_policy_load), match per call (nf_policy_match:
  * no allocation, no I/O, no locale dependence), free at finalize. A loaded
