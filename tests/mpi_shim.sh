@@ -68,6 +68,22 @@ for r in 0 1; do
   fi
 done
 
+# Local DRAM on a machine without a CXL node is the normal case: silent by
+# default, one warning when placement was asked for and cannot be honoured.
+if [ "$(ls -d /sys/devices/system/node/node* 2>/dev/null | wc -l)" = 1 ]; then
+  out "$tmp/q" 2 NFCOLL_POLICY=$pol/big_binary.policy $linked policy
+  out "$tmp/a" 2 NFCOLL_POLICY=$pol/big_binary.policy NFCOLL_CXL=prefer $linked policy
+  q=$(grep -c 'warning' "$tmp/q.err"); a=$(grep -c 'warning.*local DRAM' "$tmp/a.err")
+  if [ "$q" = 0 ] && [ "$a" = 1 ]; then
+    echo "ok - one NUMA node: no warning by default, one when NFCOLL_CXL=prefer is set"
+  else
+    echo "FAIL - one NUMA node: $q warnings by default (want 0), $a with NFCOLL_CXL=prefer (want 1)"
+    cat "$tmp/q.err" "$tmp/a.err"; nf_failed=1
+  fi
+else
+  echo "SKIP - placement messages: this machine has several NUMA nodes"
+fi
+
 # Rank-specific policy files through a tiny wrapper: rank 0 routes float
 # sums >= 1 MiB to binary, rank 1 to ternary, to fp32, or has a file that
 # does not exist. Whatever differs, every call takes pmpi, one warning, no

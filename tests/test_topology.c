@@ -144,6 +144,9 @@ static void place_env(const char *mode, const char *node)
     unsetenv("HWLOC_XMLFILE");
     nf_settings_reset();
     nf_place_finalize();
+    nf_place_config_t pc;
+    nf_place_config_from(nf_settings_load(), -1, &pc);
+    nf_place_configure(&pc);
 }
 
 START_TEST(test_place_modes)

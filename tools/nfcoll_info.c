@@ -273,9 +273,12 @@ int main(int argc, char **argv)
     /* The library takes the policy's cxl_node (NFCOLL_CXL_NODE still wins):
      * so does the answer here. A policy that does not load is reported. */
     nf_policy_t *pol = NULL;
+    nf_place_config_t pc;
     const char *path = nf_settings_load()->policy;
-    if (path != NULL && nf_policy_load(path, NULL, NULL, &pol) == NF_OK)
-        nf_place_set_policy_node(nf_policy_cxl_node(pol));
+    if (path != NULL)
+        nf_policy_load(path, NULL, NULL, &pol);
+    nf_place_config_from(nf_settings_load(), nf_policy_cxl_node(pol), &pc);
+    nf_place_configure(&pc);
     first = 1;
     if (json)
         printf("{");

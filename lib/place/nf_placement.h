@@ -11,6 +11,7 @@
 #include <hwloc.h>
 
 #include "nfcoll.h"
+#include "nf_settings.h"
 
 /* Result of the (pure) CXL node choice. */
 typedef struct nf_cxl_choice {
@@ -20,7 +21,7 @@ typedef struct nf_cxl_choice {
 } nf_cxl_choice_t;
 
 /*
- * Pick the CXL node of topo in DESIGN.md section 3's order. explicit_node >= 0
+ * Pick the CXL node of topo in the order of docs/design.md, "Placement". explicit_node >= 0
  * is taken as is when it names a NUMA node of topo (else NF_ERR_NO_DEVICE
  * with detail saying so). initiators (may be NULL = whole machine) are the
  * CPUs of the calling ranks: with several candidates, the one with the best
@@ -54,15 +55,28 @@ nf_status_t nf_topo_node_info(hwloc_topology_t topo, int os_index,
  * system). Free with hwloc_topology_destroy / hwloc_bitmap_free. */
 nf_status_t nf_topo_load(hwloc_topology_t *topo, hwloc_cpuset_t *initiators);
 
-/* Process-wide placement state, set up once from the settings (NFCOLL_CXL,
- * NFCOLL_CXL_NODE). NF_ERR_NO_DEVICE when NFCOLL_CXL=require and there is no
- * usable node (already logged). Idempotent and thread-safe. */
+/* What placement is asked to do; the caller resolves it from NFCOLL_CXL,
+ * NFCOLL_CXL_NODE and the policy's cxl_node (the environment wins). */
+typedef struct nf_place_config {
+    nf_cxl_mode_t mode; /* require, prefer or off */
+    int node;           /* OS index named by the user, -1 to choose */
+    int asked;          /* the user asked for placement (a mode set, a node
+                           named): failing to honour it warns; else local
+                           DRAM is the normal case, said at verbose 1 */
+} nf_place_config_t;
+
+/* The configuration settings s and a policy's cxl_node (-1: none) ask for. */
+void nf_place_config_from(const nf_settings_t *s, int policy_node, nf_place_config_t *out);
+
+/* Set the configuration nf_place_init uses (before it; the default is
+ * prefer, no node, not asked). */
+void nf_place_configure(const nf_place_config_t *cfg);
+
+/* Process-wide placement state, set up once from the configuration.
+ * NF_ERR_NO_DEVICE when the mode is require and there is no usable node
+ * (already logged). Idempotent and thread-safe. */
 nf_status_t nf_place_init(void);
 void nf_place_finalize(void);
-
-/* A cxl_node from the policy file; used like NFCOLL_CXL_NODE when that is
- * unset (the environment wins). Call before nf_place_init; -1 clears. */
-void nf_place_set_policy_node(int node);
 
 /* Chosen node (-1: local DRAM, unbound), why (a static reason as in
  * nf_cxl_choice_t, or "off"), and the human-readable detail. */

@@ -32,15 +32,17 @@ static struct {
     pthread_mutex_t lock;
     int inited;
     nf_status_t status;
+    nf_place_config_t cfg; /* from nf_place_configure */
     nf_cxl_mode_t mode;
-    int policy_node;
     int node;
     const char *reason;
     char detail[200];
     struct bitmask *mask; /* just node */
     int pin;              /* reducer pinning pays off */
     cpu_set_t pin_to;     /* where the reducer runs */
-} nf_pl = {.lock = PTHREAD_MUTEX_INITIALIZER, .policy_node = -1, .node = -1, .reason = "none"};
+} nf_pl = {.lock = PTHREAD_MUTEX_INITIALIZER,
+           .cfg = {.mode = NF_CXL_PREFER, .node = -1, .asked = 0},
+           .node = -1, .reason = "none"};
 
 nf_status_t nf_topo_load(hwloc_topology_t *topo, hwloc_cpuset_t *initiators)
 {
@@ -66,10 +68,17 @@ nf_status_t nf_topo_load(hwloc_topology_t *topo, hwloc_cpuset_t *initiators)
     return NF_OK;
 }
 
-void nf_place_set_policy_node(int node)
+void nf_place_config_from(const nf_settings_t *s, int policy_node, nf_place_config_t *out)
+{
+    out->mode = s->cxl;
+    out->node = s->cxl_node >= 0 ? s->cxl_node : policy_node;
+    out->asked = nf_setting_raw(NF_SET_CXL) != NULL || out->node >= 0;
+}
+
+void nf_place_configure(const nf_place_config_t *cfg)
 {
     pthread_mutex_lock(&nf_pl.lock);
-    nf_pl.policy_node = node;
+    nf_pl.cfg = *cfg;
     pthread_mutex_unlock(&nf_pl.lock);
 }
 
@@ -96,21 +105,16 @@ out:
     hwloc_bitmap_free(to);
 }
 
-static int nf_place_explicit(const nf_settings_t *s)
-{
-    return s->cxl_node >= 0 ? s->cxl_node : nf_pl.policy_node;
-}
-
 /* Decide the node; on failure under require, log and return the error. */
-static nf_status_t nf_place_choose(const nf_settings_t *s)
+static nf_status_t nf_place_choose(const nf_place_config_t *s)
 {
     hwloc_topology_t topo;
     hwloc_cpuset_t init;
     nf_cxl_choice_t c;
     nf_status_t st = nf_topo_load(&topo, &init);
     if (st != NF_OK)
-        return s->cxl == NF_CXL_REQUIRE ? st : NF_OK;
-    st = nf_topo_choose_cxl(topo, nf_place_explicit(s), init, &c);
+        return s->mode == NF_CXL_REQUIRE ? st : NF_OK;
+    st = nf_topo_choose_cxl(topo, s->node, init, &c);
     snprintf(nf_pl.detail, sizeof(nf_pl.detail), "%s", c.detail);
     nf_pl.reason = c.reason;
     if (c.node >= 0 && numa_available() < 0) {
@@ -130,15 +134,16 @@ static nf_status_t nf_place_choose(const nf_settings_t *s)
     hwloc_topology_destroy(topo);
     if (c.node >= 0)
         return NF_OK;
-    if (s->cxl == NF_CXL_REQUIRE) {
+    if (s->mode == NF_CXL_REQUIRE) {
         nf_log_error("NFCOLL_CXL=require but there is no usable CXL memory node: %s", nf_pl.detail);
         return NF_ERR_NO_DEVICE;
     }
-    /* One warning per job under prefer: only rank 0 (or a process that has
-     * no rank yet) says it; the others say it at verbose level 1. */
-    if (st != NF_OK || nf_log_rank() <= 0)
-        nf_log_warn_once("%s; the aggregation buffer stays in local DRAM (NFCOLL_CXL=prefer)",
-                         nf_pl.detail);
+    /* Local DRAM is the normal case on most machines: a warning only when
+     * the user asked for placement (NFCOLL_CXL=prefer set, a node named)
+     * and it cannot be honoured, once per job (rank 0, or a named node
+     * that does not exist); else it is said at verbose level 1. */
+    if (s->asked && (st != NF_OK || nf_log_rank() <= 0))
+        nf_log_warn_once("%s; the aggregation buffer stays in local DRAM", nf_pl.detail);
     else
         nf_log_info(1, "%s; the aggregation buffer stays in local DRAM", nf_pl.detail);
     return NF_OK;
@@ -148,11 +153,11 @@ nf_status_t nf_place_init(void)
 {
     pthread_mutex_lock(&nf_pl.lock);
     if (!nf_pl.inited) {
-        const nf_settings_t *s = nf_settings_load();
-        nf_pl.mode = s->cxl;
+        const nf_place_config_t *s = &nf_pl.cfg;
+        nf_pl.mode = s->mode;
         nf_pl.node = -1;
         nf_pl.pin = 0;
-        if (s->cxl == NF_CXL_OFF) {
+        if (s->mode == NF_CXL_OFF) {
             nf_pl.reason = "off";
             snprintf(nf_pl.detail, sizeof(nf_pl.detail), "NFCOLL_CXL=off: not looking for a CXL node");
             nf_pl.status = NF_OK;

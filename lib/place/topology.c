@@ -1,7 +1,7 @@
 /*
  * Which NUMA node is the CXL memory node: a pure function of an hwloc
  * topology (plus, for Linux memory tiers, a sysfs tree), so XML fixtures
- * test it. DESIGN.md section 3 gives the order; the helpers below are shared
+ * test it. docs/design.md, "Placement", gives the order; the helpers below are shared
  * with nfcoll_info so the tool shows exactly what the library decided from.
  */
 #include "config.h"
