@@ -63,7 +63,7 @@ static const char *const nf_status_names[] = {
 
 NF_EXPORT const char *nf_strerror(int status)
 {
-    if (status > 0)
+    if (status > 0 || status < NF_ERR_MPI_BASE)
         return "MPI error (see MPI_Error_string)";
     if (status <= NF_ERR_LAST)
         return "unknown error";
