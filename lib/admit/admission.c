@@ -1,66 +1,18 @@
-/*
- * Admission: which route a call takes and why. Asks the policy (loaded once
- * at init), applies what only libnfcoll knows (the call does not fit a
- * low-bit route, ranks hold different policies) and hands the call to
- * nf_allreduce_on. Decisions use only what every rank sees alike.
- */
+/* Admission (nf_admit.h) and its per-communicator decision cache. */
 #include "config.h"
 
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "nf_core.h"
-#include "nf_policy.h"
+#include "nf_admit.h"
+#include "nf_handles.h"
+#include "nf_log.h"
+#include "nf_stats.h"
+#include "nf_trace.h"
 
 static nf_policy_t *nf_pol;
 static int nf_pol_state; /* 0: none, 1: loaded, -1: failed to load */
-
-/* NFCOLL_TRACE: one line per admitted call, buffered (no I/O per call until
- * the buffer fills). Lines carry what the policy matched on, so a trace
- * can be replayed against another policy. */
-static FILE *nf_trace_fp;
-static pthread_mutex_t nf_trace_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static const char *nf_datatype_name(MPI_Datatype dt)
-{
-#define NF_T(x, s) {x, s}
-    const struct { MPI_Datatype t; const char *n; } types[] = {
-        NF_T(MPI_FLOAT, "float"), NF_T(MPI_DOUBLE, "double"), NF_T(MPI_INT, "int"),
-        NF_T(MPI_LONG, "long"), NF_T(MPI_LONG_LONG, "long_long"), NF_T(MPI_UNSIGNED, "unsigned"),
-        NF_T(MPI_UNSIGNED_LONG, "unsigned_long"), NF_T(MPI_SHORT, "short"), NF_T(MPI_CHAR, "char"),
-        NF_T(MPI_BYTE, "byte"), NF_T(MPI_LONG_DOUBLE, "long_double"), NF_T(MPI_C_BOOL, "c_bool"),
-        NF_T(MPI_INT8_T, "int8_t"), NF_T(MPI_INT16_T, "int16_t"), NF_T(MPI_INT32_T, "int32_t"),
-        NF_T(MPI_INT64_T, "int64_t"), NF_T(MPI_UINT8_T, "uint8_t"), NF_T(MPI_UINT16_T, "uint16_t"),
-        NF_T(MPI_UINT32_T, "uint32_t"), NF_T(MPI_UINT64_T, "uint64_t"),
-        NF_T(MPI_FLOAT_INT, "float_int"), NF_T(MPI_DOUBLE_INT, "double_int"),
-        NF_T(MPI_2INT, "2int"),
-    };
-#undef NF_T
-    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-        if (types[i].t == dt)
-            return types[i].n;
-    int ni, na, nd, combiner;
-    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS &&
-        combiner != MPI_COMBINER_NAMED)
-        return "derived";
-    return "other";
-}
-
-static const char *nf_op_name(MPI_Op op)
-{
-    const struct { MPI_Op o; const char *n; } ops[] = {
-        {MPI_SUM, "sum"}, {MPI_PROD, "prod"}, {MPI_MAX, "max"}, {MPI_MIN, "min"},
-        {MPI_LAND, "land"}, {MPI_LOR, "lor"}, {MPI_LXOR, "lxor"}, {MPI_BAND, "band"},
-        {MPI_BOR, "bor"}, {MPI_BXOR, "bxor"}, {MPI_MAXLOC, "maxloc"}, {MPI_MINLOC, "minloc"},
-        {MPI_REPLACE, "replace"}, {MPI_NO_OP, "no_op"},
-    };
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-        if (ops[i].o == op)
-            return ops[i].n;
-    return "user";
-}
+static unsigned nf_pol_fields;
 
 /* Every rank parses the same file: rank 0 reports what the parser found. */
 static void nf_policy_diag(const nf_policy_diag_t *d, void *arg)
@@ -74,135 +26,177 @@ static void nf_policy_diag(const nf_policy_diag_t *d, void *arg)
         nf_log_warn("%s:%d: %s", d->file, d->line, d->message);
 }
 
-/* Called once from nf_init. A policy that does not load leaves every call
- * on pmpi: the parser has said why (file:line), we add what it means. */
-void nf_admission_init(const char *path)
+void nf_admit_init(const nf_settings_t *s, int rank)
 {
-    if (path == NULL)
-        return;
-    nf_status_t st = nf_policy_load(path, nf_policy_diag, NULL, &nf_pol);
-    nf_pol_state = st == NF_OK ? 1 : -1;
-    if (st != NF_OK && nf_log_rank() <= 0)
-        nf_log_warn("NFCOLL_POLICY=%s was not loaded (%s): every MPI_Allreduce goes to "
-                    "PMPI_Allreduce", path, nf_strerror(st));
-}
-
-/* path with "%r" replaced by the rank, else path.RANK: one file per rank. */
-static void nf_trace_open(const char *path, int rank)
-{
-    char name[4096];
-    const char *r = strstr(path, "%r");
-    if (r != NULL)
-        snprintf(name, sizeof(name), "%.*s%d%s", (int)(r - path), path, rank, r + 2);
-    else
-        snprintf(name, sizeof(name), "%s.%d", path, rank);
-    nf_trace_fp = fopen(name, "w");
-    if (nf_trace_fp == NULL) {
-        nf_log_warn("cannot open NFCOLL_TRACE file %s: %m; no trace is written", name);
-        return;
+    if (s->policy != NULL) {
+        nf_status_t st = nf_policy_load(s->policy, nf_policy_diag, NULL, &nf_pol);
+        nf_pol_state = st == NF_OK ? 1 : -1;
+        nf_pol_fields = nf_policy_fields(nf_pol);
+        if (st != NF_OK && nf_log_rank() <= 0)
+            nf_log_warn("NFCOLL_POLICY=%s was not loaded (%s): every MPI_Allreduce goes to "
+                        "PMPI_Allreduce", s->policy, nf_strerror(st));
     }
-    setvbuf(nf_trace_fp, NULL, _IOFBF, 1 << 20);
-    fprintf(nf_trace_fp, "# libnfcoll trace v1\n# rank call comm comm_size datatype op "
-            "bytes route rule where\n");
+    const char *trace = s->trace != NULL ? s->trace : nf_policy_trace(nf_pol);
+    if (trace != NULL)
+        nf_trace_open(trace, rank);
 }
 
-void nf_admission_trace_init(const char *env, int rank)
+void nf_admit_finalize(void)
 {
-    const char *path = env != NULL ? env : nf_policy_trace(nf_pol);
-    if (path != NULL)
-        nf_trace_open(path, rank);
-}
-
-static void nf_trace(int rank, const nf_policy_query_t *q, nf_route_t route,
-                     const nf_policy_action_t *a)
-{
-    pthread_mutex_lock(&nf_trace_lock);
-    if (nf_trace_fp != NULL)
-        fprintf(nf_trace_fp, "%d %llu %s %d %s %s %llu %s %s %s:%d\n", rank,
-                (unsigned long long)q->call, q->comm_name[0] ? q->comm_name : "-",
-                q->comm_size, q->datatype, q->op, (unsigned long long)q->bytes,
-                nf_route_name(route), a->rule, a->file[0] ? a->file : "-", a->line);
-    pthread_mutex_unlock(&nf_trace_lock);
-}
-
-void nf_admission_finalize(void)
-{
-    pthread_mutex_lock(&nf_trace_lock);
-    if (nf_trace_fp != NULL && fclose(nf_trace_fp) != 0)
-        nf_log_warn("writing the NFCOLL_TRACE file failed: %m");
-    nf_trace_fp = NULL;
-    pthread_mutex_unlock(&nf_trace_lock);
+    nf_trace_close();
     nf_policy_free(nf_pol);
     nf_pol = NULL;
     nf_pol_state = 0;
+    nf_pol_fields = 0;
 }
 
-static int nf_engaged = -1; /* -1: not agreed (no MPI_Init through the shim) */
+const nf_policy_t *nf_admit_policy(void) { return nf_pol; }
 
-/* Collective on MPI_COMM_WORLD, from the shim at MPI_Init. A policy that
- * failed to load still engages: those ranks then differ in hash and every
- * call takes pmpi, instead of some ranks skipping nf_admit. */
-void nf_admission_engage(void)
-{
-    int mine = nf_pol_state != 0 || nf_trace_fp != NULL || nf_g.settings->trace != NULL, any = 0;
-    PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    nf_engaged = any;
-}
-
-int nf_admission_engaged(void)
-{
-    return nf_engaged >= 0 ? nf_engaged : (nf_pol_state == 1 || nf_trace_fp != NULL);
-}
-
-const nf_policy_t *nf_admission_policy(void) { return nf_pol; }
-
-/* Where stats go: NFCOLL_STATS wins over the policy's `stats` setting. */
-const char *nf_admission_stats_dest(void)
-{
-    const char *env = nf_g.settings != NULL ? nf_g.settings->stats : NULL;
-    return env != NULL ? env : nf_policy_stats(nf_pol);
-}
-
-/* What ranks compare: 0 without a policy, a fixed value for one that
- * failed to load (so it differs from both), else the policy's hash. */
-uint64_t nf_admission_hash(void)
+uint64_t nf_admit_hash(void)
 {
     if (nf_pol_state < 0)
         return 0x6661696c6564ull; /* "failed" */
     return nf_policy_hash(nf_pol);
 }
 
-int nf_admit(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-             MPI_Comm comm)
+int nf_admit_wanted(void) { return nf_pol_state != 0 || nf_trace_on(); }
+
+const char *nf_admit_stats_dest(const nf_settings_t *s)
 {
-    nf_comm_t *c = nf_comm_get(comm);
-    if (c == NULL)
-        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    int tsize = 0;
-    PMPI_Type_size(datatype, &tsize);
-    nf_policy_query_t q = {
-        .region = NULL,
-        .comm_name = c->name,
-        .comm_size = c->size,
-        .datatype = nf_datatype_name(datatype),
-        .op = nf_op_name(op),
-        .bytes = (uint64_t)count * (uint64_t)tsize,
-        .call = c->admitted++,
-    };
+    return s->stats != NULL ? s->stats : nf_policy_stats(nf_pol);
+}
+
+/* ---- the per-communicator decision cache ----
+ * As UCX's protocol selection: a one-entry cache on the raw call (datatype
+ * and op handles, count) in front of a small open-addressed table keyed on
+ * what the policy can tell apart (datatype, op, size class). Valid while no
+ * rule can change its answer with the call index: from the first call on
+ * for a policy without `calls`, after the last call range otherwise. */
+
+#define NF_ADM_SLOTS 64 /* a power of two; full: decide without caching */
+
+typedef struct nf_adm_entry {
+    uint64_t key;        /* 0: empty */
+    nf_dtype_t dt;
+    nf_opkind_t op;
+    uint64_t bytes;      /* of the call that filled it (the trace's bytes) */
     nf_policy_action_t a;
-    nf_policy_match(nf_pol, &q, &a);
-    nf_route_t route = a.route;
+} nf_adm_entry_t;
+
+typedef struct nf_adm_comm {
+    uint64_t calls;      /* admitted on this communicator: the `calls` index */
+    MPI_Datatype last_dt;
+    MPI_Op last_op;
+    int last_count;
+    nf_adm_entry_t *last;
+    nf_adm_entry_t slot[NF_ADM_SLOTS];
+} nf_adm_comm_t;
+
+static nf_adm_comm_t *nf_adm_state(nf_comm_t *c)
+{
+    if (c->upper == NULL) {
+        c->upper = calloc(1, sizeof(nf_adm_comm_t));
+        c->upper_free = free;
+    }
+    return c->upper;
+}
+
+/* Sizes the policy cannot tell apart share a class. */
+static uint64_t nf_adm_size_class(uint64_t bytes)
+{
+    return (nf_pol_fields & NF_POLICY_F_BYTES) ? (uint64_t)nf_policy_size_class(nf_pol, bytes)
+                                                : 0;
+}
+
+static uint64_t nf_adm_key(nf_dtype_t dt, nf_opkind_t op, uint64_t bytes)
+{
+    return ((nf_adm_size_class(bytes) << 16) | ((uint64_t)dt << 8) | (uint64_t)op) + 1;
+}
+
+static nf_adm_entry_t *nf_adm_find(nf_adm_comm_t *s, uint64_t key, int *fresh)
+{
+    uint64_t h = key * 0x9e3779b97f4a7c15ull;
+    for (unsigned i = 0; i < NF_ADM_SLOTS; i++) {
+        nf_adm_entry_t *e = &s->slot[((h >> 58) + i) & (NF_ADM_SLOTS - 1)];
+        if (e->key == key || e->key == 0) {
+            *fresh = e->key == 0;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static void nf_adm_query(const nf_comm_t *c, uint64_t call, nf_dtype_t dt, nf_opkind_t op,
+                         uint64_t bytes, nf_policy_query_t *q)
+{
+    *q = (nf_policy_query_t){.region = NULL, .comm_name = c->name, .comm_size = c->size,
+                             .datatype = dt, .op = op, .bytes = bytes, .call = call};
+}
+
+/* The policy's action for this call, from the cache when it may answer. */
+static const nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
+                                           MPI_Datatype datatype, MPI_Op op,
+                                           nf_adm_entry_t *scratch)
+{
+    if (s->last != NULL && s->last_dt == datatype && s->last_op == op && s->last_count == count)
+        return s->last;
+    int tsize = 0;
+    if (PMPI_Type_size(datatype, &tsize) != MPI_SUCCESS)
+        tsize = 0; /* an invalid datatype: PMPI_Allreduce will say so */
+    nf_dtype_t dt = nf_dtype_of(datatype);
+    nf_opkind_t ok = nf_opkind_of(op);
+    uint64_t bytes = (uint64_t)count * (uint64_t)tsize;
+    int cacheable = !(nf_pol_fields & NF_POLICY_F_CALLS) ||
+                    s->calls >= nf_policy_calls_settled(nf_pol);
+    uint64_t key = nf_adm_key(dt, ok, bytes);
+    int fresh = 0;
+    nf_adm_entry_t *e = cacheable ? nf_adm_find(s, key, &fresh) : NULL;
+    if (e != NULL && !fresh) { /* same class: same action; the trace shows this size */
+        e->bytes = bytes;
+        goto hit;
+    }
+    if (e == NULL)
+        e = scratch;
+    nf_policy_query_t q;
+    nf_adm_query(c, s->calls, dt, ok, bytes, &q);
+    nf_policy_match(nf_pol, &q, &e->a);
+    e->dt = dt, e->op = ok, e->bytes = bytes;
+    if (e == scratch)
+        return e;
+    e->key = key;
+hit:
+    s->last = e, s->last_dt = datatype, s->last_op = op, s->last_count = count;
+    return e;
+}
+
+void nf_admit_decide(nf_comm_t *c, int count, MPI_Datatype datatype, MPI_Op op,
+                     nf_decision_t *out)
+{
+    nf_adm_comm_t *s = nf_adm_state(c);
+    nf_adm_entry_t scratch;
+    if (s == NULL) { /* no memory for the cache: pmpi is always correct */
+        *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0,
+                               .bytes = 0};
+        return;
+    }
+    const nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &scratch);
+    uint64_t call = s->calls++;
+    nf_route_t route = e->a.route;
     if (route != NF_ROUTE_PMPI && (c->is_inter || c->size < 2)) {
         nf_stats_fallback(NF_FALLBACK_COMM);
         route = NF_ROUTE_PMPI;
     }
     /* Ranks that disagree on the policy or the communicator's name could
      * pick different routes: all of them take pmpi. */
-    if (route != NF_ROUTE_PMPI && !c->policy_agreed) {
+    if (route != NF_ROUTE_PMPI && c->use == NF_COMM_POLICY) {
         nf_stats_fallback(NF_FALLBACK_POLICY);
         route = NF_ROUTE_PMPI;
     }
-    if (nf_trace_fp != NULL)
-        nf_trace(c->rank, &q, route, &a);
-    return nf_allreduce_on(sendbuf, recvbuf, count, datatype, op, comm, route, a.ef, a.gamma);
+    if (nf_trace_on()) {
+        nf_policy_query_t q;
+        nf_adm_query(c, call, e->dt, e->op, e->bytes, &q);
+        nf_trace_record(c->rank, &q, route, &e->a);
+    }
+    *out = (nf_decision_t){.route = route, .ef = e->a.ef, .gamma = e->a.gamma,
+                           .bytes = e->bytes};
 }

@@ -1,21 +1,20 @@
-/* Process-wide setup: settings, kernel dispatch, placement, keyvals, and a
+/* Process-wide setup, the composition root: settings, kernel choice,
+ * admission's policy, then the process context below it, and a
  * MPI_COMM_SELF attribute whose deletion at MPI_Finalize tears it all down. */
 #include "config.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 
-#include "nf_core.h"
+#include "nf_admit.h"
+#include "nf_api.h"
+#include "nf_comm.h"
+#include "nf_ctx.h"
 #include "nf_export.h"
-#include "nf_placement.h"
-#include "nf_policy.h"
-
-nf_global_t nf_g = {.comm_keyval = MPI_KEYVAL_INVALID, .line_type = MPI_DATATYPE_NULL,
-                     .init_status = NF_ERR_INVALID};
+#include "nf_log.h"
 
 static pthread_mutex_t nf_init_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int nf_inited; /* set with release once nf_g is complete */
+static atomic_int nf_inited; /* set with release once nf_ctx is complete */
 static int nf_self_keyval = MPI_KEYVAL_INVALID;
 
 static const nf_kernels_t *nf_pick_kernels(const nf_settings_t *s)
@@ -28,42 +27,46 @@ static const nf_kernels_t *nf_pick_kernels(const nf_settings_t *s)
     return nf_kernels_for(isa);
 }
 
+/* Runs at MPI_Finalize, while MPI is still usable. */
 static int nf_self_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     (void)comm, (void)keyval, (void)attr, (void)extra;
-    nf_finalize();
+    nf_comm_finalize(); /* admission's per-communicator caches go with them */
+    nf_ctx_finalize();
+    nf_admit_finalize();
+    atomic_store_explicit(&nf_inited, 0, memory_order_release);
     return MPI_SUCCESS;
 }
 
 static nf_status_t nf_init_locked(void)
 {
-    int rank;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int rank = 0;
+    nf_status_t st = nf_mpi_status(PMPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    if (st != NF_OK)
+        return st;
     nf_log_set_rank(rank);
-    nf_g.settings = nf_settings_load();
-    nf_g.k = nf_pick_kernels(nf_g.settings);
-    nf_admission_init(nf_g.settings->policy);
-    nf_admission_trace_init(nf_g.settings->trace, rank);
-    /* The policy's cxl_node; NFCOLL_CXL_NODE, when set, still wins. */
-    nf_place_set_policy_node(nf_policy_cxl_node(nf_admission_policy()));
-    /* Placement is set up with the first buffer it places; only a required
-     * CXL node must be there from the start (init fails without it). */
-    if (nf_g.settings->cxl == NF_CXL_REQUIRE) {
-        nf_status_t st = nf_place_init();
-        if (st != NF_OK)
-            return st;
+    const nf_settings_t *s = nf_settings_load();
+    nf_admit_init(s, rank);
+    nf_config_t cfg = {
+        .settings = s,
+        .kernels = nf_pick_kernels(s),
+        .policy_hash = nf_admit_hash(),
+        .policy_cxl_node = nf_policy_cxl_node(nf_admit_policy()),
+    };
+    if ((st = nf_ctx_init(&cfg)) != NF_OK)
+        return st;
+    if ((st = nf_comm_init()) != NF_OK) {
+        nf_ctx.state = NF_STATE_FAILED;
+        return st;
     }
-    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, nf_comm_delete_attr,
-                                &nf_g.comm_keyval, NULL) != MPI_SUCCESS ||
-        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, nf_self_delete,
-                                &nf_self_keyval, NULL) != MPI_SUCCESS ||
-        PMPI_Type_contiguous(NF_LINE_BYTES, MPI_BYTE, &nf_g.line_type) != MPI_SUCCESS ||
-        PMPI_Type_commit(&nf_g.line_type) != MPI_SUCCESS ||
-        PMPI_Comm_set_attr(MPI_COMM_SELF, nf_self_keyval, NULL) != MPI_SUCCESS) {
-        nf_log_error("cannot create MPI attribute keys; libnfcoll disabled");
-        return NF_ERR_MPI;
+    if ((st = nf_mpi_status(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, nf_self_delete,
+                                                    &nf_self_keyval, NULL))) != NF_OK ||
+        (st = nf_mpi_status(PMPI_Comm_set_attr(MPI_COMM_SELF, nf_self_keyval, NULL))) != NF_OK) {
+        nf_log_error("cannot hook MPI_Finalize; libnfcoll disabled");
+        nf_ctx.state = NF_STATE_FAILED;
+        return st;
     }
-    nf_log_info(1, "kernels %s", nf_g.k->name);
+    nf_log_info(1, "kernels %s", cfg.kernels->name);
     return NF_OK;
 }
 
@@ -71,7 +74,7 @@ nf_status_t nf_init(void)
 {
     /* Every call comes through here: no lock once initialized. */
     if (atomic_load_explicit(&nf_inited, memory_order_acquire))
-        return (nf_status_t)nf_g.init_status;
+        return nf_ctx.init_status;
     int mpi_up = 0, mpi_down = 0;
     PMPI_Initialized(&mpi_up);
     PMPI_Finalized(&mpi_down);
@@ -79,24 +82,11 @@ nf_status_t nf_init(void)
         return NF_ERR_INVALID;
     pthread_mutex_lock(&nf_init_lock);
     if (!atomic_load_explicit(&nf_inited, memory_order_relaxed)) {
-        nf_g.init_status = nf_init_locked();
+        nf_ctx.init_status = nf_init_locked();
         atomic_store_explicit(&nf_inited, 1, memory_order_release);
     }
     pthread_mutex_unlock(&nf_init_lock);
-    return (nf_status_t)nf_g.init_status;
-}
-
-/* Runs from the MPI_COMM_SELF attribute delete at MPI_Finalize, while MPI
- * is still usable. */
-void nf_finalize(void)
-{
-    nf_comm_free_all();
-    if (nf_g.comm_keyval != MPI_KEYVAL_INVALID)
-        PMPI_Comm_free_keyval(&nf_g.comm_keyval);
-    if (nf_g.line_type != MPI_DATATYPE_NULL)
-        PMPI_Type_free(&nf_g.line_type);
-    nf_place_finalize();
-    nf_admission_finalize();
+    return nf_ctx.init_status;
 }
 
 NF_EXPORT const char *nf_version(int *major, int *minor, int *patch)

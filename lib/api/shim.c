@@ -11,55 +11,70 @@
  */
 #include "config.h"
 
-#include "nf_core.h"
+#include "nf_admit.h"
+#include "nf_agree.h"
+#include "nf_api.h"
+#include "nf_ctx.h"
 #include "nf_export.h"
+#include "nf_log.h"
+#include "nf_stats.h"
 
 /* Set while libnfcoll runs a call on this thread: an MPI_Allreduce reached
  * from inside (a tool stacked under us) goes straight to PMPI. */
 static __thread int nf_inside;
-static int nf_shim_on;    /* some rank asked for a policy, a trace, stats or require */
-static int nf_shim_stats; /* some rank asked for stats: all take part in the report */
 
-/* Whether any rank asked for anything (NFCOLL_POLICY, NFCOLL_TRACE,
- * NFCOLL_STATS, NFCOLL_CXL=require). Agreed, so that a setting or file
- * present on some ranks only cannot make them take different paths. */
-static int nf_shim_wanted(const nf_settings_t *s)
-{
-    int want = s->policy != NULL || s->trace != NULL || s->stats != NULL ||
-               s->cxl == NF_CXL_REQUIRE, any = 0;
-    if (PMPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return 0;
-    return any;
-}
+/* What a rank asks for, as flags agreed with a bitwise OR. */
+enum {
+    NF_WANT_ANY = 1u << 0,    /* NFCOLL_POLICY, _TRACE, _STATS or CXL=require */
+    NF_WANT_FAILED = 1u << 1, /* nf_init failed here */
+    NF_WANT_REQUIRE = 1u << 2,
+    NF_WANT_STATS = 1u << 3,
+    NF_WANT_ADMIT = 1u << 4   /* a policy or a trace: admission decides calls */
+};
 
 /* After PMPI_Init: two small allreduces on MPI_COMM_WORLD, then nothing
  * until the first MPI_Allreduce. Without any NFCOLL_* request anywhere,
- * libnfcoll stays invisible (no topology load, no output). */
+ * libnfcoll stays invisible (no topology load, no output). Agreed, so that
+ * a setting or file present on some ranks only cannot make them take
+ * different paths; the agreements themselves are in agree.c. */
 static void nf_shim_after_init(void)
 {
     int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    unsigned all = 0;
+    if (PMPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS)
+        return; /* MPI_COMM_WORLD unusable: stay out of the way */
     nf_log_set_rank(rank);
     const nf_settings_t *s = nf_settings_load();
-    if (!nf_shim_wanted(s))
+    unsigned want = s->policy != NULL || s->trace != NULL || s->stats != NULL ||
+                    s->cxl == NF_CXL_REQUIRE;
+    if (nf_agree_any(MPI_COMM_WORLD, want ? NF_WANT_ANY : 0, &all) != NF_OK)
         return;
+    if (!all) {
+        nf_ctx.engaged = 0; /* NF_Allreduce too: pmpi, agreed */
+        return;
+    }
     nf_inside = 1;
     nf_status_t st = nf_init();
-    int mine[3] = {st != NF_OK, s->cxl == NF_CXL_REQUIRE,
-                   nf_admission_stats_dest() != NULL}, all[3] = {1, 0, 0};
-    PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (all[0] && all[1]) {
+    unsigned mine = (st != NF_OK ? NF_WANT_FAILED : 0) |
+                    (s->cxl == NF_CXL_REQUIRE ? NF_WANT_REQUIRE : 0) |
+                    (nf_admit_stats_dest(s) != NULL ? NF_WANT_STATS : 0) |
+                    (nf_admit_wanted() ? NF_WANT_ADMIT : 0);
+    if (nf_agree_any(MPI_COMM_WORLD, mine, &all) != NF_OK)
+        all = NF_WANT_FAILED;
+    if ((all & NF_WANT_FAILED) && (all & NF_WANT_REQUIRE)) {
         if (rank == 0)
             nf_log_error("NFCOLL_CXL=require could not be met on every rank (see above); "
                          "aborting");
         PMPI_Abort(MPI_COMM_WORLD, 1);
     }
-    nf_g.disabled = all[0]; /* one rank without libnfcoll means none uses it */
-    nf_admission_engage();
-    nf_shim_stats = all[2];
-    nf_shim_on = 1;
-    if (!nf_g.disabled && nf_admission_engaged())
-        nf_comm_get(MPI_COMM_WORLD); /* policies are compared across ranks now */
+    if ((all & NF_WANT_FAILED) && nf_ctx.state == NF_STATE_READY)
+        nf_ctx.state = NF_STATE_DISABLED; /* one rank without libnfcoll means none uses it */
+    nf_ctx.engaged = (all & NF_WANT_ADMIT) != 0;
+    nf_ctx.report_stats = (all & NF_WANT_STATS) != 0;
+    nf_ctx.intercept = 1;
+    nf_comm_t *c;
+    if (nf_ctx_ready() && nf_ctx.engaged)
+        nf_comm_get(MPI_COMM_WORLD, &c); /* policies are compared across ranks now */
     nf_inside = 0;
 }
 
@@ -81,9 +96,9 @@ NF_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
 
 NF_EXPORT int MPI_Finalize(void)
 {
-    if (nf_shim_on && nf_shim_stats) { /* collective: every rank agreed at init */
+    if (nf_ctx.intercept && nf_ctx.report_stats) { /* collective: agreed at init */
         nf_inside = 1;
-        nf_stats_report(MPI_COMM_WORLD, nf_admission_stats_dest());
+        nf_stats_report(MPI_COMM_WORLD, nf_admit_stats_dest(nf_settings_load()));
         nf_inside = 0;
     }
     return PMPI_Finalize();
@@ -95,14 +110,12 @@ static __attribute__((noinline)) int nf_shim_allreduce(const void *sendbuf, void
                                                        int count, MPI_Datatype datatype,
                                                        MPI_Op op, MPI_Comm comm)
 {
-    if (nf_inside)
+    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1};
+    /* Bad arguments: MPI reports them, its own way. */
+    if (nf_inside || nf_api_check(&a) != MPI_SUCCESS)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     nf_inside = 1;
-    int rc = NF_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    if (rc == MPI_ERR_COUNT || rc == MPI_ERR_BUFFER || rc == MPI_ERR_COMM) {
-        /* Bad arguments: let MPI report them through the error handler. */
-        rc = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    }
+    int rc = nf_api_allreduce(&a, -1);
     nf_inside = 0;
     return rc;
 }
@@ -110,7 +123,7 @@ static __attribute__((noinline)) int nf_shim_allreduce(const void *sendbuf, void
 NF_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (__builtin_expect(!nf_shim_on, 1))
+    if (__builtin_expect(!nf_ctx.intercept, 1))
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     return nf_shim_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }

@@ -4,14 +4,21 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nf_core.h"
-#include "nf_export.h"
+#include "nf_agree.h"
+#include "nf_comm.h"
+#include "nf_ctx.h"
+#include "nf_kernels.h"
+#include "nf_log.h"
 #include "nf_placement.h"
+#include "nf_stats.h"
+#include "nf_util.h"
 
 static pthread_mutex_t nf_comm_lock = PTHREAD_MUTEX_INITIALIZER;
+_Atomic unsigned nf_comm_generation = 1;
 static nf_comm_t *nf_comm_live;
 
 static size_t nf_align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -42,7 +49,10 @@ static void nf_comm_unlink(nf_comm_t *c)
 
 static void nf_comm_destroy(nf_comm_t *c)
 {
+    atomic_fetch_add(&nf_comm_generation, 1u); /* before the memory can be reused */
     nf_comm_unlink(c);
+    if (c->upper_free != NULL)
+        c->upper_free(c->upper);
     nf_shm_destroy(&c->shm);
     nf_residual_table_free(&c->resid);
     free(c->xnode);
@@ -64,14 +74,25 @@ int nf_comm_delete_attr(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
-void nf_comm_free_all(void)
+nf_status_t nf_comm_init(void)
+{
+    nf_status_t st = nf_mpi_status(PMPI_Comm_create_keyval(
+        MPI_COMM_NULL_COPY_FN, nf_comm_delete_attr, &nf_ctx.comm_keyval, NULL));
+    if (st != NF_OK)
+        nf_log_error("cannot create an MPI attribute key; libnfcoll disabled");
+    return st;
+}
+
+void nf_comm_finalize(void)
 {
     while (nf_comm_live != NULL) {
         nf_comm_t *c = nf_comm_live;
         /* Deleting the attribute runs nf_comm_delete_attr, which unlinks c. */
-        if (PMPI_Comm_delete_attr(c->user, nf_g.comm_keyval) != MPI_SUCCESS)
+        if (PMPI_Comm_delete_attr(c->user, nf_ctx.comm_keyval) != MPI_SUCCESS)
             nf_comm_destroy(c);
     }
+    if (nf_ctx.comm_keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_free_keyval(&nf_ctx.comm_keyval);
 }
 
 /* Carve the segment: slots | counters | fp32 results. */
@@ -85,16 +106,6 @@ static void nf_comm_layout(nf_comm_t *c, size_t cap, size_t *slot, size_t *cnt, 
     *total = (size_t)c->lsize * *slot + *cnt + fp32;
 }
 
-/* Agree on the worst status over the communicator: every rank must take the
- * same path, or some would wait in a collective the others skipped. */
-static nf_status_t nf_comm_agree(nf_comm_t *c, nf_status_t st)
-{
-    int mine = st == NF_OK ? 0 : 1, any = 1;
-    if (PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, c->priv) != MPI_SUCCESS)
-        return NF_ERR_MPI;
-    return any == 0 ? NF_OK : (st != NF_OK ? st : NF_ERR_NO_MEMORY);
-}
-
 /* A new segment for cap elements. The old one stays mapped until the new
  * one exists everywhere, so a failed growth leaves a working segment. */
 static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap)
@@ -102,7 +113,7 @@ static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap)
     size_t slot, cnt, total;
     nf_shm_t shm;
     nf_comm_layout(c, cap, &slot, &cnt, &total);
-    nf_status_t st = nf_comm_agree(c, nf_shm_create(&shm, total, c->node));
+    nf_status_t st = nf_agree_status(c->priv, nf_shm_create(&shm, total, c->node));
     if (st != NF_OK) {
         nf_shm_destroy(&shm);
         return st;
@@ -146,7 +157,7 @@ nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m)
     size_t cap = nf_align_up(m > 2 * c->cap_elems ? m : 2 * c->cap_elems, NF_LINE_BITS);
     /* The scratch first (a leader-local failure, agreed), then the segment:
      * cap_elems grows only when both hold the new size everywhere. */
-    nf_status_t st = nf_comm_agree(c, nf_comm_xnode(c, cap));
+    nf_status_t st = nf_agree_status(c->priv, nf_comm_xnode(c, cap));
     if (st == NF_OK)
         st = nf_comm_map(c, cap);
     if (st == NF_OK)
@@ -154,96 +165,107 @@ nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m)
     return st;
 }
 
+/* Stops at the first failed MPI call: the caller marks the state broken.
+ * The private communicators return their errors: the API layer raises
+ * them once, on the user's communicator. */
 static nf_status_t nf_comm_split(nf_comm_t *c)
 {
-    if (PMPI_Comm_dup(c->user, &c->priv) != MPI_SUCCESS)
-        return NF_ERR_MPI;
-    PMPI_Comm_rank(c->priv, &c->rank);
-    PMPI_Comm_size(c->priv, &c->size);
-    int rpn = nf_g.settings->ranks_per_node;
-    int rc = rpn > 0 ? PMPI_Comm_split(c->priv, c->rank / rpn, c->rank, &c->node)
-                     : PMPI_Comm_split_type(c->priv, MPI_COMM_TYPE_SHARED, c->rank,
-                                            MPI_INFO_NULL, &c->node);
-    if (rc != MPI_SUCCESS)
-        return NF_ERR_MPI;
-    PMPI_Comm_rank(c->node, &c->lrank);
-    PMPI_Comm_size(c->node, &c->lsize);
-    if (PMPI_Comm_split(c->priv, c->lrank == 0 ? 0 : MPI_UNDEFINED, c->rank,
-                        &c->leaders) != MPI_SUCCESS)
-        return NF_ERR_MPI;
-    if (c->leaders != MPI_COMM_NULL)
-        PMPI_Comm_size(c->leaders, &c->nnodes);
-    PMPI_Bcast(&c->nnodes, 1, MPI_INT, 0, c->node);
-    return NF_OK;
-}
-
-static uint64_t nf_hash_str(const char *str)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *str != '\0'; str++)
-        h = (h ^ (unsigned char)*str) * 1099511628211ull;
-    return h;
+    int rpn = nf_ctx.cfg.settings->ranks_per_node, rc;
+    if ((rc = PMPI_Comm_dup(c->user, &c->priv)) != MPI_SUCCESS)
+        return nf_mpi_status_raised(rc);
+    if ((rc = PMPI_Comm_set_errhandler(c->priv, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(c->priv, &c->rank)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_size(c->priv, &c->size)) != MPI_SUCCESS)
+        return nf_mpi_status(rc);
+    rc = rpn > 0 ? PMPI_Comm_split(c->priv, c->rank / rpn, c->rank, &c->node)
+                 : PMPI_Comm_split_type(c->priv, MPI_COMM_TYPE_SHARED, c->rank,
+                                        MPI_INFO_NULL, &c->node);
+    if (rc != MPI_SUCCESS ||
+        (rc = PMPI_Comm_set_errhandler(c->node, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_rank(c->node, &c->lrank)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_size(c->node, &c->lsize)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_split(c->priv, c->lrank == 0 ? 0 : MPI_UNDEFINED, c->rank,
+                              &c->leaders)) != MPI_SUCCESS)
+        return nf_mpi_status(rc);
+    if (c->leaders != MPI_COMM_NULL &&
+        ((rc = PMPI_Comm_set_errhandler(c->leaders, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+         (rc = PMPI_Comm_size(c->leaders, &c->nnodes)) != MPI_SUCCESS))
+        return nf_mpi_status(rc);
+    return nf_mpi_status(PMPI_Bcast(&c->nnodes, 1, MPI_INT, 0, c->node));
 }
 
 /*
  * Everything a rank decides alone that changes which collectives it enters
- * is agreed here, in one allreduce: its policy (hash), the communicator's
+ * is agreed before the first call: its policy (hash), the communicator's
  * name (rules match on it; MPI_Comm_set_name is local), whether the count
- * lanes fit (NFCOLL_COUNT_BITS is per process) and whether its own small
- * allocations worked. A difference turns the feature off for every rank.
+ * lanes fit (NFCOLL_COUNT_BITS is per process) and whether its own setup
+ * worked. A difference turns the feature off for every rank. On the user's
+ * communicator, inside the user's collective call: a rank whose private
+ * split failed still takes part, so none waits for it.
  */
-static void nf_comm_decide(nf_comm_t *c)
+static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok)
 {
-    uint64_t h = nf_admission_hash(), nh = nf_hash_str(c->name);
-    uint64_t v[6] = {h, ~h, nh, ~nh, c->k > nf_g.settings->count_bits,
-                     c->scales == NULL || c->ptrs == NULL};
-    uint64_t w[6];
-    if (PMPI_Allreduce(v, w, 6, MPI_UINT64_T, MPI_MAX, c->priv) != MPI_SUCCESS) {
-        c->broken = 1;
-        return;
+    nf_agree_comm_in_t in = {
+        .policy_hash = nf_ctx.cfg.policy_hash,
+        .name_hash = nf_hash_str(NF_HASH_INIT, c->name),
+        .lanes_fit = c->k <= nf_ctx.cfg.settings->count_bits,
+        .alloc_ok = setup_ok && c->scales != NULL && c->ptrs != NULL,
+    };
+    nf_agree_comm_out_t out;
+    nf_status_t st = nf_agree_comm(c->user, &in, &out);
+    if (st != NF_OK || !out.alloc_ok) {
+        if (setup_ok)
+            nf_log_warn_once("cannot set up libnfcoll's state for a communicator on some "
+                             "rank; its calls go to PMPI_Allreduce");
+        c->use = NF_COMM_BROKEN;
+        return st != NF_OK ? nf_mpi_status_raised(nf_status_to_mpi(st)) : NF_OK;
     }
-    int same_policy = w[0] == h && ~w[1] == h, same_name = w[2] == nh && ~w[3] == nh;
-    c->policy_agreed = same_policy && same_name;
-    c->lowbit_ok = w[4] == 0;
-    c->broken = w[5] != 0;
-    if (!same_policy)
+    c->lowbit_ok = out.lanes_fit;
+    c->use = out.same_policy && out.same_name ? NF_COMM_OK : NF_COMM_POLICY;
+    if (!out.same_policy)
         nf_log_warn_once_root(c->rank == 0, "ranks loaded different admission policies "
-                              "(NFCOLL_POLICY): every call takes pmpi for this run");
-    else if (!same_name)
+                              "(NFCOLL_POLICY): every call admission decides takes pmpi");
+    else if (!out.same_name)
         nf_log_warn_once_root(c->rank == 0, "communicator '%s' has different names on its "
-                              "ranks: its calls take pmpi", c->name);
+                              "ranks: the calls admission decides on it take pmpi", c->name);
+    return NF_OK;
 }
 
-static nf_comm_t *nf_comm_new(MPI_Comm comm)
+/* NULL only when there is no memory for the state itself (then this rank
+ * cannot take part in the agreement either: the caller goes to PMPI, and a
+ * program out of memory has bigger problems). */
+static nf_comm_t *nf_comm_new(MPI_Comm comm, nf_status_t *st)
 {
     nf_comm_t *c = calloc(1, sizeof(*c));
+    *st = NF_OK;
     if (c == NULL)
         return NULL;
     c->user = comm;
     c->priv = c->node = c->leaders = MPI_COMM_NULL;
-    PMPI_Comm_test_inter(comm, &c->is_inter);
-    if (c->is_inter)
-        return c; /* never used for our routes; cached so we decide once */
-    if (nf_comm_split(c) != NF_OK) {
-        nf_log_warn_once("cannot split a communicator by node; libnfcoll passes its calls to PMPI");
-        c->broken = 1;
+    c->size = 1; /* the traffic model's size for an intercommunicator */
+    if (PMPI_Comm_test_inter(comm, &c->is_inter) != MPI_SUCCESS || c->is_inter) {
+        c->use = NF_COMM_BROKEN; /* never used for our routes; cached so we decide once */
         return c;
     }
-    c->k = nf_count_planes((unsigned)c->size);
-    c->scales = calloc((size_t)c->size, sizeof(double));
-    c->ptrs = calloc((size_t)(c->lsize > c->nnodes ? c->lsize : c->nnodes), sizeof(void *));
     int rl;
-    PMPI_Comm_get_name(comm, c->name, &rl);
-    nf_comm_decide(c);
+    int ok = nf_comm_split(c) == NF_OK && PMPI_Comm_get_name(comm, c->name, &rl) == MPI_SUCCESS;
+    if (!ok)
+        nf_log_warn_once("cannot split a communicator by node; libnfcoll passes its calls to PMPI");
+    c->k = nf_count_planes((unsigned)(c->size > 0 ? c->size : 1));
+    if (ok) {
+        c->scales = calloc((size_t)c->size, sizeof(double));
+        c->ptrs = calloc((size_t)(c->lsize > c->nnodes ? c->lsize : c->nnodes), sizeof(void *));
+    }
+    *st = nf_comm_decide(c, ok);
     return c;
 }
 
-int nf_comm_ready(nf_comm_t *c)
+nf_status_t nf_comm_ready(nf_comm_t *c)
 {
-    if (c->broken)
-        return -1;
+    if (c->use == NF_COMM_BROKEN)
+        return NF_ERR_UNSUPPORTED;
     if (c->slots != NULL)
-        return 0;
+        return NF_OK;
     /* Every rank sets placement up (not only the one that binds the
      * segment), so each can say where its buffers are. */
     nf_place_init();
@@ -252,45 +274,34 @@ int nf_comm_ready(nf_comm_t *c)
     if (st != NF_OK) {
         nf_log_warn_once("cannot set up the shared aggregation buffer (%s); calls on this "
                          "communicator go to PMPI_Allreduce", nf_strerror(st));
-        c->broken = 1;
-        return -1;
+        c->use = NF_COMM_BROKEN;
+        return st;
     }
-    return 0;
+    return NF_OK;
 }
 
-nf_comm_t *nf_comm_get(MPI_Comm comm)
+nf_status_t nf_comm_get(MPI_Comm comm, nf_comm_t **out)
 {
     void *attr = NULL;
     int found = 0;
-    if (PMPI_Comm_get_attr(comm, nf_g.comm_keyval, &attr, &found) != MPI_SUCCESS)
-        return NULL;
-    if (found)
-        return attr;
+    nf_status_t st = nf_mpi_status_raised(
+        PMPI_Comm_get_attr(comm, nf_ctx.comm_keyval, &attr, &found));
+    if (st != NF_OK)
+        return st;
+    if (found) {
+        *out = attr;
+        return NF_OK;
+    }
     /* Collective on comm: every rank reaches this on its first call. */
-    nf_comm_t *c = nf_comm_new(comm);
+    nf_comm_t *c = nf_comm_new(comm, &st);
     if (c == NULL)
-        return NULL;
-    if (PMPI_Comm_set_attr(comm, nf_g.comm_keyval, c) != MPI_SUCCESS) {
+        return NF_ERR_NO_MEMORY;
+    if (st != NF_OK ||
+        (st = nf_mpi_status_raised(PMPI_Comm_set_attr(comm, nf_ctx.comm_keyval, c))) != NF_OK) {
         nf_comm_destroy(c);
-        return NULL;
+        return st;
     }
     nf_comm_link(c);
-    return c;
-}
-
-NF_EXPORT nf_status_t nf_placement_query(MPI_Comm comm, nf_placement_info_t *info)
-{
-    if (info == NULL || comm == MPI_COMM_NULL || nf_init() != NF_OK)
-        return NF_ERR_INVALID;
-    nf_comm_t *c = nf_comm_get(comm);
-    if (c == NULL || c->is_inter || nf_comm_ready(c) != 0)
-        return NF_ERR_UNSUPPORTED;
-    info->node = nf_place_node();
-    /* Without a node, the detail says why (e.g. "one NUMA node only"). */
-    const char *detail = nf_place_detail();
-    info->reason = info->node < 0 && detail != NULL && detail[0] != '\0' ? detail
-                                                                           : nf_place_reason();
-    info->bytes = c->shm.bytes;
-    info->resident_frac = c->shm.resident_frac;
+    *out = c;
     return NF_OK;
 }

@@ -1,15 +1,17 @@
 /* Error-feedback residuals, one per (communicator, buffer address, count).
  * Placed like the aggregation buffer (they are what CXL memory is for).
- * Forms and double buffering: see nf_core.h. Lookups are linear with a last-hit shortcut: a training step touches a
- * handful of gradient buckets in the same order every step. */
+ * Forms and double buffering: see nf_residual.h. Lookups are linear with a
+ * last-hit shortcut: a training step touches a handful of gradient buckets
+ * in the same order every step. */
 #include "config.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nf_core.h"
 #include "nf_placement.h"
+#include "nf_residual.h"
+#include "nf_stats.h"
 
 static void nf_residual_release(nf_residual_t *r)
 {

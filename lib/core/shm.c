@@ -12,8 +12,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "nf_core.h"
+#include "nf_agree.h"
+#include "nf_ctx.h"
+#include "nf_log.h"
 #include "nf_placement.h"
+#include "nf_shm.h"
 
 #define NF_SHM_NAME_MAX 64
 
@@ -73,33 +76,44 @@ static nf_status_t nf_shm_make(nf_shm_t *shm, size_t bytes, char *name)
     return st;
 }
 
+/* What local rank 0 tells the others after creating the segment. */
+typedef struct nf_shm_msg {
+    int status;
+    double resident_frac;
+    char name[NF_SHM_NAME_MAX];
+} nf_shm_msg_t;
+
 nf_status_t nf_shm_create(nf_shm_t *shm, size_t bytes, MPI_Comm node)
 {
-    char name[NF_SHM_NAME_MAX] = "";
-    int lrank, st = NF_OK;
+    nf_shm_msg_t msg = {.status = NF_OK};
+    int lrank;
     memset(shm, 0, sizeof(*shm));
-    PMPI_Comm_rank(node, &lrank);
-    if (lrank == 0)
-        st = nf_shm_make(shm, bytes, name);
-    PMPI_Bcast(&st, 1, MPI_INT, 0, node);
+    nf_status_t st = nf_mpi_status(PMPI_Comm_rank(node, &lrank));
     if (st != NF_OK)
-        return (nf_status_t)st;
-    PMPI_Bcast(name, NF_SHM_NAME_MAX, MPI_CHAR, 0, node);
-    PMPI_Bcast(&shm->resident_frac, 1, MPI_DOUBLE, 0, node);
+        return st;
+    if (lrank == 0) {
+        msg.status = nf_shm_make(shm, bytes, msg.name);
+        msg.resident_frac = shm->resident_frac;
+    }
+    /* A failed broadcast fails on every rank of node alike. */
+    if ((st = nf_mpi_status(PMPI_Bcast(&msg, (int)sizeof(msg), MPI_BYTE, 0, node))) != NF_OK) {
+        nf_shm_destroy(shm);
+        return st;
+    }
+    if (msg.status != NF_OK)
+        return (nf_status_t)msg.status;
     if (lrank != 0) {
-        shm->base = nf_shm_map(name, bytes, 0);
+        shm->base = nf_shm_map(msg.name, bytes, 0);
         shm->bytes = shm->base != NULL ? bytes : 0;
+        shm->resident_frac = msg.resident_frac;
     }
     /* Unlink only after every rank has mapped it; agree on success. */
-    int ok = shm->base != NULL, all = 0;
-    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
+    st = nf_agree_status(node, shm->base != NULL ? NF_OK : NF_ERR_NO_MEMORY);
     if (lrank == 0)
-        shm_unlink(name);
-    if (!all) {
+        shm_unlink(msg.name);
+    if (st != NF_OK)
         nf_shm_destroy(shm);
-        return NF_ERR_NO_MEMORY;
-    }
-    return NF_OK;
+    return st;
 }
 
 void nf_shm_destroy(nf_shm_t *shm)

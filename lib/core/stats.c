@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nf_core.h"
-#include "nf_export.h"
+#include "nf_ctx.h"
+#include "nf_file.h"
+#include "nf_kernels.h"
+#include "nf_log.h"
 #include "nf_placement.h"
+#include "nf_stats.h"
 
 typedef struct nf_route_ctr {
     _Atomic uint64_t calls, bytes, upstream, total, ring;
@@ -81,25 +84,22 @@ void nf_stats_fallback(nf_fallback_t reason)
     NF_ADD(nf_fallbacks[reason], 1);
 }
 
-NF_EXPORT nf_status_t nf_stats_get(nf_route_t route, nf_route_stats_t *s)
+void nf_stats_read(nf_route_t route, nf_route_stats_t *s)
 {
-    if ((unsigned)route >= NF_ROUTE_COUNT || s == NULL)
-        return NF_ERR_INVALID;
     nf_route_ctr_t *c = &nf_ctr[route];
     s->calls = NF_GET(c->calls);
     s->bytes = NF_GET(c->bytes);
     s->upstream_bytes = NF_GET(c->upstream);
     s->total_bytes = NF_GET(c->total);
     s->fp32_ring_bytes = NF_GET(c->ring);
-    return NF_OK;
 }
 
-NF_EXPORT uint64_t nf_stats_fallbacks(nf_fallback_t reason)
+uint64_t nf_stats_read_fallbacks(nf_fallback_t reason)
 {
-    return (unsigned)reason < NF_FALLBACK_COUNT ? NF_GET(nf_fallbacks[reason]) : 0;
+    return NF_GET(nf_fallbacks[reason]);
 }
 
-NF_EXPORT void nf_stats_reset(void)
+void nf_stats_zero(void)
 {
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
         nf_route_ctr_t *c = &nf_ctr[r];
@@ -126,7 +126,7 @@ static void nf_stats_snapshot(uint64_t v[NF_V_N])
 {
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
         nf_route_stats_t s;
-        nf_stats_get((nf_route_t)r, &s);
+        nf_stats_read((nf_route_t)r, &s);
         uint64_t *o = v + r * NF_F_N;
         o[NF_F_CALLS] = s.calls;
         o[NF_F_BYTES] = s.bytes;
@@ -135,7 +135,7 @@ static void nf_stats_snapshot(uint64_t v[NF_V_N])
         o[NF_F_RING] = s.fp32_ring_bytes;
     }
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
-        v[NF_ROUTE_COUNT * NF_F_N + f] = nf_stats_fallbacks((nf_fallback_t)f);
+        v[NF_ROUTE_COUNT * NF_F_N + f] = nf_stats_read_fallbacks((nf_fallback_t)f);
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < 2; i++)
             v[NF_V_PLACED + 2 * k + i] = NF_GET(nf_placed[k][i]);
@@ -206,27 +206,30 @@ static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
             (unsigned long long)p[3]);
 }
 
-void nf_stats_report(MPI_Comm comm, const char *dest)
+nf_status_t nf_stats_report(MPI_Comm comm, const char *dest)
 {
     enum { N = NF_V_N };
     uint64_t mine[N], sum[N];
-    int rank, size;
-    PMPI_Comm_rank(comm, &rank);
-    PMPI_Comm_size(comm, &size);
+    int rank = 0, size = 1, rc;
+    if ((rc = PMPI_Comm_rank(comm, &rank)) != MPI_SUCCESS ||
+        (rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS)
+        return nf_mpi_status(rc);
     nf_stats_snapshot(mine);
-    if (PMPI_Reduce(mine, sum, N, MPI_UINT64_T, MPI_SUM, 0, comm) != MPI_SUCCESS || rank != 0)
-        return;
+    if ((rc = PMPI_Reduce(mine, sum, N, MPI_UINT64_T, MPI_SUM, 0, comm)) != MPI_SUCCESS)
+        return nf_mpi_status(rc);
+    if (rank != 0)
+        return NF_OK;
     if (dest == NULL || strcmp(dest, "1") == 0) { /* rank 0 asked nothing: print */
         nf_stats_table(stderr, sum, size);
-        return;
+        return NF_OK;
     }
-    FILE *fp = fopen(dest, "w");
-    if (fp == NULL) {
-        nf_log_warn("cannot write NFCOLL_STATS file %s: %m; printing instead", dest);
+    nf_wfile_t f;
+    nf_status_t st = nf_wfile_open(&f, dest);
+    if (st != NF_OK) {
+        nf_log_warn("cannot write NFCOLL_STATS file %s; printing instead", dest);
         nf_stats_table(stderr, sum, size);
-        return;
+        return st;
     }
-    nf_stats_json(fp, sum, size);
-    if (fclose(fp) != 0)
-        nf_log_warn("writing NFCOLL_STATS file %s failed: %m", dest);
+    nf_stats_json(f.fp, sum, size);
+    return nf_wfile_commit(&f);
 }

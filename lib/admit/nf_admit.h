@@ -1,0 +1,46 @@
+/*
+ * Admission (admission.c): which route a call takes and why. Asks the
+ * policy (loaded once at init), applies what only libnfcoll knows (the
+ * call cannot take a route on this communicator, ranks hold different
+ * policies) and caches each communicator's decisions. Decisions use only
+ * what every rank sees alike. docs/design.md, "Admission".
+ */
+#ifndef NF_ADMIT_H
+#define NF_ADMIT_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "nf_comm.h"
+#include "nf_policy.h"
+#include "nf_settings.h"
+
+/* Load the policy at path (NULL: none). A policy that does not load leaves
+ * every call on pmpi: the parser has said why (file:line), this adds what
+ * it means. Opens the trace (NFCOLL_TRACE wins over the policy's). */
+void nf_admit_init(const nf_settings_t *s, int rank);
+void nf_admit_finalize(void);
+
+const nf_policy_t *nf_admit_policy(void);
+/* What ranks compare: 0 without a policy, a fixed value for one that failed
+ * to load (so it differs from both), else the policy's hash. */
+uint64_t nf_admit_hash(void);
+/* Whether this rank wants calls admitted: a policy (even one that failed
+ * to load: then its hash differs and every call takes pmpi) or a trace. */
+int nf_admit_wanted(void);
+/* Where stats go: NFCOLL_STATS wins over the policy's `stats`. */
+const char *nf_admit_stats_dest(const nf_settings_t *s);
+
+typedef struct nf_decision {
+    nf_route_t route;
+    int ef;       /* -1 inherit */
+    double gamma; /* < 0 inherit */
+    uint64_t bytes; /* count * type size, from the cache */
+} nf_decision_t;
+
+/* Decide the route of one call on c (counted as the communicator's next
+ * call for `calls` rules; traced when a trace is open). */
+void nf_admit_decide(nf_comm_t *c, int count, MPI_Datatype datatype, MPI_Op op,
+                     nf_decision_t *out);
+
+#endif

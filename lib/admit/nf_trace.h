@@ -1,0 +1,17 @@
+/* NFCOLL_TRACE (trace.c): one buffered line per admitted call and rank,
+ * carrying what the policy matched on, so a trace can be replayed against
+ * another policy. Format in nfcoll-policy(5). */
+#ifndef NF_TRACE_H
+#define NF_TRACE_H
+
+#include "nf_policy.h"
+
+/* path with "%r" replaced by the rank, else path.RANK: one file per rank,
+ * created safely (nf_file.h). A file that cannot be created warns once. */
+void nf_trace_open(const char *path, int rank);
+int nf_trace_on(void);
+void nf_trace_record(int rank, const nf_policy_query_t *q, nf_route_t route,
+                     const nf_policy_action_t *a);
+void nf_trace_close(void);
+
+#endif

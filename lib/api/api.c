@@ -1,0 +1,141 @@
+/*
+ * Public entry points: argument checks, then down the layers (admission
+ * decides, the runner runs). Errors inside are nf_status_t; they become MPI
+ * error codes here, once, and go through the communicator's error handler
+ * as MPI's own bindings do.
+ */
+#include "config.h"
+
+#include <stdatomic.h>
+
+#include "nf_admit.h"
+#include "nf_api.h"
+#include "nf_ctx.h"
+#include "nf_export.h"
+#include "nf_placement.h"
+#include "nf_stats.h"
+
+int nf_api_check(const nf_run_args_t *a)
+{
+    if (a->count < 0)
+        return MPI_ERR_COUNT;
+    if (a->comm == MPI_COMM_NULL)
+        return MPI_ERR_COMM;
+    /* NULL is MPI_BOTTOM, legal with absolute-address derived datatypes. */
+    if (a->count > 0 && a->datatype == MPI_FLOAT && (a->recvbuf == NULL || a->sendbuf == NULL))
+        return MPI_ERR_BUFFER;
+    if (a->count > 0 && a->sendbuf == a->recvbuf)
+        return MPI_ERR_BUFFER; /* aliasing without MPI_IN_PLACE is erroneous in MPI */
+    return MPI_SUCCESS;
+}
+
+/* The single exit for errors: MPI_ERRORS_RETURN programs get the code,
+ * others whatever their handler does (MPI_ERRORS_ARE_FATAL aborts). */
+static __attribute__((noinline)) int nf_api_raise(MPI_Comm comm, int code)
+{
+    PMPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
+    return code;
+}
+
+/* The last communicator this thread used: an attribute lookup costs more
+ * than the rest of an engaged small call (docs/design.md, "Admission"). */
+static __thread struct {
+    MPI_Comm comm;
+    nf_comm_t *c;
+    unsigned gen;
+} nf_api_last;
+
+static nf_status_t nf_api_comm(MPI_Comm comm, nf_comm_t **c)
+{
+    unsigned gen = atomic_load_explicit(&nf_comm_generation, memory_order_acquire);
+    if (nf_api_last.c != NULL && nf_api_last.comm == comm && nf_api_last.gen == gen) {
+        *c = nf_api_last.c;
+        return NF_OK;
+    }
+    nf_status_t st = nf_comm_get(comm, c);
+    if (st == NF_OK)
+        nf_api_last.comm = comm, nf_api_last.c = *c, nf_api_last.gen = gen;
+    return st;
+}
+
+static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
+{
+    nf_comm_t *c = NULL;
+    /* Not engaged by agreement at MPI_Init: pmpi. Not agreed (MPI_Init did
+     * not come through the shim): admission decides per communicator, whose
+     * setup compares the ranks' policies. */
+    if (nf_init() != NF_OK || !nf_ctx_ready() || (route < 0 && nf_ctx.engaged == 0))
+        return nf_run(NULL, a, NF_ROUTE_PMPI, -1, -1.0);
+    nf_status_t st = nf_api_comm(a->comm, &c);
+    if (st != NF_OK)
+        return st;
+    if (route >= 0)
+        return nf_run(c, a, (nf_route_t)route, -1, -1.0);
+    nf_decision_t d;
+    nf_admit_decide(c, a->count, a->datatype, a->op, &d);
+    nf_run_args_t b = *a;
+    b.bytes = (int64_t)d.bytes;
+    return nf_run(c, &b, d.route, d.ef, d.gamma);
+}
+
+int nf_api_allreduce(const nf_run_args_t *a, int route)
+{
+    nf_status_t st = nf_api_run(a, route);
+    if (st == NF_OK)
+        return MPI_SUCCESS;
+    return nf_status_raised(st) ? nf_status_to_mpi(st) : nf_api_raise(a->comm, nf_status_to_mpi(st));
+}
+
+NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                 nf_route_t route)
+{
+    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1};
+    if ((unsigned)route >= NF_ROUTE_COUNT)
+        return nf_api_raise(comm, MPI_ERR_ARG);
+    int rc = nf_api_check(&a);
+    return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_api_allreduce(&a, (int)route);
+}
+
+NF_EXPORT int NF_Allreduce(const void *sendbuf, void *recvbuf, int count,
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1};
+    int rc = nf_api_check(&a);
+    return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_api_allreduce(&a, -1);
+}
+
+NF_EXPORT nf_status_t nf_placement_query(MPI_Comm comm, nf_placement_info_t *info)
+{
+    nf_comm_t *c = NULL;
+    if (info == NULL || comm == MPI_COMM_NULL || nf_init() != NF_OK || !nf_ctx_ready())
+        return NF_ERR_INVALID;
+    nf_status_t st = nf_comm_get(comm, &c);
+    if (st != NF_OK)
+        return st;
+    if (c->is_inter || nf_comm_ready(c) != NF_OK)
+        return NF_ERR_UNSUPPORTED;
+    info->node = nf_place_node();
+    /* Without a node, the detail says why (e.g. "one NUMA node only"). */
+    const char *detail = nf_place_detail();
+    info->reason = info->node < 0 && detail != NULL && detail[0] != '\0' ? detail
+                                                                           : nf_place_reason();
+    info->bytes = c->shm.bytes;
+    info->resident_frac = c->shm.resident_frac;
+    return NF_OK;
+}
+
+NF_EXPORT nf_status_t nf_stats_get(nf_route_t route, nf_route_stats_t *s)
+{
+    if ((unsigned)route >= NF_ROUTE_COUNT || s == NULL)
+        return NF_ERR_INVALID;
+    nf_stats_read(route, s);
+    return NF_OK;
+}
+
+NF_EXPORT uint64_t nf_stats_fallbacks(nf_fallback_t reason)
+{
+    return (unsigned)reason < NF_FALLBACK_COUNT ? nf_stats_read_fallbacks(reason) : 0;
+}
+
+NF_EXPORT void nf_stats_reset(void) { nf_stats_zero(); }

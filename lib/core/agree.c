@@ -1,0 +1,38 @@
+/* Agreement across ranks (nf_agree.h). */
+#include "config.h"
+
+#include "nf_agree.h"
+#include "nf_ctx.h"
+
+nf_status_t nf_agree_status(MPI_Comm comm, nf_status_t mine)
+{
+    int bad = mine != NF_OK, any = 1;
+    nf_status_t st = nf_mpi_status(PMPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm));
+    if (st != NF_OK)
+        return st;
+    return any == 0 ? NF_OK : (mine != NF_OK ? mine : NF_ERR_NO_MEMORY);
+}
+
+nf_status_t nf_agree_any(MPI_Comm comm, unsigned mine, unsigned *any)
+{
+    return nf_mpi_status(PMPI_Allreduce(&mine, any, 1, MPI_UNSIGNED, MPI_BOR, comm));
+}
+
+/* One allreduce: a hash and its complement under MAX tell whether every
+ * rank holds the same value (max(h) == h and max(~h) == ~h only if all
+ * equal h); flags that must hold everywhere travel negated. */
+nf_status_t nf_agree_comm(MPI_Comm comm, const nf_agree_comm_in_t *in,
+                          nf_agree_comm_out_t *out)
+{
+    uint64_t v[6] = {in->policy_hash, ~in->policy_hash, in->name_hash, ~in->name_hash,
+                     !in->lanes_fit, !in->alloc_ok};
+    uint64_t w[6];
+    nf_status_t st = nf_mpi_status(PMPI_Allreduce(v, w, 6, MPI_UINT64_T, MPI_MAX, comm));
+    if (st != NF_OK)
+        return st;
+    out->same_policy = w[0] == in->policy_hash && ~w[1] == in->policy_hash;
+    out->same_name = w[2] == in->name_hash && ~w[3] == in->name_hash;
+    out->lanes_fit = w[4] == 0;
+    out->alloc_ok = w[5] == 0;
+    return NF_OK;
+}

@@ -1,0 +1,85 @@
+/*
+ * Per-communicator state (comm.c): private duplicate, node and leader
+ * split, the shared segment and its layout. Cached on the communicator with
+ * an attribute, so it is freed with the communicator or at MPI_Finalize.
+ */
+#ifndef NF_COMM_H
+#define NF_COMM_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "nfcoll.h"
+#include "nf_residual.h"
+#include "nf_shm.h"
+
+/* Elements per FP32 chunk: the fp32 route pipelines through the shared
+ * buffer in chunks of this many floats (double-buffered). */
+#define NF_FP32_CHUNK (128u * 1024u)
+
+/* Whether this communicator can use libnfcoll's routes, decided once for
+ * every rank alike (agree.c). */
+typedef enum nf_comm_use {
+    NF_COMM_OK = 0,      /* fp32 and low-bit routes usable */
+    NF_COMM_POLICY,      /* ranks differ in policy or name: admission says pmpi */
+    NF_COMM_BROKEN       /* state or segment unusable: every call pmpi */
+} nf_comm_use_t;
+
+typedef struct nf_comm {
+    MPI_Comm user;       /* the communicator this state is cached on */
+    MPI_Comm priv;       /* private duplicate: our traffic never meets the user's */
+    MPI_Comm node;       /* ranks sharing memory with this one */
+    MPI_Comm leaders;    /* local rank 0 of each node; MPI_COMM_NULL elsewhere */
+    int rank, size;
+    int lrank, lsize;    /* within node */
+    int nnodes;
+    int is_inter;
+    unsigned k;          /* count planes: nf_count_planes(size) */
+    int lowbit_ok;       /* capacity: size fits the count lanes (agreed) */
+    nf_comm_use_t use;   /* agreed */
+    char name[MPI_MAX_OBJECT_NAME]; /* at first use, for policy rules */
+
+    nf_shm_t shm;
+    size_t cap_elems;    /* low-bit elements the segment holds */
+    size_t slot_bytes;   /* per local rank */
+    uint8_t *slots;      /* lsize slots */
+    uint64_t *cnt;       /* 2 counters (plus, minus) of k planes per line */
+    float *fp32_res;     /* 2 x NF_FP32_CHUNK result floats */
+    void *xnode;         /* leaders: nnodes x exchange scratch (private) */
+    size_t xnode_bytes;
+
+    const void **ptrs;   /* max(lsize, nnodes) input pointers for kernels */
+    double *scales;      /* size doubles: per-rank scales of the last call */
+    nf_residual_table_t resid;
+
+    /* State a layer above keeps per communicator (admission's decision
+     * cache), freed with this one. */
+    void *upper;
+    void (*upper_free)(void *upper);
+    struct nf_comm *next, *prev; /* live list, freed at finalize */
+} nf_comm_t;
+
+/* State for comm, created on first use (collective on comm). NF_OK with
+ * *out set; else the MPI error that prevented it (logged once). */
+nf_status_t nf_comm_get(MPI_Comm comm, nf_comm_t **out);
+
+/* Changes whenever some state is freed: a cache of (MPI_Comm, nf_comm_t *)
+ * taken at generation g is valid while the generation is still g (a freed
+ * communicator's handle may be reused for a new one). */
+extern _Atomic unsigned nf_comm_generation;
+/* Keyval delete callback: frees the state when the user frees comm. */
+int nf_comm_delete_attr(MPI_Comm comm, int keyval, void *attr, void *extra);
+/* Create the attribute key the state hangs on (init), and free every
+ * remaining state and the key (finalize). */
+nf_status_t nf_comm_init(void);
+void nf_comm_finalize(void);
+/* Make sure the segment holds m low-bit elements (collective). */
+nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m);
+/* Map the segment on first use (collective). NF_OK when usable; otherwise
+ * the communicator is marked broken (one warning) and every later call
+ * returns the same. */
+nf_status_t nf_comm_ready(nf_comm_t *c);
+
+#endif

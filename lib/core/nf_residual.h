@@ -1,0 +1,44 @@
+/* Error-feedback residuals, one per (communicator, buffer, count)
+ * (residual.c). docs/design.md, "Error feedback". */
+#ifndef NF_RESIDUAL_H
+#define NF_RESIDUAL_H
+
+#include <stddef.h>
+
+#include "nfcoll.h"
+
+/*
+ * A residual is kept in one of two forms. NF_RES_Y (binary): the previous
+ * call's y and a_i, from which the pack kernel rebuilds e exactly, so the
+ * final pass has no update to write; two buffers, the next y goes into the
+ * other one and becomes current only when the call completes (a call that
+ * falls back to fp32 leaves the residual as it was). NF_RES_E (ternary, or
+ * binary after ternary): e itself, updated by the finish kernels.
+ */
+typedef enum nf_res_form { NF_RES_Y = 0, NF_RES_E = 1 } nf_res_form_t;
+
+typedef struct nf_residual {
+    const void *key;      /* user buffer address */
+    size_t count;         /* elements; a new count at the key resets it */
+    float *buf[2];        /* page-aligned, placed like the aggregation buffer */
+    size_t bytes;         /* mapped size of each buffer */
+    unsigned cur;         /* buffer holding the state */
+    nf_res_form_t form;
+    float aprev;          /* NF_RES_Y: the previous call's a_i (as float) */
+    double resident_frac;
+} nf_residual_t;
+
+typedef struct nf_residual_table {
+    nf_residual_t *v;
+    size_t n, cap;
+    size_t last;          /* index of the last hit */
+} nf_residual_table_t;
+
+/* The residual for (key, count): found, reset after a count change, or new
+ * and zero (form NF_RES_Y). NULL on allocation failure (logged). */
+nf_residual_t *nf_residual_get(nf_residual_table_t *t, const void *key, size_t count);
+/* e for the E-form kernels, converting a Y-form residual exactly. */
+float *nf_residual_e(nf_residual_t *r);
+void nf_residual_table_free(nf_residual_table_t *t);
+
+#endif

@@ -1,0 +1,21 @@
+/* The node-shared segment the aggregation buffer lives in (shm.c). */
+#ifndef NF_SHM_H
+#define NF_SHM_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "nfcoll.h"
+
+typedef struct nf_shm {
+    void *base;
+    size_t bytes;
+    double resident_frac; /* pages verified on the placement node */
+} nf_shm_t;
+
+/* Collective over node: local rank 0 creates, binds and touches, the others
+ * map. Every rank of node returns the same status. */
+nf_status_t nf_shm_create(nf_shm_t *shm, size_t bytes, MPI_Comm node);
+void nf_shm_destroy(nf_shm_t *shm);
+
+#endif
