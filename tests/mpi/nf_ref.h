@@ -1,5 +1,5 @@
 /*
- * An independent, deliberately naive implementation of DESIGN.md section 1
+ * An independent, deliberately naive implementation of docs/design.md, "Routes"
  * for the multi-rank tests: every rank rebuilds all ranks' inputs and
  * error-feedback state and computes the exact expected result locally.
  */

@@ -17,10 +17,21 @@
 
 static int rank, n;
 
+static int handler_calls, handler_code;
+static void count_handler(MPI_Comm *comm, int *code, ...)
+{
+    (void)comm;
+    handler_calls++;
+    handler_code = *code;
+}
+
+/* Argument errors go through the communicator's error handler, as MPI's
+ * own do: under MPI_ERRORS_RETURN the entry points return the code. */
 static int test_errors(void)
 {
     float b[4] = {1, 2, 3, 4}, r[4];
     int f = 0;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     f += nft_check(NF_Allreduce_route(b, r, -1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
                                       NF_ROUTE_BINARY) == MPI_ERR_COUNT, "negative count", "not MPI_ERR_COUNT");
     f += nft_check(NF_Allreduce_route(b, b, 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
@@ -31,6 +42,15 @@ static int test_errors(void)
                                       NF_ROUTE_FP32) == MPI_ERR_COMM, "MPI_COMM_NULL", "not MPI_ERR_COMM");
     f += nft_check(NF_Allreduce(b, r, -5, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) == MPI_ERR_COUNT,
                    "NF_Allreduce negative count", "not MPI_ERR_COUNT");
+    /* The communicator's own handler sees the code once per failed call. */
+    MPI_Errhandler eh;
+    MPI_Comm_create_errhandler(count_handler, &eh);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh);
+    int rc = NF_Allreduce_route(b, r, -2, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32);
+    f += nft_check(rc == MPI_ERR_COUNT && handler_calls == 1 && handler_code == MPI_ERR_COUNT,
+                   "error handler invoked with MPI_ERR_COUNT", "handler not invoked as expected");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Errhandler_free(&eh);
     return f;
 }
 
