@@ -1,11 +1,16 @@
 /*
  * The allreduce protocol over the node-shared segment. No arithmetic here:
  * kernels do the math, this file moves lines between ranks.
+ * docs/design.md, "Protocol".
  *
- * Low-bit call:  pack my lines into my slot  ->  exchange scales (allgather:
- * also the barrier that publishes every slot)  ->  each local rank counts
- * its share of lines over all slots  ->  node barrier (+ leaders merge node
- * counts across nodes)  ->  everyone unpacks the shared counts.
+ * A call:  exchange a header (count, layout hash, lines needed): every rank
+ * learns whether the others called alike  ->  grow the segment if needed
+ * (agreed)  ->  pack each low-bit segment's lines into my slot  ->  exchange
+ * the scales of all low-bit segments (also the barrier that publishes every
+ * slot)  ->  each local rank counts its share of all lines over all slots
+ * ->  node barrier (+ leaders merge node counts across nodes)  ->  everyone
+ * unpacks its segments  ->  one fp32 pass over the fp32 segments (and any
+ * low-bit one a rank's NaN/Inf sent there).
  * The counts are integers, so every rank gets the same bits whatever the
  * order; the scales are summed in rank order in double.
  */
@@ -17,6 +22,7 @@
 #include "nf_coll.h"
 #include "nf_ctx.h"
 #include "nf_placement.h"
+#include "nf_util.h"
 
 static inline uint8_t *nf_slot(const nf_comm_t *c, int lrank)
 {
@@ -30,19 +36,142 @@ static void nf_share(const nf_comm_t *c, size_t n, size_t *l0, size_t *l1)
     *l1 = n * (size_t)(c->lrank + 1) / (size_t)c->lsize;
 }
 
-/* Gather one double per rank; NaN marks a rank that saw a non-finite value.
- * Returns the rank-ordered mean, or NAN if any rank flagged. */
-static nf_status_t nf_scales(nf_comm_t *c, double mine, double *mean)
+static inline uint64_t *nf_cnt_line(const nf_comm_t *c, size_t line)
 {
-    nf_status_t st = nf_mpi_status(
-        PMPI_Allgather(&mine, 1, MPI_DOUBLE, c->scales, 1, MPI_DOUBLE, c->priv));
+    return c->cnt + line * c->k * NF_LINE_WORDS;
+}
+
+/* ---------------------------------------------------------------- header */
+
+enum { NF_H_COUNT, NF_H_LAYOUT, NF_H_LINES, NF_H_OK, NF_H_N };
+_Static_assert(NF_H_N == NF_HDR_WORDS, "c->hdr holds NF_HDR_WORDS words per rank");
+
+static uint64_t nf_layout_hash(const nf_call_t *call)
+{
+    uint64_t h = NF_HASH_INIT;
+    for (size_t s = 0; s < call->nseg; s++) {
+        const nf_seg_t *g = &call->seg[s];
+        h = nf_hash_u64(nf_hash_u64(nf_hash_u64(nf_hash_u64(h, g->off), g->m), g->route), g->tag);
+    }
+    return h;
+}
+
+/* Every rank's header, one fixed-size block each, so that ranks which
+ * called differently still meet in the same exchange. Returns NF_OK with
+ * *same set when every rank's layout matches mine. */
+static nf_status_t nf_header(nf_comm_t *c, const nf_call_t *call, size_t lines, int ok,
+                             size_t *max_lines, int *same)
+{
+    uint64_t mine[NF_H_N] = {call->m, nf_layout_hash(call), lines, (uint64_t)ok};
+    nf_status_t st = nf_mpi_status(PMPI_Allgather(mine, NF_H_N, MPI_UINT64_T, c->hdr, NF_H_N,
+                                                  MPI_UINT64_T, c->priv));
     if (st != NF_OK)
         return st;
+    *same = 1, *max_lines = 0;
+    for (int i = 0; i < c->size; i++) {
+        const uint64_t *h = c->hdr + (size_t)i * NF_H_N;
+        if (h[NF_H_COUNT] != mine[NF_H_COUNT])
+            return nf_mpi_status(MPI_ERR_COUNT); /* every rank sees the same blocks */
+        *same &= h[NF_H_LAYOUT] == mine[NF_H_LAYOUT] && h[NF_H_OK] != 0;
+        if (h[NF_H_LINES] > *max_lines)
+            *max_lines = h[NF_H_LINES];
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- low-bit */
+
+static int nf_lowbit(const nf_seg_t *g) { return g->route != NF_ROUTE_FP32; }
+
+static size_t nf_seg_lines(const nf_seg_t *g)
+{
+    return g->route == NF_ROUTE_TERNARY ? 2 * nf_lines(g->m) : nf_lines(g->m);
+}
+
+/* Lay the low-bit segments' lines out one after the other. */
+static size_t nf_layout(nf_call_t *call, unsigned *nlow)
+{
+    size_t lines = 0;
+    *nlow = 0;
+    for (size_t s = 0; s < call->nseg; s++) {
+        nf_seg_t *g = &call->seg[s];
+        g->nonfinite = 0;
+        if (!nf_lowbit(g))
+            continue;
+        g->line0 = lines;
+        lines += nf_seg_lines(g);
+        (*nlow)++;
+    }
+    return lines;
+}
+
+/* Binary pass 1: sign lines into my slot, a_i back (NaN when non-finite). */
+static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
+{
+    const nf_kernels_t *k = nf_ctx.k;
+    nf_residual_t *res = g->res;
+    double sum;
+    if (res == NULL)
+        sum = k->bin_pack(x, NULL, g->m, bits);
+    else if (res->form == NF_RES_E)
+        sum = k->bin_pack(x, res->buf[res->cur], g->m, bits);
+    else
+        sum = k->bin_pack_ef(x, res->buf[res->cur], res->aprev, res->buf[res->cur ^ 1u], g->m,
+                             bits);
+    double ai = sum / (double)g->m;
+    return isfinite(ai) ? ai : NAN;
+}
+
+/* Ternary pass 1: gated lines (plus, then minus) into my slot; b_i back,
+ * the gate in *t. */
+static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus, float *t)
+{
+    const nf_kernels_t *k = nf_ctx.k;
+    float *e = g->res != NULL ? nf_residual_e(g->res) : NULL;
+    double ai = k->abs_sum(x, e, g->m) / (double)g->m;
+    size_t nin = 0;
+    *t = 0.0f;
+    if (!isfinite(ai))
+        return NAN;
+    *t = (float)(g->gamma * ai);
+    double bsum = k->ter_pack(x, e, g->m, *t, plus, plus + nf_lines(g->m) * NF_LINE_WORDS, &nin);
+    return nin > 0 ? bsum / (double)nin : 0.0;
+}
+
+/* Pack every low-bit segment; its scale goes to mine[j] (segment order),
+ * its gate (ternary) to gate[j]. */
+static void nf_pack_all(nf_comm_t *c, const nf_call_t *call, double *mine, float *gate)
+{
+    uint64_t *slot = (uint64_t *)nf_slot(c, c->lrank);
+    unsigned j = 0;
+    for (size_t s = 0; s < call->nseg; s++) {
+        const nf_seg_t *g = &call->seg[s];
+        if (!nf_lowbit(g))
+            continue;
+        uint64_t *lines = slot + g->line0 * NF_LINE_WORDS;
+        gate[j] = 0.0f;
+        mine[j] = g->route == NF_ROUTE_BINARY ? nf_pack_binary(g, call->x + g->off, lines)
+                                              : nf_pack_ternary(g, call->x + g->off, lines,
+                                                                &gate[j]);
+        j++;
+    }
+}
+
+/* Gather nlow doubles per rank (NaN marks a rank that saw a non-finite
+ * value) into c->scales, rank-major. */
+static nf_status_t nf_exchange_scales(nf_comm_t *c, const double *mine, unsigned nlow)
+{
+    return nf_mpi_status(PMPI_Allgather(mine, (int)nlow, MPI_DOUBLE, c->scales, (int)nlow,
+                                        MPI_DOUBLE, c->priv));
+}
+
+/* The rank-ordered mean of scale j, NaN when some rank flagged. */
+static double nf_mean_scale(const nf_comm_t *c, unsigned nlow, unsigned j)
+{
     double sum = 0.0;
     for (int i = 0; i < c->size; i++)
-        sum += c->scales[i];
-    *mean = sum / (double)c->size;
-    return NF_OK;
+        sum += c->scales[(size_t)i * nlow + j];
+    return sum / (double)c->size;
 }
 
 /* Leaders add the node counters of all nodes, in node order. cnt holds
@@ -67,97 +196,72 @@ static nf_status_t nf_merge_counts(nf_comm_t *c, size_t nlines)
     return nf_mpi_status(PMPI_Barrier(c->node));
 }
 
-/* Count planes for lines [l0, l1) of one plane set over every local slot. */
-static void nf_count_share(nf_comm_t *c, size_t plane_off, uint64_t *cnt, size_t nlines)
+/* Count my share of lines [0, nlines) over every local slot, near the node. */
+static void nf_count_lines(nf_comm_t *c, size_t nlines)
 {
     const uint64_t **in = (const uint64_t **)c->ptrs;
     size_t l0, l1;
+    nf_place_pin_t pin;
     nf_share(c, nlines, &l0, &l1);
     if (l1 == l0)
         return;
-    for (int i = 0; i < c->lsize; i++)
-        in[i] = (const uint64_t *)(nf_slot(c, i) + plane_off) + l0 * NF_LINE_WORDS;
-    nf_ctx.k->count_sum(cnt + l0 * c->k * NF_LINE_WORDS, c->k, in, (unsigned)c->lsize, l1 - l0);
-}
-
-static void nf_reduce_lines(nf_comm_t *c, size_t nlines, int ternary)
-{
-    nf_place_pin_t pin;
     nf_place_reducer_enter(&pin);
-    nf_count_share(c, 0, c->cnt, nlines);
-    if (ternary)
-        nf_count_share(c, nlines * NF_LINE_BYTES, c->cnt + nlines * c->k * NF_LINE_WORDS, nlines);
+    for (int i = 0; i < c->lsize; i++)
+        in[i] = (const uint64_t *)nf_slot(c, i) + l0 * NF_LINE_WORDS;
+    nf_ctx.k->count_sum(nf_cnt_line(c, l0), c->k, in, (unsigned)c->lsize, l1 - l0);
     nf_place_reducer_leave(&pin);
 }
 
-/* Pass 1 of binary: sign lines into my slot, the lane sum of |y| back. */
-static double nf_binary_pack(const nf_call_t *call, uint64_t *bits)
+static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g, double a,
+                             double ai)
 {
-    const nf_kernels_t *k = nf_ctx.k;
-    nf_residual_t *res = call->res;
-    if (res == NULL)
-        return k->bin_pack(call->x, NULL, call->m, bits);
-    if (res->form == NF_RES_E)
-        return k->bin_pack(call->x, res->buf[res->cur], call->m, bits);
-    return k->bin_pack_ef(call->x, res->buf[res->cur], res->aprev, res->buf[res->cur ^ 1u],
-                          call->m, bits);
-}
-
-nf_status_t nf_coll_binary(nf_comm_t *c, const nf_call_t *call)
-{
-    nf_residual_t *res = call->res;
-    size_t nlines = nf_lines(call->m);
-    double a;
-    double ai = nf_binary_pack(call, (uint64_t *)nf_slot(c, c->lrank)) / (double)call->m;
-    nf_status_t st = nf_scales(c, isfinite(ai) ? ai : NAN, &a);
-    if (st != NF_OK)
-        return st;
-    if (!isfinite(a))
-        return NF_ERR_UNSUPPORTED; /* the residual is untouched: Y form wrote the spare */
-    nf_reduce_lines(c, nlines, 0);
-    if ((st = nf_merge_counts(c, nlines)) != NF_OK)
-        return st;
+    nf_residual_t *res = g->res;
+    const float *x = call->x + g->off;
+    float *r = call->r + g->off;
+    const uint64_t *cnt = nf_cnt_line(c, g->line0);
     if (res != NULL && res->form == NF_RES_E) {
-        nf_ctx.k->bin_finish(call->r, call->x, res->buf[res->cur], c->cnt, c->k, call->m,
-                             (unsigned)c->size, a, (float)ai);
-        return NF_OK;
+        nf_ctx.k->bin_finish(r, x, res->buf[res->cur], cnt, c->k, g->m, (unsigned)c->size, a,
+                             (float)ai);
+        return;
     }
-    nf_ctx.k->bin_finish(call->r, NULL, NULL, c->cnt, c->k, call->m, (unsigned)c->size, a,
-                       (float)ai);
+    nf_ctx.k->bin_finish(r, NULL, NULL, cnt, c->k, g->m, (unsigned)c->size, a, (float)ai);
     if (res != NULL) { /* the new y becomes the state */
         res->cur ^= 1u;
         res->aprev = (float)ai;
     }
-    return NF_OK;
 }
 
-nf_status_t nf_coll_ternary(nf_comm_t *c, const nf_call_t *call)
+static void nf_finish_ternary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g, double b,
+                              double bi, float t)
 {
-    const nf_kernels_t *k = nf_ctx.k;
-    size_t nlines = nf_lines(call->m), nin = 0;
-    uint64_t *plus = (uint64_t *)nf_slot(c, c->lrank);
-    float *e = call->res != NULL ? nf_residual_e(call->res) : NULL;
-    double b, bi = NAN;
-    double ai = k->abs_sum(call->x, e, call->m) / (double)call->m;
-    float t = 0.0f;
-    if (isfinite(ai)) {
-        t = (float)(call->gamma * ai);
-        double bsum = k->ter_pack(call->x, e, call->m, t, plus,
-                                  plus + nlines * NF_LINE_WORDS, &nin);
-        bi = nin > 0 ? bsum / (double)nin : 0.0;
-    }
-    nf_status_t st = nf_scales(c, bi, &b);
-    if (st != NF_OK)
-        return st;
-    if (!isfinite(b))
-        return NF_ERR_UNSUPPORTED;
-    nf_reduce_lines(c, nlines, 1);
-    if ((st = nf_merge_counts(c, 2 * nlines)) != NF_OK)
-        return st;
-    k->ter_finish(call->r, call->x, e, c->cnt, c->cnt + nlines * c->k * NF_LINE_WORDS,
-                  c->k, call->m, b, t, (float)bi);
-    return NF_OK;
+    float *e = g->res != NULL ? g->res->buf[g->res->cur] : NULL; /* E form since the pack */
+    nf_ctx.k->ter_finish(call->r + g->off, call->x + g->off, e, nf_cnt_line(c, g->line0),
+                         nf_cnt_line(c, g->line0 + nf_lines(g->m)), c->k, g->m, b, t,
+                         (float)bi);
 }
+
+/* Unpack every low-bit segment whose scale is finite on every rank; mark
+ * the others for the fp32 pass (their residuals are as they were). */
+static void nf_finish_all(nf_comm_t *c, nf_call_t *call, unsigned nlow, const double *mine,
+                          const float *gate)
+{
+    unsigned j = 0;
+    for (size_t s = 0; s < call->nseg; s++) {
+        nf_seg_t *g = &call->seg[s];
+        if (!nf_lowbit(g))
+            continue;
+        double mean = nf_mean_scale(c, nlow, j);
+        if (!isfinite(mean))
+            g->nonfinite = 1;
+        else if (g->route == NF_ROUTE_BINARY)
+            nf_finish_binary(c, call, g, mean, mine[j]);
+        else
+            nf_finish_ternary(c, call, g, mean, mine[j], gate[j]);
+        j++;
+    }
+}
+
+/* ---------------------------------------------------------------- fp32 */
 
 /* Leaders sum the node results of one chunk across nodes, in node order. */
 static nf_status_t nf_fp32_nodes(nf_comm_t *c, float *res, size_t len)
@@ -174,14 +278,13 @@ static nf_status_t nf_fp32_nodes(nf_comm_t *c, float *res, size_t len)
     return NF_OK;
 }
 
-/* One chunk: copy in, barrier, sum my share in rank order, barrier, copy out. */
-static nf_status_t nf_fp32_chunk(nf_comm_t *c, const float *x, float *r, size_t len,
-                                 unsigned parity)
+/* Sum one chunk already in every slot at off: my share in rank order,
+ * barrier, leaders across nodes, barrier. The result is at fp32_res + off. */
+static nf_status_t nf_fp32_sum(nf_comm_t *c, size_t off, size_t len)
 {
     const float **in = (const float **)c->ptrs;
-    size_t off = (size_t)parity * NF_FP32_CHUNK, j0, j1;
     float *res = c->fp32_res + off;
-    memcpy((float *)nf_slot(c, c->lrank) + off, x, len * sizeof(float));
+    size_t j0, j1;
     nf_status_t st = nf_mpi_status(PMPI_Barrier(c->node));
     if (st != NF_OK)
         return st;
@@ -201,23 +304,93 @@ static nf_status_t nf_fp32_chunk(nf_comm_t *c, const float *x, float *r, size_t 
         if ((st = nf_mpi_status(PMPI_Barrier(c->node))) != NF_OK)
             return st;
     }
-    memcpy(r, res, len * sizeof(float));
     return NF_OK;
 }
 
-nf_status_t nf_coll_fp32(nf_comm_t *c, const nf_call_t *call)
+/* A cursor over the fp32 segments' elements, as if they were one vector. */
+typedef struct nf_fp32_it {
+    const nf_call_t *call;
+    size_t s, done; /* segment, elements of it consumed */
+    int all;        /* every segment (layout mismatch) */
+} nf_fp32_it_t;
+
+static int nf_fp32_takes(const nf_fp32_it_t *it, const nf_seg_t *g)
 {
-    if (c->size == 1) { /* identity read-back: byte-exact */
-        if (call->r != call->x)
-            memcpy(call->r, call->x, call->m * sizeof(float));
-        return NF_OK;
+    return it->all || !nf_lowbit(g) || g->nonfinite;
+}
+
+/* Copy (in) or out up to len elements from the cursor; advances a copy. */
+static size_t nf_fp32_move(nf_fp32_it_t *it, float *buf, size_t len, int in)
+{
+    size_t n = 0;
+    while (n < len && it->s < it->call->nseg) {
+        const nf_seg_t *g = &it->call->seg[it->s];
+        if (!nf_fp32_takes(it, g) || it->done == g->m) {
+            it->s++, it->done = 0;
+            continue;
+        }
+        size_t take = g->m - it->done < len - n ? g->m - it->done : len - n;
+        size_t at = g->off + it->done;
+        if (in)
+            memcpy(buf + n, it->call->x + at, take * sizeof(float));
+        else
+            memcpy(it->call->r + at, buf + n, take * sizeof(float));
+        n += take, it->done += take;
     }
-    unsigned parity = 0;
-    for (size_t off = 0; off < call->m; off += NF_FP32_CHUNK, parity ^= 1u) {
-        size_t len = call->m - off < NF_FP32_CHUNK ? call->m - off : NF_FP32_CHUNK;
-        nf_status_t st = nf_fp32_chunk(c, call->x + off, call->r + off, len, parity);
+    return n;
+}
+
+/* The fp32 pass: chunks of NF_FP32_CHUNK elements alternating between two
+ * buffers; every rank walks the same segments, so every rank agrees on the
+ * number of chunks. */
+static nf_status_t nf_fp32_pass(nf_comm_t *c, const nf_call_t *call, int all)
+{
+    nf_fp32_it_t in = {.call = call, .all = all}, out = in;
+    float *mine = (float *)nf_slot(c, c->lrank);
+    for (unsigned parity = 0;; parity ^= 1u) {
+        size_t off = (size_t)parity * NF_FP32_CHUNK;
+        size_t len = nf_fp32_move(&in, mine + off, NF_FP32_CHUNK, 1);
+        if (len == 0)
+            return NF_OK;
+        if (c->size == 1) { /* identity read-back: byte-exact */
+            nf_fp32_move(&out, mine + off, len, 0);
+            continue;
+        }
+        nf_status_t st = nf_fp32_sum(c, off, len);
         if (st != NF_OK)
             return st;
+        nf_fp32_move(&out, c->fp32_res + off, len, 0);
     }
-    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- a call */
+
+nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
+{
+    unsigned nlow;
+    size_t lines = nf_layout(call, &nlow), need;
+    int same;
+    call->mismatch = call->capacity = 0;
+    nf_status_t st = nf_comm_scales(c, nlow);
+    st = nf_header(c, call, lines, st == NF_OK, &need, &same);
+    if (st != NF_OK)
+        return st;
+    if (!same) { /* the ranks cut the buffer differently: exact for all */
+        call->mismatch = 1;
+        return nf_fp32_pass(c, call, 1);
+    }
+    if (nlow > 0 && nf_comm_reserve(c, need * NF_LINE_BITS / 2) != NF_OK) {
+        call->capacity = 1; /* agreed: the segment cannot grow anywhere */
+        return nf_fp32_pass(c, call, 1);
+    }
+    if (nlow > 0) {
+        nf_pack_all(c, call, c->mine, c->gate);
+        if ((st = nf_exchange_scales(c, c->mine, nlow)) != NF_OK)
+            return st;
+        nf_count_lines(c, lines);
+        if ((st = nf_merge_counts(c, lines)) != NF_OK)
+            return st;
+        nf_finish_all(c, call, nlow, c->mine, c->gate);
+    }
+    return nf_fp32_pass(c, call, 0);
 }

@@ -57,6 +57,9 @@ static void nf_comm_destroy(nf_comm_t *c)
     nf_residual_table_free(&c->resid);
     free(c->xnode);
     free(c->scales);
+    free(c->mine);
+    free(c->gate);
+    free(c->hdr);
     free(c->ptrs);
     if (c->leaders != MPI_COMM_NULL)
         PMPI_Comm_free(&c->leaders);
@@ -150,6 +153,26 @@ static nf_status_t nf_comm_xnode(nf_comm_t *c, size_t cap)
     return NF_OK;
 }
 
+nf_status_t nf_comm_scales(nf_comm_t *c, unsigned n)
+{
+    if (n <= c->nscales)
+        return NF_OK;
+    unsigned cap = n > 2 * c->nscales ? n : 2 * c->nscales;
+    double *all = realloc(c->scales, (size_t)c->size * cap * sizeof(double));
+    if (all != NULL)
+        c->scales = all;
+    double *mine = realloc(c->mine, cap * sizeof(double));
+    if (mine != NULL)
+        c->mine = mine;
+    float *gate = realloc(c->gate, cap * sizeof(float));
+    if (gate != NULL)
+        c->gate = gate;
+    if (all == NULL || mine == NULL || gate == NULL)
+        return NF_ERR_NO_MEMORY;
+    c->nscales = cap;
+    return NF_OK;
+}
+
 nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m)
 {
     if (m <= c->cap_elems)
@@ -209,7 +232,7 @@ static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok)
         .policy_hash = nf_ctx.cfg.policy_hash,
         .name_hash = nf_hash_str(NF_HASH_INIT, c->name),
         .lanes_fit = c->k <= nf_ctx.cfg.settings->count_bits,
-        .alloc_ok = setup_ok && c->scales != NULL && c->ptrs != NULL,
+        .alloc_ok = setup_ok && c->hdr != NULL && c->ptrs != NULL,
     };
     nf_agree_comm_out_t out;
     nf_status_t st = nf_agree_comm(c->user, &in, &out);
@@ -253,8 +276,10 @@ static nf_comm_t *nf_comm_new(MPI_Comm comm, nf_status_t *st)
         nf_log_warn_once("cannot split a communicator by node; libnfcoll passes its calls to PMPI");
     c->k = nf_count_planes((unsigned)(c->size > 0 ? c->size : 1));
     if (ok) {
-        c->scales = calloc((size_t)c->size, sizeof(double));
+        c->hdr = calloc((size_t)c->size * NF_HDR_WORDS, sizeof(uint64_t));
         c->ptrs = calloc((size_t)(c->lsize > c->nnodes ? c->lsize : c->nnodes), sizeof(void *));
+        if (nf_comm_scales(c, 1) != NF_OK)
+            ok = 0;
     }
     *st = nf_comm_decide(c, ok);
     return c;

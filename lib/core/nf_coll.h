@@ -4,22 +4,40 @@
 #define NF_COLL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nf_comm.h"
 
+/* One part of a call that shares one scale and one route. A call without
+ * bound regions is one segment; a fused buffer is one per region and gap. */
+typedef struct nf_seg {
+    size_t off, m;        /* elements, from the call's first */
+    nf_route_t route;     /* NF_ROUTE_FP32, NF_ROUTE_BINARY or NF_ROUTE_TERNARY */
+    nf_residual_t *res;   /* error feedback state (low-bit), NULL when off */
+    double gamma;         /* ternary gate factor */
+    uint64_t tag;         /* what else ranks must agree on: the region's name hash */
+    /* set by nf_coll_run: */
+    int nonfinite;        /* some rank had a NaN or Inf: this segment ran fp32 */
+    size_t line0;         /* low-bit: first line in the slots */
+} nf_seg_t;
+
 typedef struct nf_call {
-    const float *x;  /* input (recvbuf when MPI_IN_PLACE) */
-    float *r;        /* output */
-    size_t m;        /* elements */
-    nf_residual_t *res; /* error feedback state, NULL when EF is off */
-    double gamma;    /* ternary gate factor */
+    const float *x;       /* input (recvbuf when MPI_IN_PLACE) */
+    float *r;             /* output */
+    size_t m;             /* elements */
+    nf_seg_t *seg;        /* in offset order, covering [0, m) */
+    size_t nseg;
+    int mismatch;         /* out: ranks' layouts differed: the whole call ran fp32 */
+    int capacity;         /* out: the segment could not grow: the whole call ran fp32 */
 } nf_call_t;
 
-/* NF_OK; NF_ERR_UNSUPPORTED when some rank had a NaN or Inf (every rank
- * sees it in the same call: the caller runs fp32, the residual is as it
- * was); or the MPI error of a failed exchange. */
-nf_status_t nf_coll_binary(nf_comm_t *c, const nf_call_t *call);
-nf_status_t nf_coll_ternary(nf_comm_t *c, const nf_call_t *call);
-nf_status_t nf_coll_fp32(nf_comm_t *c, const nf_call_t *call);
+/*
+ * Run a call, every segment on its route, in one exchange of what ranks
+ * must agree on (count, layout), one of the low-bit segments' scales, one
+ * counting pass over all their lines, and one fp32 pass over the fp32 ones.
+ * NF_OK; MPI_ERR_COUNT (as a status) on every rank when the ranks' counts
+ * differ; or the MPI error of a failed exchange.
+ */
+nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call);
 
 #endif

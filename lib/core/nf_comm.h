@@ -15,6 +15,9 @@
 #include "nf_residual.h"
 #include "nf_shm.h"
 
+/* 64-bit words of the header every rank sends with each call (coll.c). */
+#define NF_HDR_WORDS 4
+
 /* Elements per FP32 chunk: the fp32 route pipelines through the shared
  * buffer in chunks of this many floats (double-buffered). */
 #define NF_FP32_CHUNK (128u * 1024u)
@@ -51,7 +54,11 @@ typedef struct nf_comm {
     size_t xnode_bytes;
 
     const void **ptrs;   /* max(lsize, nnodes) input pointers for kernels */
-    double *scales;      /* size doubles: per-rank scales of the last call */
+    uint64_t *hdr;       /* size headers of the last call (coll.c) */
+    double *scales;      /* size x nscales: per-rank scales of the last call */
+    double *mine;        /* nscales: this rank's */
+    float *gate;         /* nscales: this rank's ternary gates */
+    unsigned nscales;    /* capacity, low-bit segments per call */
     nf_residual_table_t resid;
 
     /* State a layer above keeps per communicator (admission's decision
@@ -75,6 +82,8 @@ int nf_comm_delete_attr(MPI_Comm comm, int keyval, void *attr, void *extra);
  * remaining state and the key (finalize). */
 nf_status_t nf_comm_init(void);
 void nf_comm_finalize(void);
+/* Room for the scales of n low-bit segments per call (local). */
+nf_status_t nf_comm_scales(nf_comm_t *c, unsigned n);
 /* Make sure the segment holds m low-bit elements (collective). */
 nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m);
 /* Map the segment on first use (collective). NF_OK when usable; otherwise

@@ -7,6 +7,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "nf_coll.h"
 #include "nf_comm.h"
 
 typedef struct nf_run_args {
@@ -23,6 +24,13 @@ typedef struct nf_run_args {
  * (no state for this communicator): the call goes to PMPI. Calls the route
  * cannot take go to PMPI and are counted as a fallback by reason. */
 nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int ef, double gamma);
+
+/* Run a fitting call (MPI_FLOAT sum on a ready intracommunicator, count
+ * > 0) cut into segments, each on its own route (fp32, binary, ternary);
+ * low-bit segments without a residual get one keyed on their address when
+ * ef is on. */
+nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg,
+                        int ef);
 
 /* PMPI_Allreduce, counted under pmpi. */
 nf_status_t nf_run_pmpi(const nf_run_args_t *a, int comm_size);

@@ -46,7 +46,7 @@ static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c)
     return -1;
 }
 
-static nf_residual_t *nf_call_residual(nf_comm_t *c, const void *key, size_t m)
+static nf_residual_t *nf_seg_residual(nf_comm_t *c, const void *key, size_t m)
 {
     nf_residual_t *e = nf_residual_get(&c->resid, key, m);
     if (e == NULL)
@@ -55,39 +55,63 @@ static nf_residual_t *nf_call_residual(nf_comm_t *c, const void *key, size_t m)
     return e;
 }
 
-static nf_status_t nf_run_fp32(nf_comm_t *c, nf_call_t *call)
+/* Low-bit segments on a communicator whose size the count lanes cannot
+ * hold run fp32 (agreed at setup: the same on every rank). */
+static void nf_lanes_check(nf_comm_t *c, nf_seg_t *seg, size_t n)
 {
-    nf_status_t st = nf_coll_fp32(c, call);
-    if (st == NF_OK)
-        nf_stats_count(NF_ROUTE_FP32, call->m * sizeof(float), (unsigned)c->size, c->k);
-    return st;
-}
-
-static nf_status_t nf_run_lowbit(nf_comm_t *c, nf_call_t *call, nf_route_t route, int ef)
-{
-    if (!c->lowbit_ok) {
+    for (size_t s = 0; s < n; s++) {
+        if (seg[s].route == NF_ROUTE_FP32 || c->lowbit_ok)
+            continue;
         nf_log_warn_once_root(c->rank == 0, "a communicator of %d ranks needs %u-bit sign "
                               "counts, more than NFCOLL_COUNT_BITS=%u: running fp32", c->size,
                               c->k, nf_ctx.cfg.settings->count_bits);
         nf_stats_fallback(NF_FALLBACK_CAPACITY);
-        return nf_run_fp32(c, call);
+        seg[s].route = NF_ROUTE_FP32;
     }
-    if (nf_comm_reserve(c, call->m) != NF_OK) {
-        nf_log_warn_once_root(c->rank == 0, "the aggregation buffer cannot grow to %zu "
-                              "elements; running fp32", call->m);
+}
+
+/* What each segment ran as, for the counters. */
+static void nf_seg_stats(const nf_comm_t *c, const nf_call_t *call)
+{
+    if (call->capacity) {
+        nf_log_warn_once_root(c->rank == 0, "the aggregation buffer cannot grow to hold a "
+                              "call of %zu elements; running fp32", call->m);
         nf_stats_fallback(NF_FALLBACK_CAPACITY);
-        return nf_run_fp32(c, call);
     }
-    call->res = ef ? nf_call_residual(c, call->x, call->m) : NULL;
-    nf_status_t st = route == NF_ROUTE_BINARY ? nf_coll_binary(c, call)
-                                              : nf_coll_ternary(c, call);
-    if (st == NF_ERR_UNSUPPORTED) {
-        nf_log_info(1, "NaN or Inf in some rank's input: this call runs fp32");
-        nf_stats_fallback(NF_FALLBACK_NONFINITE);
-        return nf_run_fp32(c, call);
+    if (call->mismatch) {
+        nf_log_warn_once_root(c->rank == 0, "ranks split a call into different segments "
+                              "(bound regions differ): running fp32");
+        nf_stats_fallback(NF_FALLBACK_LAYOUT);
     }
+    for (size_t s = 0; s < call->nseg; s++) {
+        const nf_seg_t *g = &call->seg[s];
+        nf_route_t ran = call->mismatch || call->capacity || g->nonfinite ? NF_ROUTE_FP32
+                                                                           : g->route;
+        if (g->nonfinite) {
+            nf_log_info(1, "NaN or Inf in some rank's input: this segment runs fp32");
+            nf_stats_fallback(NF_FALLBACK_NONFINITE);
+        }
+        nf_stats_count(ran, g->m * sizeof(float), (unsigned)c->size, c->k);
+    }
+}
+
+nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg,
+                        int ef)
+{
+    nf_call_t call = {
+        .x = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf,
+        .r = a->recvbuf,
+        .m = (size_t)a->count,
+        .seg = seg,
+        .nseg = nseg,
+    };
+    nf_lanes_check(c, seg, nseg);
+    for (size_t s = 0; s < nseg; s++)
+        if (seg[s].route != NF_ROUTE_FP32 && seg[s].res == NULL && ef)
+            seg[s].res = nf_seg_residual(c, call.x + seg[s].off, seg[s].m);
+    nf_status_t st = nf_coll_run(c, &call);
     if (st == NF_OK)
-        nf_stats_count(route, call->m * sizeof(float), (unsigned)c->size, c->k);
+        nf_seg_stats(c, &call);
     return st;
 }
 
@@ -101,17 +125,15 @@ nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int e
         return nf_run_pmpi(a, c->size);
     }
     const nf_settings_t *s = nf_ctx.cfg.settings;
-    nf_call_t call = {
-        .x = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf,
-        .r = a->recvbuf,
-        .m = (size_t)a->count,
-        .gamma = gamma >= 0.0 ? gamma : s->gamma,
-    };
     if (a->count == 0) {
         nf_stats_count(route, 0, (unsigned)c->size, c->k);
         return NF_OK;
     }
-    if (route == NF_ROUTE_FP32)
-        return nf_run_fp32(c, &call);
-    return nf_run_lowbit(c, &call, route, ef >= 0 ? ef : s->ef);
+    nf_seg_t seg = {
+        .off = 0,
+        .m = (size_t)a->count,
+        .route = route,
+        .gamma = gamma >= 0.0 ? gamma : s->gamma,
+    };
+    return nf_run_segs(c, a, &seg, 1, route != NF_ROUTE_FP32 && (ef >= 0 ? ef : s->ef));
 }
