@@ -15,6 +15,8 @@ typedef struct nf_seg {
     nf_route_t route;     /* NF_ROUTE_FP32, NF_ROUTE_BINARY or NF_ROUTE_TERNARY */
     nf_residual_t *res;   /* error feedback state (low-bit), NULL when off */
     double gamma;         /* ternary gate factor */
+    int ef;               /* error feedback for this segment: 1/0 (run.c) */
+    const char *name;     /* bound region, or NULL (a gap, or no regions) */
     uint64_t tag;         /* what else ranks must agree on: the region's name hash */
     /* set by nf_coll_run: */
     int nonfinite;        /* some rank had a NaN or Inf: this segment ran fp32 */

@@ -4,6 +4,7 @@
 #define NF_RESIDUAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nfcoll.h"
 
@@ -17,8 +18,19 @@
  */
 typedef enum nf_res_form { NF_RES_Y = 0, NF_RES_E = 1 } nf_res_form_t;
 
+/* A residual belongs to a bound region (by name: a bucket rebuilt at
+ * another address keeps it) or to an unbound buffer (by address). */
+#define NF_RES_NAME_MAX 128
+
+typedef struct nf_res_key {
+    const void *addr;     /* unbound buffer, when name is NULL */
+    const char *name;     /* region name (at most NF_RES_NAME_MAX - 1 bytes) */
+} nf_res_key_t;
+
 typedef struct nf_residual {
-    const void *key;      /* user buffer address */
+    const void *addr;     /* key: address (name[0] == 0) */
+    char name[NF_RES_NAME_MAX]; /* key: region name */
+    uint64_t hash;        /* of the name, for a cheap compare */
     size_t count;         /* elements; a new count at the key resets it */
     float *buf[2];        /* page-aligned, placed like the aggregation buffer */
     size_t bytes;         /* mapped size of each buffer */
@@ -29,14 +41,14 @@ typedef struct nf_residual {
 } nf_residual_t;
 
 typedef struct nf_residual_table {
-    nf_residual_t *v;
+    nf_residual_t **v;    /* pointers stay valid while the table grows */
     size_t n, cap;
     size_t last;          /* index of the last hit */
 } nf_residual_table_t;
 
 /* The residual for (key, count): found, reset after a count change, or new
  * and zero (form NF_RES_Y). NULL on allocation failure (logged). */
-nf_residual_t *nf_residual_get(nf_residual_table_t *t, const void *key, size_t count);
+nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count);
 /* e for the E-form kernels, converting a Y-form residual exactly. */
 float *nf_residual_e(nf_residual_t *r);
 void nf_residual_table_free(nf_residual_table_t *t);

@@ -25,12 +25,12 @@ typedef struct nf_run_args {
  * cannot take go to PMPI and are counted as a fallback by reason. */
 nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int ef, double gamma);
 
-/* Run a fitting call (MPI_FLOAT sum on a ready intracommunicator, count
- * > 0) cut into segments, each on its own route (fp32, binary, ternary);
- * low-bit segments without a residual get one keyed on their address when
- * ef is on. */
-nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg,
-                        int ef);
+/* Run a call cut into segments covering [0, count), each on its own route
+ * (a pmpi segment of a fused call runs fp32; one segment covering the call
+ * is nf_run). Segments' ef < 0 and gamma < 0 inherit the settings. The same
+ * fallbacks as nf_run apply to the whole call. seg is written to (residuals,
+ * what ran). */
+nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg);
 
 /* PMPI_Allreduce, counted under pmpi. */
 nf_status_t nf_run_pmpi(const nf_run_args_t *a, int comm_size);

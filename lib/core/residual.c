@@ -6,12 +6,14 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nf_placement.h"
 #include "nf_residual.h"
 #include "nf_stats.h"
+#include "nf_util.h"
 
 static void nf_residual_release(nf_residual_t *r)
 {
@@ -20,7 +22,7 @@ static void nf_residual_release(nf_residual_t *r)
     r->buf[0] = r->buf[1] = NULL;
 }
 
-static nf_status_t nf_residual_alloc(nf_residual_t *r, const void *key, size_t count)
+static nf_status_t nf_residual_alloc(nf_residual_t *r, size_t count)
 {
     size_t bytes = count * sizeof(float);
     double frac0 = 1.0, frac1 = 1.0;
@@ -31,7 +33,6 @@ static nf_status_t nf_residual_alloc(nf_residual_t *r, const void *key, size_t c
         nf_residual_release(r);
         return NF_ERR_NO_MEMORY;
     }
-    r->key = key;
     r->count = count;
     r->cur = 0;
     r->form = NF_RES_Y; /* zero y with a = 0 is the zero residual */
@@ -54,48 +55,68 @@ float *nf_residual_e(nf_residual_t *r)
     return b;
 }
 
-static nf_residual_t *nf_residual_slot(nf_residual_table_t *t)
+static int nf_residual_is(const nf_residual_t *r, const nf_res_key_t *key, uint64_t hash)
+{
+    if (key->name == NULL)
+        return r->name[0] == '\0' && r->addr == key->addr;
+    return r->hash == hash && strcmp(r->name, key->name) == 0;
+}
+
+static nf_residual_t *nf_residual_new(nf_residual_table_t *t, const nf_res_key_t *key,
+                                      uint64_t hash, size_t count)
 {
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 16;
-        nf_residual_t *v = realloc(t->v, cap * sizeof(*v));
+        nf_residual_t **v = realloc(t->v, cap * sizeof(*v));
         if (v == NULL)
             return NULL;
         t->v = v;
         t->cap = cap;
     }
-    return &t->v[t->n];
+    nf_residual_t *r = calloc(1, sizeof(*r));
+    if (r == NULL || nf_residual_alloc(r, count) != NF_OK) {
+        free(r);
+        return NULL;
+    }
+    r->addr = key->name == NULL ? key->addr : NULL;
+    if (key->name != NULL)
+        snprintf(r->name, sizeof(r->name), "%s", key->name);
+    r->hash = hash;
+    t->last = t->n;
+    t->v[t->n++] = r;
+    return r;
 }
 
-nf_residual_t *nf_residual_get(nf_residual_table_t *t, const void *key, size_t count)
+nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count)
 {
-    if (t->last < t->n && t->v[t->last].key == key && t->v[t->last].count == count)
-        return &t->v[t->last];
+    uint64_t hash = key->name != NULL ? nf_hash_str(NF_HASH_INIT, key->name) : 0;
+    if (t->last < t->n && nf_residual_is(t->v[t->last], key, hash) &&
+        t->v[t->last]->count == count)
+        return t->v[t->last];
     for (size_t i = 0; i < t->n; i++) {
-        nf_residual_t *r = &t->v[i];
-        if (r->key != key)
+        nf_residual_t *r = t->v[i];
+        if (!nf_residual_is(r, key, hash))
             continue;
         if (r->count != count) { /* the buffer changed shape: start over */
             nf_residual_release(r);
-            if (nf_residual_alloc(r, key, count) != NF_OK) {
-                *r = t->v[--t->n];
+            if (nf_residual_alloc(r, count) != NF_OK) {
+                free(r);
+                t->v[i] = t->v[--t->n];
                 return NULL;
             }
         }
         t->last = i;
         return r;
     }
-    nf_residual_t *r = nf_residual_slot(t);
-    if (r == NULL || nf_residual_alloc(r, key, count) != NF_OK)
-        return NULL;
-    t->last = t->n++;
-    return r;
+    return nf_residual_new(t, key, hash, count);
 }
 
 void nf_residual_table_free(nf_residual_table_t *t)
 {
-    for (size_t i = 0; i < t->n; i++)
-        nf_residual_release(&t->v[i]);
+    for (size_t i = 0; i < t->n; i++) {
+        nf_residual_release(t->v[i]);
+        free(t->v[i]);
+    }
     free(t->v);
     memset(t, 0, sizeof(*t));
 }

@@ -46,9 +46,12 @@ static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c)
     return -1;
 }
 
-static nf_residual_t *nf_seg_residual(nf_comm_t *c, const void *key, size_t m)
+/* Region segments keep their residual by name (a bucket rebuilt at another
+ * address keeps it), unbound buffers and gaps by address. */
+static nf_residual_t *nf_seg_residual(nf_comm_t *c, const float *x, const nf_seg_t *g)
 {
-    nf_residual_t *e = nf_residual_get(&c->resid, key, m);
+    nf_res_key_t key = {.addr = x + g->off, .name = g->name};
+    nf_residual_t *e = nf_residual_get(&c->resid, &key, g->m);
     if (e == NULL)
         nf_log_warn_once("no memory for error-feedback residuals; this buffer runs without "
                          "error feedback");
@@ -95,8 +98,8 @@ static void nf_seg_stats(const nf_comm_t *c, const nf_call_t *call)
     }
 }
 
-nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg,
-                        int ef)
+static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg,
+                               size_t nseg)
 {
     nf_call_t call = {
         .x = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf,
@@ -107,33 +110,50 @@ nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, siz
     };
     nf_lanes_check(c, seg, nseg);
     for (size_t s = 0; s < nseg; s++)
-        if (seg[s].route != NF_ROUTE_FP32 && seg[s].res == NULL && ef)
-            seg[s].res = nf_seg_residual(c, call.x + seg[s].off, seg[s].m);
+        seg[s].res = seg[s].route != NF_ROUTE_FP32 && seg[s].ef ? nf_seg_residual(c, call.x, &seg[s])
+                                                                : NULL;
     nf_status_t st = nf_coll_run(c, &call);
     if (st == NF_OK)
         nf_seg_stats(c, &call);
     return st;
 }
 
-nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int ef, double gamma)
+/* Settings for what a segment inherits. */
+static void nf_seg_defaults(nf_seg_t *g)
 {
-    if (route == NF_ROUTE_PMPI || c == NULL || !nf_ctx_ready())
+    const nf_settings_t *s = nf_ctx.cfg.settings;
+    if (g->gamma < 0.0)
+        g->gamma = s->gamma;
+    if (g->ef < 0)
+        g->ef = s->ef;
+}
+
+nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg)
+{
+    int whole = nseg == 1 && seg[0].m == (size_t)a->count;
+    nf_route_t route = whole ? seg[0].route : NF_ROUTE_FP32;
+    if ((whole && route == NF_ROUTE_PMPI) || c == NULL || !nf_ctx_ready())
         return nf_run_pmpi(a, c != NULL ? c->size : nf_run_size(a->comm));
     int why = nf_unfit(a, c);
     if (why >= 0) {
         nf_stats_fallback((nf_fallback_t)why);
         return nf_run_pmpi(a, c->size);
     }
-    const nf_settings_t *s = nf_ctx.cfg.settings;
     if (a->count == 0) {
         nf_stats_count(route, 0, (unsigned)c->size, c->k);
         return NF_OK;
     }
-    nf_seg_t seg = {
-        .off = 0,
-        .m = (size_t)a->count,
-        .route = route,
-        .gamma = gamma >= 0.0 ? gamma : s->gamma,
-    };
-    return nf_run_segs(c, a, &seg, 1, route != NF_ROUTE_FP32 && (ef >= 0 ? ef : s->ef));
+    for (size_t s = 0; s < nseg; s++) {
+        if (seg[s].route == NF_ROUTE_PMPI) /* inside a fused call: exact */
+            seg[s].route = NF_ROUTE_FP32;
+        nf_seg_defaults(&seg[s]);
+    }
+    return nf_run_segs(c, a, seg, nseg);
+}
+
+nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int ef, double gamma)
+{
+    nf_seg_t seg = {.off = 0, .m = a->count > 0 ? (size_t)a->count : 0, .route = route,
+                    .gamma = gamma, .ef = ef};
+    return nf_run_plan(c, a, &seg, 1);
 }
