@@ -60,7 +60,7 @@ done
 # NFCOLL_TRACE: one line per call and rank, with the rule that decided it.
 out "$tmp/tr" 2 NFCOLL_POLICY=$pol/big_binary.policy NFCOLL_TRACE=$tmp/trace.%r $linked policy
 for r in 0 1; do
-  calls=$(grep -vc '^#' "$tmp/trace.$r"); bin=$(grep -c ' binary big .*big_binary.policy:9$' "$tmp/trace.$r")
+  calls=$(grep -vc '^#' "$tmp/trace.$r"); bin=$(grep -c ' binary big [^ ]*big_binary.policy:9 - 0 ' "$tmp/trace.$r")
   if [ "$calls" = 19 ] && [ "$bin" = 5 ]; then
     echo "ok - trace of rank $r: $calls calls, $bin binary by rule big (file:9)"
   else

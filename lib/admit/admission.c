@@ -7,6 +7,7 @@
 #include "nf_admit.h"
 #include "nf_handles.h"
 #include "nf_log.h"
+#include "nf_plan.h"
 #include "nf_stats.h"
 #include "nf_trace.h"
 
@@ -85,6 +86,7 @@ typedef struct nf_adm_entry {
 
 typedef struct nf_adm_comm {
     uint64_t calls;      /* admitted on this communicator: the `calls` index */
+    nf_plan_t plan;      /* the last fused call's segments */
     MPI_Datatype last_dt;
     MPI_Op last_op;
     int last_count;
@@ -92,11 +94,18 @@ typedef struct nf_adm_comm {
     nf_adm_entry_t slot[NF_ADM_SLOTS];
 } nf_adm_comm_t;
 
+static void nf_adm_free(void *p)
+{
+    nf_adm_comm_t *s = p;
+    nf_plan_free(&s->plan);
+    free(s);
+}
+
 static nf_adm_comm_t *nf_adm_state(nf_comm_t *c)
 {
     if (c->upper == NULL) {
         c->upper = calloc(1, sizeof(nf_adm_comm_t));
-        c->upper_free = free;
+        c->upper_free = nf_adm_free;
     }
     return c->upper;
 }
@@ -169,34 +178,73 @@ hit:
     return e;
 }
 
-void nf_admit_decide(nf_comm_t *c, int count, MPI_Datatype datatype, MPI_Op op,
-                     nf_decision_t *out)
+/* A float sum whose buffer holds bound regions is cut into segments, each
+ * matched as a call of its own; `segment = buffer` keeps the call whole.
+ * 1 when the call is fused (p holds its segments). */
+static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
+                       const nf_adm_entry_t *e, uint64_t call)
 {
-    nf_adm_comm_t *s = nf_adm_state(c);
-    nf_adm_entry_t scratch;
-    if (s == NULL) { /* no memory for the cache: pmpi is always correct */
-        *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0,
-                               .bytes = 0};
-        return;
-    }
-    const nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &scratch);
-    uint64_t call = s->calls++;
-    nf_route_t route = e->a.route;
+    if (e->dt != NF_DT_FLOAT || e->op != NF_OP_SUM || count <= 0 ||
+        e->a.segment == NF_POLICY_SEGMENT_BUFFER || nf_region_generation() == 0)
+        return 0;
+    if (nf_plan_cut(&s->plan, x, (size_t)count) <= 0)
+        return 0; /* no region in it, or no memory: the call runs whole */
+    nf_policy_query_t q;
+    nf_adm_query(c, call, e->dt, e->op, e->bytes, &q);
+    nf_plan_match(&s->plan, nf_pol, &q);
+    return !nf_plan_all_pmpi(&s->plan);
+}
+
+/* Fallbacks of the whole call that only the communicator can tell. */
+static nf_route_t nf_adm_comm_check(const nf_comm_t *c, nf_route_t route)
+{
     if (route != NF_ROUTE_PMPI && (c->is_inter || c->size < 2)) {
         nf_stats_fallback(NF_FALLBACK_COMM);
-        route = NF_ROUTE_PMPI;
+        return NF_ROUTE_PMPI;
     }
     /* Ranks that disagree on the policy or the communicator's name could
      * pick different routes: all of them take pmpi. */
     if (route != NF_ROUTE_PMPI && c->use == NF_COMM_POLICY) {
         nf_stats_fallback(NF_FALLBACK_POLICY);
-        route = NF_ROUTE_PMPI;
+        return NF_ROUTE_PMPI;
     }
-    if (nf_trace_on()) {
-        nf_policy_query_t q;
-        nf_adm_query(c, call, e->dt, e->op, e->bytes, &q);
-        nf_trace_record(c->rank, &q, route, &e->a);
+    return route;
+}
+
+static void nf_adm_trace(const nf_comm_t *c, const nf_adm_comm_t *s, const nf_adm_entry_t *e,
+                         uint64_t call, nf_route_t route, int fused, int count)
+{
+    nf_policy_query_t q;
+    nf_adm_query(c, call, e->dt, e->op, e->bytes, &q);
+    if (!fused) {
+        nf_trace_record(c->rank, &q, route, &e->a, NULL, 0, count > 0 ? (uint64_t)count : 0);
+        return;
     }
+    for (size_t i = 0; i < s->plan.n; i++) {
+        const nf_seg_t *g = &s->plan.seg[i];
+        nf_route_t r = g->route == NF_ROUTE_PMPI ? NF_ROUTE_FP32 : g->route;
+        q.bytes = (uint64_t)g->m * sizeof(float);
+        nf_trace_record(c->rank, &q, r, &s->plan.act[i], g->name, g->off, g->m);
+    }
+}
+
+void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype datatype, MPI_Op op,
+                     nf_decision_t *out)
+{
+    nf_adm_comm_t *s = nf_adm_state(c);
+    nf_adm_entry_t scratch;
+    *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0};
+    if (s == NULL) /* no memory for the cache: pmpi is always correct */
+        return;
+    const nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &scratch);
+    uint64_t call = s->calls++;
+    int fused = nf_adm_fuse(c, s, x, count, e, call);
+    nf_route_t route = nf_adm_comm_check(c, fused ? NF_ROUTE_FP32 : e->a.route);
+    fused &= route != NF_ROUTE_PMPI;
+    if (nf_trace_on())
+        nf_adm_trace(c, s, e, call, route, fused, count);
     *out = (nf_decision_t){.route = route, .ef = e->a.ef, .gamma = e->a.gamma,
                            .bytes = e->bytes};
+    if (fused)
+        out->seg = s->plan.seg, out->nseg = s->plan.n;
 }

@@ -11,6 +11,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "nf_coll.h"
 #include "nf_comm.h"
 #include "nf_policy.h"
 #include "nf_settings.h"
@@ -36,11 +37,15 @@ typedef struct nf_decision {
     int ef;       /* -1 inherit */
     double gamma; /* < 0 inherit */
     uint64_t bytes; /* count * type size, from the cache */
+    nf_seg_t *seg;  /* a fused call: its segments (valid until the
+                       communicator's next call), else NULL */
+    size_t nseg;
 } nf_decision_t;
 
-/* Decide the route of one call on c (counted as the communicator's next
- * call for `calls` rules; traced when a trace is open). */
-void nf_admit_decide(nf_comm_t *c, int count, MPI_Datatype datatype, MPI_Op op,
+/* Decide the route of one call on c, whose input buffer is x (counted as
+ * the communicator's next call for `calls` rules; traced when a trace is
+ * open). */
+void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype datatype, MPI_Op op,
                      nf_decision_t *out);
 
 #endif

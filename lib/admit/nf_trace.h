@@ -10,8 +10,11 @@
  * created safely (nf_file.h). A file that cannot be created warns once. */
 void nf_trace_open(const char *path, int rank);
 int nf_trace_on(void);
+/* One record: a call, or one segment of a fused call (region NULL for a
+ * gap or an unfused call; offset and elements within the call). */
 void nf_trace_record(int rank, const nf_policy_query_t *q, nf_route_t route,
-                     const nf_policy_action_t *a);
+                     const nf_policy_action_t *a, const char *region, uint64_t offset,
+                     uint64_t elements);
 void nf_trace_close(void);
 
 #endif

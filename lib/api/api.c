@@ -13,6 +13,7 @@
 #include "nf_ctx.h"
 #include "nf_export.h"
 #include "nf_placement.h"
+#include "nf_region.h"
 #include "nf_stats.h"
 
 int nf_api_check(const nf_run_args_t *a)
@@ -72,9 +73,12 @@ static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
     if (route >= 0)
         return nf_run(c, a, (nf_route_t)route, -1, -1.0);
     nf_decision_t d;
-    nf_admit_decide(c, a->count, a->datatype, a->op, &d);
+    nf_admit_decide(c, a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf, a->count,
+                    a->datatype, a->op, &d);
     nf_run_args_t b = *a;
     b.bytes = (int64_t)d.bytes;
+    if (d.nseg > 0)
+        return nf_run_plan(c, &b, d.seg, d.nseg);
     return nf_run(c, &b, d.route, d.ef, d.gamma);
 }
 
@@ -103,6 +107,22 @@ NF_EXPORT int NF_Allreduce(const void *sendbuf, void *recvbuf, int count,
     nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1};
     int rc = nf_api_check(&a);
     return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_api_allreduce(&a, -1);
+}
+
+NF_EXPORT int NF_Region_bind(const void *base, int count, MPI_Datatype datatype,
+                             const char *name)
+{
+    if (datatype != MPI_FLOAT)
+        return MPI_ERR_TYPE;
+    if (count <= 0)
+        return MPI_ERR_COUNT;
+    nf_status_t st = nf_region_bind(base, (size_t)count, name);
+    return st == NF_OK ? MPI_SUCCESS : st == NF_ERR_INVALID ? MPI_ERR_ARG : MPI_ERR_NO_MEM;
+}
+
+NF_EXPORT int NF_Region_unbind(const void *base)
+{
+    return nf_region_unbind(base) == NF_OK ? MPI_SUCCESS : MPI_ERR_ARG;
 }
 
 NF_EXPORT nf_status_t nf_placement_query(MPI_Comm comm, nf_placement_info_t *info)

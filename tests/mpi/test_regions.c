@@ -1,0 +1,188 @@
+/*
+ * Fused buffers (run under tests/policy_shim/regions.policy): a buffer
+ * bound as body (binary) | gap (binary, unbound) | mid (ternary) |
+ * head.weight (fp32), reduced by NF_Allreduce; every part checked against
+ * nf_ref.h on its own, with error feedback, over several calls; then unbind,
+ * rebind with another count, a bucket moved to a new address, ranks with
+ * different layouts, and the binding API's errors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nfcoll.h>
+
+#include "nf_ref.h"
+#include "nf_testutil.h"
+
+enum { NSEG = 4 };
+typedef struct part {
+    const char *name; /* NULL: unbound gap */
+    size_t off, m;
+    nf_route_t route;
+    float *es;        /* n x m residuals of the reference */
+} part_t;
+
+static int rank, n;
+
+static void ref_part(float *ref, const float *xs, part_t *p, size_t m)
+{
+    /* xs holds n full buffers of m elements: gather this part's slices. */
+    float *sub = malloc((size_t)n * p->m * sizeof(float) + 1);
+    for (int i = 0; i < n; i++)
+        memcpy(sub + (size_t)i * p->m, xs + (size_t)i * m + p->off, p->m * sizeof(float));
+    if (p->route == NF_ROUTE_FP32)
+        ref_fp32(ref + p->off, sub, n, p->m);
+    else if (p->route == NF_ROUTE_BINARY)
+        ref_binary(ref + p->off, sub, p->es, n, p->m);
+    else
+        ref_ternary(ref + p->off, sub, p->es, n, p->m, 1.0);
+    free(sub);
+}
+
+static void reset_part(part_t *p)
+{
+    free(p->es);
+    p->es = p->route == NF_ROUTE_FP32 ? NULL : calloc((size_t)n * p->m, sizeof(float));
+}
+
+/* calls NF_Allreduce on buf (in place) with the parts' references. */
+static int run_calls(float *buf, size_t m, part_t *parts, int np, int calls, int seed,
+                     const char *what)
+{
+    float *xs = malloc((size_t)n * m * sizeof(float)), *ref = malloc(m * sizeof(float));
+    int fails = 0;
+    for (int c = 0; c < calls; c++) {
+        for (int i = 0; i < n; i++)
+            ref_input(xs + (size_t)i * m, m, i, c, (unsigned)seed);
+        memcpy(buf, xs + (size_t)rank * m, m * sizeof(float));
+        int rc = NF_Allreduce(MPI_IN_PLACE, buf, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        for (int p = 0; p < np; p++)
+            ref_part(ref, xs, &parts[p], m);
+        char w[160];
+        snprintf(w, sizeof(w), "%s, call %d", what, c);
+        fails += nft_check(rc == MPI_SUCCESS, w, "return code %d", rc);
+        for (int p = 0; p < np; p++) {
+            char wp[200];
+            snprintf(wp, sizeof(wp), "%s, %s (%s)", w, parts[p].name ? parts[p].name : "gap",
+                     nf_route_name(parts[p].route));
+            fails += nft_same_floats(buf + parts[p].off, ref + parts[p].off, parts[p].m, wp);
+        }
+        fails += nft_identical_on_all(buf, m * sizeof(float), w);
+    }
+    free(xs);
+    free(ref);
+    return fails;
+}
+
+static int bind_all(float *buf, part_t *parts, int np)
+{
+    int fails = 0;
+    for (int p = 0; p < np; p++)
+        if (parts[p].name != NULL)
+            fails += nft_check(NF_Region_bind(buf + parts[p].off, (int)parts[p].m, MPI_FLOAT,
+                                              parts[p].name) == MPI_SUCCESS,
+                               parts[p].name, "bind failed");
+    return fails;
+}
+
+static void unbind_all(float *buf, part_t *parts, int np)
+{
+    for (int p = 0; p < np; p++)
+        if (parts[p].name != NULL)
+            NF_Region_unbind(buf + parts[p].off);
+}
+
+static int test_api(void)
+{
+    static float b[64];
+    char longname[140];
+    int f = 0;
+    memset(longname, 'a', sizeof(longname));
+    longname[128] = '\0';
+    f += nft_check(NF_Region_bind(b, 8, MPI_DOUBLE, "x") == MPI_ERR_TYPE, "bind double",
+                   "not MPI_ERR_TYPE");
+    f += nft_check(NF_Region_bind(b, 0, MPI_FLOAT, "x") == MPI_ERR_COUNT, "bind count 0",
+                   "not MPI_ERR_COUNT");
+    f += nft_check(NF_Region_bind(b, 8, MPI_FLOAT, "a b") == MPI_ERR_ARG, "bind 'a b'",
+                   "not MPI_ERR_ARG");
+    f += nft_check(NF_Region_bind(b, 8, MPI_FLOAT, "") == MPI_ERR_ARG, "bind ''", "not MPI_ERR_ARG");
+    f += nft_check(NF_Region_bind(b, 8, MPI_FLOAT, longname) == MPI_ERR_ARG, "bind 128 bytes",
+                   "not MPI_ERR_ARG");
+    longname[127] = '\0';
+    f += nft_check(NF_Region_bind(b, 8, MPI_FLOAT, longname) == MPI_SUCCESS, "bind 127 bytes",
+                   "refused");
+    f += nft_check(NF_Region_bind(b + 4, 8, MPI_FLOAT, "y") == MPI_ERR_ARG, "overlap",
+                   "not MPI_ERR_ARG");
+    f += nft_check(NF_Region_bind(b + 8, 8, MPI_FLOAT, "y") == MPI_SUCCESS, "adjacent",
+                   "refused");
+    f += nft_check(NF_Region_unbind(b + 1) == MPI_ERR_ARG, "unbind unknown", "not MPI_ERR_ARG");
+    f += nft_check(NF_Region_unbind(b) == MPI_SUCCESS && NF_Region_unbind(b + 8) == MPI_SUCCESS,
+                   "unbind", "failed");
+    return f;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    ref_nodes_init(n);
+    const size_t m = 9777;
+    part_t parts[NSEG] = {
+        {"body", 0, 5000, NF_ROUTE_BINARY, NULL},
+        {NULL, 5000, 777, NF_ROUTE_BINARY, NULL},
+        {"mid", 5777, 3000, NF_ROUTE_TERNARY, NULL},
+        {"head.weight", 8777, 1000, NF_ROUTE_FP32, NULL},
+    };
+    float *buf = nft_keep(malloc(m * sizeof(float))), *moved = nft_keep(malloc(m * sizeof(float)));
+    int fails = test_api();
+    for (int p = 0; p < NSEG; p++)
+        reset_part(&parts[p]);
+    fails += bind_all(buf, parts, NSEG);
+    fails += run_calls(buf, m, parts, NSEG, 3, 1, "fused");
+
+    /* Unbind mid: [5000, 8777) is one unbound gap now, a new residual. */
+    NF_Region_unbind(buf + 5777);
+    part_t merged[3] = {parts[0], {NULL, 5000, 3777, NF_ROUTE_BINARY, NULL}, parts[3]};
+    reset_part(&merged[1]);
+    fails += run_calls(buf, m, merged, 3, 2, 2, "mid unbound");
+    parts[0] = merged[0];
+    free(merged[1].es);
+
+    /* Rebind mid with another count: its residual starts over, and so does
+     * the gap at 5000 (its count changed back from 3777). */
+    part_t again[5] = {parts[0], {NULL, 5000, 777, NF_ROUTE_BINARY, NULL},
+                       {"mid", 5777, 2000, NF_ROUTE_TERNARY, NULL},
+                       {NULL, 7777, 1000, NF_ROUTE_BINARY, NULL}, parts[3]};
+    free(parts[1].es);
+    reset_part(&again[1]);
+    reset_part(&again[2]);
+    reset_part(&again[3]);
+    fails += nft_check(NF_Region_bind(buf + 5777, 2000, MPI_FLOAT, "mid") == MPI_SUCCESS,
+                       "rebind mid", "failed");
+    fails += run_calls(buf, m, again, 5, 2, 3, "mid rebound with 2000");
+
+    /* The bucket moves: regions keep their residuals by name, gaps (keyed
+     * by address) start over. */
+    unbind_all(buf, again, 5);
+    reset_part(&again[1]);
+    reset_part(&again[3]);
+    fails += bind_all(moved, again, 5);
+    fails += run_calls(moved, m, again, 5, 2, 4, "moved bucket");
+
+    /* Different layouts: rank 0 binds one more region. The call runs fp32
+     * everywhere, no hang, one fallback counted on every rank. */
+    uint64_t before = nf_stats_fallbacks(NF_FALLBACK_LAYOUT);
+    if (rank == 0)
+        NF_Region_bind(moved + 7777, 100, MPI_FLOAT, "extra");
+    part_t whole = {NULL, 0, m, NF_ROUTE_FP32, NULL};
+    fails += run_calls(moved, m, &whole, 1, 1, 5, "layouts differ");
+    fails += nft_check(nf_stats_fallbacks(NF_FALLBACK_LAYOUT) == before + 1,
+                       "layout mismatch counted", "fallbacks %llu -> %llu",
+                       (unsigned long long)before,
+                       (unsigned long long)nf_stats_fallbacks(NF_FALLBACK_LAYOUT));
+    for (int p = 0; p < 5; p++)
+        free(again[p].es);
+    return nft_finish(fails, "test_regions");
+}

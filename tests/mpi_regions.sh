@@ -1,0 +1,11 @@
+#!/bin/sh
+# Fused buffers cut by bound regions, each part on its own route, on 2-4
+# ranks (tests/mpi/test_regions.c), and the same with pretend nodes.
+. "${srcdir:-.}/tests/mpi_common.sh"
+pol=$srcdir/tests/policy_shim/regions.policy
+for np in 2 3 4; do
+  run $np NFCOLL_POLICY=$pol ./tests/mpi/test_regions
+done
+run 4 NFCOLL_POLICY=$pol NFCOLL_RANKS_PER_NODE=2 ./tests/mpi/test_regions
+run 3 NFCOLL_POLICY=$pol NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_regions
+finish
