@@ -6,6 +6,7 @@
 #include "nf_coll.h"
 #include "nf_ctx.h"
 #include "nf_log.h"
+#include "nf_regstats.h"
 #include "nf_run.h"
 #include "nf_stats.h"
 
@@ -95,6 +96,11 @@ static void nf_seg_stats(const nf_comm_t *c, const nf_call_t *call)
             nf_stats_fallback(NF_FALLBACK_NONFINITE);
         }
         nf_stats_count(ran, g->m * sizeof(float), (unsigned)c->size, c->k);
+        if (g->name != NULL) {
+            nf_traffic_t t;
+            nf_traffic_model(ran, g->m * sizeof(float), (unsigned)c->size, c->k, &t);
+            nf_regstats_add(g->name, ran, g->m, t.upstream, t.total);
+        }
     }
 }
 

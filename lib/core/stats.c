@@ -11,6 +11,7 @@
 #include "nf_kernels.h"
 #include "nf_log.h"
 #include "nf_placement.h"
+#include "nf_regstats.h"
 #include "nf_stats.h"
 
 typedef struct nf_route_ctr {
@@ -101,6 +102,7 @@ uint64_t nf_stats_read_fallbacks(nf_fallback_t reason)
 
 void nf_stats_zero(void)
 {
+    nf_regstats_reset();
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
         nf_route_ctr_t *c = &nf_ctr[r];
         atomic_store(&c->calls, 0);
@@ -174,6 +176,7 @@ static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
     fprintf(fp, "aggregation buffers %llu B, %.1f%% verified there; residuals %llu B, "
             "%.1f%% verified there\n", (unsigned long long)p[0], p[0] ? nf_pct(p[1], p[0]) : 100.0,
             (unsigned long long)p[2], p[2] ? nf_pct(p[3], p[2]) : 100.0);
+    nf_regstats_table(fp);
 }
 
 static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
@@ -199,11 +202,13 @@ static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
     else
         fprintf(fp, "null");
     fprintf(fp, ", \"reason\": \"%s\", \"buffer_bytes\": %llu, \"buffer_resident_bytes\": %llu, "
-            "\"residual_bytes\": %llu, \"residual_resident_bytes\": %llu}\n}\n",
+            "\"residual_bytes\": %llu, \"residual_resident_bytes\": %llu},\n  \"regions\": ",
             nf_place_node() >= 0 ? nf_place_reason()
                                  : nf_place_detail()[0] ? nf_place_detail() : "nothing placed",
             (unsigned long long)p[0], (unsigned long long)p[1], (unsigned long long)p[2],
             (unsigned long long)p[3]);
+    nf_regstats_json(fp);
+    fprintf(fp, "\n}\n");
 }
 
 nf_status_t nf_stats_report(MPI_Comm comm, const char *dest)
@@ -217,6 +222,9 @@ nf_status_t nf_stats_report(MPI_Comm comm, const char *dest)
     nf_stats_snapshot(mine);
     if ((rc = PMPI_Reduce(mine, sum, N, MPI_UINT64_T, MPI_SUM, 0, comm)) != MPI_SUCCESS)
         return nf_mpi_status(rc);
+    nf_status_t rs = nf_regstats_gather(comm); /* collective: before rank 0 returns */
+    if (rs != NF_OK && rank == 0)
+        nf_log_warn("per-region stats could not be gathered (%s)", nf_strerror(rs));
     if (rank != 0)
         return NF_OK;
     if (dest == NULL || strcmp(dest, "1") == 0) { /* rank 0 asked nothing: print */
