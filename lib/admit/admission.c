@@ -87,6 +87,7 @@ typedef struct nf_adm_entry {
 typedef struct nf_adm_comm {
     uint64_t calls;      /* admitted on this communicator: the `calls` index */
     nf_plan_t plan;      /* the last fused call's segments */
+    nf_adm_entry_t scratch; /* a decision the cache may not keep */
     MPI_Datatype last_dt;
     MPI_Op last_op;
     int last_count;
@@ -211,20 +212,22 @@ static nf_route_t nf_adm_comm_check(const nf_comm_t *c, nf_route_t route)
     return route;
 }
 
-static void nf_adm_trace(const nf_comm_t *c, const nf_adm_comm_t *s, const nf_adm_entry_t *e,
-                         uint64_t call, nf_route_t route, int fused, int count)
+void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
 {
+    const nf_adm_comm_t *s = c->upper;
+    if (!nf_trace_on() || s == NULL || d->entry == NULL)
+        return;
+    const nf_adm_entry_t *e = d->entry;
     nf_policy_query_t q;
-    nf_adm_query(c, call, e->dt, e->op, e->bytes, &q);
-    if (!fused) {
-        nf_trace_record(c->rank, &q, route, &e->a, NULL, 0, count > 0 ? (uint64_t)count : 0);
+    nf_adm_query(c, d->call, e->dt, e->op, e->bytes, &q);
+    if (!d->fused) {
+        nf_trace_record(c->rank, &q, d->route, &e->a, NULL, 0, d->seg[0].m, d->seg[0].ran);
         return;
     }
-    for (size_t i = 0; i < s->plan.n; i++) {
-        const nf_seg_t *g = &s->plan.seg[i];
-        nf_route_t r = g->route == NF_ROUTE_PMPI ? NF_ROUTE_FP32 : g->route;
+    for (size_t i = 0; i < d->nseg; i++) {
+        const nf_seg_t *g = &d->seg[i];
         q.bytes = (uint64_t)g->m * sizeof(float);
-        nf_trace_record(c->rank, &q, r, &s->plan.act[i], g->name, g->off, g->m);
+        nf_trace_record(c->rank, &q, g->route, &s->plan.act[i], g->name, g->off, g->m, g->ran);
     }
 }
 
@@ -232,19 +235,21 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
                      nf_decision_t *out)
 {
     nf_adm_comm_t *s = nf_adm_state(c);
-    nf_adm_entry_t scratch;
-    *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0};
+    size_t m = count > 0 ? (size_t)count : 0;
+    *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .seg = &out->one, .nseg = 1};
+    out->one = (nf_seg_t){.m = m, .route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
         return;
-    const nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &scratch);
-    uint64_t call = s->calls++;
-    int fused = nf_adm_fuse(c, s, x, count, e, call);
-    nf_route_t route = nf_adm_comm_check(c, fused ? NF_ROUTE_FP32 : e->a.route);
-    fused &= route != NF_ROUTE_PMPI;
-    if (nf_trace_on())
-        nf_adm_trace(c, s, e, call, route, fused, count);
-    *out = (nf_decision_t){.route = route, .ef = e->a.ef, .gamma = e->a.gamma,
-                           .bytes = e->bytes};
-    if (fused)
+    const nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &s->scratch);
+    out->call = s->calls++;
+    out->entry = e;
+    out->bytes = e->bytes;
+    int fused = nf_adm_fuse(c, s, x, count, e, out->call);
+    out->route = nf_adm_comm_check(c, fused ? NF_ROUTE_FP32 : e->a.route);
+    if (fused && out->route != NF_ROUTE_PMPI) {
+        out->fused = 1;
         out->seg = s->plan.seg, out->nseg = s->plan.n;
+        return;
+    }
+    out->one.route = out->route, out->one.ef = e->a.ef, out->one.gamma = e->a.gamma;
 }

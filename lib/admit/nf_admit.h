@@ -33,19 +33,25 @@ int nf_admit_wanted(void);
 const char *nf_admit_stats_dest(const nf_settings_t *s);
 
 typedef struct nf_decision {
-    nf_route_t route;
-    int ef;       /* -1 inherit */
-    double gamma; /* < 0 inherit */
-    uint64_t bytes; /* count * type size, from the cache */
-    nf_seg_t *seg;  /* a fused call: its segments (valid until the
-                       communicator's next call), else NULL */
+    nf_route_t route;  /* of the whole call (fp32 for a fused one) */
+    uint64_t bytes;    /* count * type size, from the cache */
+    nf_seg_t *seg;     /* what to run: &one, or a fused call's segments
+                          (valid until the communicator's next call) */
     size_t nseg;
+    nf_seg_t one;      /* an unfused call: one segment, the whole buffer */
+    int fused;
+    uint64_t call;     /* the communicator's call index */
+    const void *entry; /* admission's record of the decision, for the trace */
 } nf_decision_t;
 
 /* Decide the route of one call on c, whose input buffer is x (counted as
- * the communicator's next call for `calls` rules; traced when a trace is
- * open). */
+ * the communicator's next call for `calls` rules). Run it with
+ * nf_run_plan(c, args, d->seg, d->nseg), then nf_admit_trace. */
 void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype datatype, MPI_Op op,
                      nf_decision_t *out);
+
+/* After the run: the trace's records of the call (one per segment), with
+ * the route each ran on. Nothing when no trace is open. */
+void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d);
 
 #endif

@@ -11,10 +11,11 @@
 void nf_trace_open(const char *path, int rank);
 int nf_trace_on(void);
 /* One record: a call, or one segment of a fused call (region NULL for a
- * gap or an unfused call; offset and elements within the call). */
+ * gap or an unfused call; offset and elements within the call); route is
+ * what admission decided, ran what the call ran on (fallbacks included). */
 void nf_trace_record(int rank, const nf_policy_query_t *q, nf_route_t route,
                      const nf_policy_action_t *a, const char *region, uint64_t offset,
-                     uint64_t elements);
+                     uint64_t elements, nf_route_t ran);
 void nf_trace_close(void);
 
 #endif

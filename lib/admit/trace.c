@@ -30,7 +30,7 @@ void nf_trace_open(const char *path, int rank)
     }
     setvbuf(nf_trace_f.fp, NULL, _IOFBF, 1 << 20);
     fprintf(nf_trace_f.fp, "# libnfcoll trace v2\n# rank call comm comm_size datatype op "
-            "bytes route rule where region offset elements\n");
+            "bytes route rule where region offset elements ran\n");
     nf_trace_open_ = 1;
 }
 
@@ -38,16 +38,16 @@ int nf_trace_on(void) { return nf_trace_open_; }
 
 void nf_trace_record(int rank, const nf_policy_query_t *q, nf_route_t route,
                      const nf_policy_action_t *a, const char *region, uint64_t offset,
-                     uint64_t elements)
+                     uint64_t elements, nf_route_t ran)
 {
     pthread_mutex_lock(&nf_trace_lock);
     if (nf_trace_open_)
-        fprintf(nf_trace_f.fp, "%d %llu %s %d %s %s %llu %s %s %s:%d %s %llu %llu\n", rank,
+        fprintf(nf_trace_f.fp, "%d %llu %s %d %s %s %llu %s %s %s:%d %s %llu %llu %s\n", rank,
                 (unsigned long long)q->call, q->comm_name && q->comm_name[0] ? q->comm_name : "-",
                 q->comm_size, nf_dtype_name(q->datatype), nf_opkind_name(q->op),
                 (unsigned long long)q->bytes, nf_route_name(route), a->rule,
                 a->file[0] ? a->file : "-", a->line, region != NULL ? region : "-",
-                (unsigned long long)offset, (unsigned long long)elements);
+                (unsigned long long)offset, (unsigned long long)elements, nf_route_name(ran));
     pthread_mutex_unlock(&nf_trace_lock);
 }
 

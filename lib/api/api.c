@@ -77,9 +77,9 @@ static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
                     a->datatype, a->op, &d);
     nf_run_args_t b = *a;
     b.bytes = (int64_t)d.bytes;
-    if (d.nseg > 0)
-        return nf_run_plan(c, &b, d.seg, d.nseg);
-    return nf_run(c, &b, d.route, d.ef, d.gamma);
+    st = nf_run_plan(c, &b, d.seg, d.nseg);
+    nf_admit_trace(c, &d);
+    return st;
 }
 
 int nf_api_allreduce(const nf_run_args_t *a, int route)

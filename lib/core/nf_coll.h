@@ -18,6 +18,7 @@ typedef struct nf_seg {
     int ef;               /* error feedback for this segment: 1/0 (run.c) */
     const char *name;     /* bound region, or NULL (a gap, or no regions) */
     uint64_t tag;         /* what else ranks must agree on: the region's name hash */
+    nf_route_t ran;       /* out (run.c): the route it ran on, fallbacks included */
     /* set by nf_coll_run: */
     int nonfinite;        /* some rank had a NaN or Inf: this segment ran fp32 */
     size_t line0;         /* low-bit: first line in the slots */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "nfcoll.h"
+#include "nf_traffic.h"
 
 void nf_stats_count(nf_route_t route, uint64_t bytes, unsigned n, unsigned k);
 void nf_stats_fallback(nf_fallback_t reason);
@@ -22,11 +23,6 @@ void nf_stats_read(nf_route_t route, nf_route_stats_t *s);
 uint64_t nf_stats_read_fallbacks(nf_fallback_t reason);
 void nf_stats_zero(void);
 
-/* Traffic model of one call, per rank, in bytes (see libnfcoll.7). */
-typedef struct nf_traffic {
-    uint64_t upstream, total, ring;
-} nf_traffic_t;
-void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, nf_traffic_t *t);
 
 /* Collective over comm: sum counters to rank 0, which prints a table
  * (dest NULL or "1") or writes JSON (any other dest: a path). */

@@ -75,7 +75,7 @@ static void nf_lanes_check(nf_comm_t *c, nf_seg_t *seg, size_t n)
 }
 
 /* What each segment ran as, for the counters. */
-static void nf_seg_stats(const nf_comm_t *c, const nf_call_t *call)
+static void nf_seg_stats(const nf_comm_t *c, nf_call_t *call)
 {
     if (call->capacity) {
         nf_log_warn_once_root(c->rank == 0, "the aggregation buffer cannot grow to hold a "
@@ -88,9 +88,10 @@ static void nf_seg_stats(const nf_comm_t *c, const nf_call_t *call)
         nf_stats_fallback(NF_FALLBACK_LAYOUT);
     }
     for (size_t s = 0; s < call->nseg; s++) {
-        const nf_seg_t *g = &call->seg[s];
+        nf_seg_t *g = &call->seg[s];
         nf_route_t ran = call->mismatch || call->capacity || g->nonfinite ? NF_ROUTE_FP32
                                                                            : g->route;
+        g->ran = ran;
         if (g->nonfinite) {
             nf_log_info(1, "NaN or Inf in some rank's input: this segment runs fp32");
             nf_stats_fallback(NF_FALLBACK_NONFINITE);
@@ -134,10 +135,17 @@ static void nf_seg_defaults(nf_seg_t *g)
         g->ef = s->ef;
 }
 
+static void nf_seg_ran(nf_seg_t *seg, size_t nseg, nf_route_t ran)
+{
+    for (size_t s = 0; s < nseg; s++)
+        seg[s].ran = ran;
+}
+
 nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg)
 {
-    int whole = nseg == 1 && seg[0].m == (size_t)a->count;
+    int whole = nseg == 1 && seg[0].m == (size_t)(a->count > 0 ? a->count : 0);
     nf_route_t route = whole ? seg[0].route : NF_ROUTE_FP32;
+    nf_seg_ran(seg, nseg, NF_ROUTE_PMPI);
     if ((whole && route == NF_ROUTE_PMPI) || c == NULL || !nf_ctx_ready())
         return nf_run_pmpi(a, c != NULL ? c->size : nf_run_size(a->comm));
     int why = nf_unfit(a, c);
@@ -147,6 +155,7 @@ nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, siz
     }
     if (a->count == 0) {
         nf_stats_count(route, 0, (unsigned)c->size, c->k);
+        nf_seg_ran(seg, nseg, route);
         return NF_OK;
     }
     for (size_t s = 0; s < nseg; s++) {

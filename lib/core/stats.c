@@ -27,41 +27,6 @@ static _Atomic uint64_t nf_placed[2][2];
 #define NF_ADD(a, v) atomic_fetch_add_explicit(&(a), (v), memory_order_relaxed)
 #define NF_GET(a) atomic_load_explicit(&(a), memory_order_relaxed)
 
-/*
- * Bytes per rank for a call of `bytes` of user data (low-bit routes: floats).
- * Ring FP32: reduce-scatter sends (n-1)/n of the vector
- * (upstream), allgather as much again. libnfcoll's routes write their
- * contribution into the shared buffer (upstream) and read the result lines
- * back (downstream): fp32 full floats; binary one sign line per 512
- * elements up and k count planes down; ternary two planes up, 2k down; one
- * double of scale up and n down.
- */
-void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, nf_traffic_t *t)
-{
-    uint64_t fp32 = bytes;
-    uint64_t lines = nf_lines(bytes / sizeof(float)) * NF_LINE_BYTES;
-    uint64_t ring_up = n > 1 ? fp32 * (n - 1) / n : 0;
-    t->ring = 2 * ring_up;
-    switch (route) {
-    case NF_ROUTE_FP32:
-        t->upstream = n > 1 ? fp32 : 0;
-        t->total = 2 * t->upstream;
-        break;
-    case NF_ROUTE_BINARY:
-        t->upstream = lines + sizeof(double);
-        t->total = t->upstream + k * lines + n * sizeof(double);
-        break;
-    case NF_ROUTE_TERNARY:
-        t->upstream = 2 * lines + sizeof(double);
-        t->total = t->upstream + 2 * k * lines + n * sizeof(double);
-        break;
-    default:
-        t->upstream = ring_up;
-        t->total = t->ring;
-        break;
-    }
-}
-
 void nf_stats_count(nf_route_t route, uint64_t bytes, unsigned n, unsigned k)
 {
     nf_traffic_t t;
