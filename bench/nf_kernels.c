@@ -198,7 +198,8 @@ static void usage(FILE *f)
             "  -i ITERS   timed repeats per row, median reported (default 11)\n"
             "  -k KERNEL  only this kernel (abs_sum bin_pack bin_pack_ef bin_finish ter_pack ter_finish\n"
             "             count_sum count_merge sum_f32)\n"
-            "  -I ISA     only this ISA (scalar avx2 avx512)\n"
+            "  -I ISA     only this ISA (scalar avx2 avx512), or the table nf_kernels_tuned\n"
+            "             chose (tuned: rows labelled t- and the ISA chosen for the kernel)\n"
             "  -n RANKS   ranks counted (count_sum inputs, sum_f32 inputs, n of the\n"
             "             finish kernels; default 4)\n"
             "  -o FLOATS  x and r start this many floats past a 64-byte boundary (0..15,\n"
@@ -207,6 +208,47 @@ static void usage(FILE *f)
             "Each row: median time, ns per element, FP32 GB/s (4 B x elements / time), bytes\n"
             "read + written per element, that traffic in GB/s and as %% of a memcpy of the\n"
             "FP32 buffer timed alternately with the kernel (memcpy moves 2 x size).\n");
+}
+
+/* One row: the kernel next to memcpy. label NULL: the tuned table, shown as
+ * "t-" and the ISA it chose for this kernel. */
+static void print_row(const nf_kernels_t *K, const char *label, const bench_t *b, const row_t *r,
+                      int iters, double *scratch)
+{
+    char tl[16];
+    double tk, tc;
+    if (!label) {
+        nf_isa_t isa = NF_ISA_COUNT;
+        for (int i = 0; nf_kernels_choice(i, &isa, NULL) && strcmp(nf_kernels_choice(i, &isa, NULL), r->name); i++)
+            ;
+        snprintf(tl, sizeof(tl), "t-%s", isa < NF_ISA_COUNT ? nf_isa_name(isa) : "?");
+        label = tl;
+    }
+    time_pair(K, b, r, iters, &tk, &tc, scratch);
+    double bytes = 4.0 * (double)b->m, mc = 2.0 * bytes / tc * 1e-9;
+    double tb = traffic(b, r), tr = tb * (double)b->m / tk * 1e-9;
+    printf("%-12s %-8s %-3s %9.3f %8.4f %10.2f %7.3f %10.2f %10.2f %7.1f%%%s\n", r->name, label,
+           r->has_e < 0 ? "-" : r->has_e ? "yes" : "no", tk * 1e3, tk * 1e9 / (double)b->m,
+           bytes / tk * 1e-9, tb, tr, mc, 100.0 * tr / mc, tr < 0.8 * mc ? "  < 80%" : "");
+    fflush(stdout);
+}
+
+/* What nf_kernels_tuned() chose per kernel, with every candidate's time. */
+static void print_choice(const nf_kernels_t *T, double seconds)
+{
+    printf("tuned kernels (nf_kernels_tuned, %.1f ms at first call): %s\n", seconds * 1e3, T->name);
+    printf("  %-12s %-7s", "kernel", "choice");
+    for (int isa = 0; isa < NF_ISA_COUNT; isa++)
+        printf(" %9s", nf_isa_name((nf_isa_t)isa));
+    printf("   (ns/elem, cold buffers; 0: not measured)\n");
+    nf_isa_t isa;
+    const char *name;
+    for (int i = 0; (name = nf_kernels_choice(i, &isa, NULL)) != NULL; i++) {
+        printf("  %-12s %-7s", name, nf_isa_name(isa));
+        for (int c = 0; c < NF_ISA_COUNT; c++)
+            printf(" %9.4f", nf_kernels_measured(i, (nf_isa_t)c));
+        printf("\n");
+    }
 }
 
 static size_t parse_size(const char *s)
@@ -253,7 +295,8 @@ int main(int argc, char **argv)
     int known = !kname;
     for (size_t i = 0; i < NROWS && !known; i++)
         known = !strcmp(rows[i].name, kname);
-    if (!known || (iname && strcmp(iname, "scalar") && strcmp(iname, "avx2") && strcmp(iname, "avx512"))) {
+    if (!known || (iname && strcmp(iname, "scalar") && strcmp(iname, "avx2") && strcmp(iname, "avx512") &&
+                   strcmp(iname, "tuned"))) {
         usage(stderr);
         return EXIT_FAILURE;
     }
@@ -267,31 +310,23 @@ int main(int argc, char **argv)
            "median%s, x and r at +%d floats; best ISA here: %s\n",
            b.m, (double)bytes / (1 << 20), nranks, b.k, iters, inplace ? ", in place" : "", off,
            nf_isa_name(nf_isa_detect()));
-    printf("%-12s %-7s %-3s %9s %8s %10s %7s %10s %10s %8s\n", "kernel", "isa", "e", "ms", "ns/elem",
+    double t0 = now();
+    const nf_kernels_t *T = nf_kernels_tuned(nf_isa_detect());
+    print_choice(T, now() - t0);
+    printf("%-12s %-8s %-3s %9s %8s %10s %7s %10s %10s %8s\n", "kernel", "isa", "e", "ms", "ns/elem",
            "FP32 GB/s", "B/elem", "traf GB/s", "memcpy", "% memcpy");
-    for (int isa = 0; isa < NF_ISA_COUNT; isa++) {
-        const nf_kernels_t *K = nf_kernels_for((nf_isa_t)isa);
-        if (iname && strcmp(iname, nf_isa_name((nf_isa_t)isa)))
+    for (int isa = 0; isa <= NF_ISA_COUNT; isa++) { /* NF_ISA_COUNT: the tuned table */
+        const char *label = isa < NF_ISA_COUNT ? nf_isa_name((nf_isa_t)isa) : "tuned";
+        const nf_kernels_t *K = isa < NF_ISA_COUNT ? nf_kernels_for((nf_isa_t)isa) : T;
+        if (iname && strcmp(iname, label))
             continue;
         if (!K) {
-            printf("%-12s %-7s SKIP: not built or not supported by this CPU\n", "*",
-                   nf_isa_name((nf_isa_t)isa));
+            printf("%-12s %-8s SKIP: not built or not supported by this CPU\n", "*", label);
             continue;
         }
         for (size_t i = 0; i < NROWS; i++) {
-            const row_t *r = &rows[i];
-            if (kname && strcmp(kname, r->name))
-                continue;
-            double tk, tc;
-            time_pair(K, &b, r, iters, &tk, &tc, scratch);
-            double mc = 2.0 * (double)bytes / tc * 1e-9;
-            double tb = traffic(&b, r), tr = tb * (double)b.m / tk * 1e-9;
-            printf("%-12s %-7s %-3s %9.3f %8.4f %10.2f %7.3f %10.2f %10.2f %7.1f%%%s\n", r->name,
-                   K->name, r->has_e < 0 ? "-" : r->has_e ? "yes" : "no", tk * 1e3,
-                   tk * 1e9 / (double)b.m,
-                   4.0 * (double)b.m / tk * 1e-9, tb, tr, mc, 100.0 * tr / mc,
-                   tr < 0.8 * mc ? "  < 80%" : "");
-            fflush(stdout);
+            if (!kname || !strcmp(kname, rows[i].name))
+                print_row(K, isa < NF_ISA_COUNT ? label : NULL, &b, &rows[i], iters, scratch);
         }
     }
     free(scratch);
