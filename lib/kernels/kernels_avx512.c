@@ -177,41 +177,45 @@ static double bin_pack_ef_avx512(const float *x, const float *yprev, float aprev
 
 /* ---- counters -> values ---- */
 
-/* The 16 bits of plane p covering elements j .. j+15 (j a multiple of 16). */
-AI __mmask16 plane_bits(const uint64_t *cnt, unsigned k, unsigned p, size_t j)
+/* The 32 bits of each plane covering elements j .. j+31 (j a multiple of 32)
+ * are a mask for 32 16-bit lanes: plane p adds 2^p where its bit is set, one
+ * masked add per plane for 32 elements (a count of k <= 16 planes fits in
+ * 16 bits), then the lanes are widened to two vectors of 16 int32. */
+AI __m512i count32_u16(const uint64_t *cnt, unsigned k, size_t j)
 {
-    uint16_t h;
     const unsigned char *b = (const unsigned char *)cnt
-        + ((j / NF_LINE_BITS) * k + p) * NF_LINE_BYTES + (j % NF_LINE_BITS) / 8;
-    memcpy(&h, b, sizeof(h));
-    return (__mmask16)h;
+        + (j / NF_LINE_BITS) * k * NF_LINE_BYTES + (j % NF_LINE_BITS) / 8;
+    __m512i w = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (unsigned p = 0; p < k; p++) {
+        uint32_t bits;
+        memcpy(&bits, b + p * NF_LINE_BYTES, sizeof(bits));
+        w = _mm512_mask_add_epi16(w, (__mmask32)bits, w, _mm512_set1_epi16((short)(1u << p)));
+    }
+    return w;
 }
 
-/* Counter values of elements j .. j+15, Horner from the top plane down. */
-AI __m512i count16(const uint64_t *cnt, unsigned k, size_t j)
+AI void widen32(__m512i w, __m512i c[2])
 {
-    const __m512i one = _mm512_set1_epi32(1);
-    __m512i c = _mm512_setzero_si512();
-#pragma GCC unroll 16
-    for (unsigned p = k; p-- > 0;) {
-        c = _mm512_add_epi32(c, c);
-        c = _mm512_mask_add_epi32(c, plane_bits(cnt, k, p, j), c, one);
-    }
-    return c;
+    c[0] = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(w));
+    c[1] = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(w, 1));
 }
 
-/* P - M of two counters for elements j .. j+15 in one Horner pass. */
-AI __m512i count16_diff(const uint64_t *cntp, const uint64_t *cntm, unsigned k, size_t j)
+/* Counter values of elements j .. j+31 in c[0] (first 16) and c[1]. */
+AI void count32(const uint64_t *cnt, unsigned k, size_t j, __m512i c[2])
 {
-    const __m512i one = _mm512_set1_epi32(1);
-    __m512i v = _mm512_setzero_si512();
-#pragma GCC unroll 16
-    for (unsigned p = k; p-- > 0;) {
-        v = _mm512_add_epi32(v, v);
-        v = _mm512_mask_add_epi32(v, plane_bits(cntp, k, p, j), v, one);
-        v = _mm512_mask_sub_epi32(v, plane_bits(cntm, k, p, j), v, one);
-    }
-    return v;
+    widen32(count32_u16(cnt, k, j), c);
+}
+
+/* P - M of two counters for elements j .. j+31 (each counted unsigned:
+ * with k = 16 the difference needs 17 bits). */
+AI void diff32(const uint64_t *cntp, const uint64_t *cntm, unsigned k, size_t j, __m512i v[2])
+{
+    __m512i p[2], q[2];
+    widen32(count32_u16(cntp, k, j), p);
+    widen32(count32_u16(cntm, k, j), q);
+    v[0] = _mm512_sub_epi32(p[0], q[0]);
+    v[1] = _mm512_sub_epi32(p[1], q[1]);
 }
 
 /* (float)(s * (double)v) for 16 int32 v, rounded once. */
@@ -260,12 +264,11 @@ static tbl_t bin_tbl(double a, unsigned n, int use_tbl)
     return tbl;
 }
 
-/* Sixteen elements from j; mk is all ones (a constant) except in the tail. */
-AI void bin_block(float *r, const float *x, float *e, const uint64_t *cnt, unsigned k, size_t j,
-                  __mmask16 mk, __m512i nv, __m512d av, __m512 aiv, const tbl_t *tbl, int has_e,
-                  int use_tbl)
+/* Sixteen elements from j with counts c; mk is all ones (a constant) except
+ * in the tail. */
+AI void bin_block(float *r, const float *x, float *e, __m512i c, size_t j, __mmask16 mk,
+                  __m512i nv, __m512d av, __m512 aiv, const tbl_t *tbl, int has_e, int use_tbl)
 {
-    __m512i c = count16(cnt, k, j);
     __m512 rv = use_tbl ? tbl_get(tbl, c) : scale16(_mm512_sub_epi32(nv, _mm512_add_epi32(c, c)), av);
     if (has_e) { /* before r: x may alias r */
         __m512 y = load_y(x, e, j, mk, 1);
@@ -282,19 +285,48 @@ AI void bin_finish_impl(float *r, const float *x, float *e, const uint64_t *cnt,
     const __m512d av = _mm512_set1_pd(a);
     const __m512 aiv = _mm512_set1_ps(ai);
     const tbl_t tbl = bin_tbl(a, n, use_tbl);
-    size_t j = 0;
-    for (; j + 16 <= m; j += 16)
-        bin_block(r, x, e, cnt, k, j, 0xFFFF, nv, av, aiv, &tbl, has_e, use_tbl);
-    if (j < m)
-        bin_block(r, x, e, cnt, k, j, tail16(m - j), nv, av, aiv, &tbl, has_e, use_tbl);
+    for (size_t j = 0; j < m; j += 32) {
+        __m512i c[2];
+        count32(cnt, k, j, c);
+        if (j + 32 <= m) {
+            bin_block(r, x, e, c[0], j, 0xFFFF, nv, av, aiv, &tbl, has_e, use_tbl);
+            bin_block(r, x, e, c[1], j + 16, 0xFFFF, nv, av, aiv, &tbl, has_e, use_tbl);
+            continue;
+        }
+        bin_block(r, x, e, c[0], j, tail16(m - j), nv, av, aiv, &tbl, has_e, use_tbl);
+        if (m - j > 16)
+            bin_block(r, x, e, c[1], j + 16, tail16(m - j - 16), nv, av, aiv, &tbl, has_e, use_tbl);
+    }
+}
+
+/* Results rv of elements j .. j+15 into r, whose first element sits o floats
+ * into its line: one streamed line of r per block (see bin_finish_stream). */
+AI void stream16(float *r, size_t m, unsigned o, __m512i idx, size_t j, __m512 rv, __m512 *prev)
+{
+    if (o == 0) { /* aligned already: block j is line j */
+        if (m - j >= 16)
+            _mm512_stream_ps(r + j, rv);
+        else
+            _mm512_mask_storeu_ps(r + j, tail16(m - j), rv);
+    } else if (j == 0) { /* elements [0, 16 - o) end r's first line */
+        _mm512_mask_storeu_ps(r, tail16(m < 16 - o ? m : 16 - o), rv);
+    } else { /* line holding elements [j - o, j - o + 16) */
+        __m512 line = _mm512_permutex2var_ps(*prev, idx, rv);
+        size_t left = m - (j - o);
+        if (left >= 16)
+            _mm512_stream_ps(r + j - o, line);
+        else
+            _mm512_mask_storeu_ps(r + j - o, tail16(left), line);
+    }
+    *prev = rv;
 }
 
 /*
  * Results of a large buffer without error feedback: streamed to 64-byte
  * aligned lines whatever r's alignment, so no line is read for ownership.
- * Counts are still taken 16 elements at a time from element 0 (j a multiple
- * of 16); vpermt2ps joins the tail of one block with the head of the next
- * so that each store covers exactly one cache line of r.
+ * Counts are taken 32 elements at a time from element 0, results stored 16
+ * at a time (j a multiple of 16); vpermt2ps joins the tail of one block with
+ * the head of the next so that each store covers exactly one cache line of r.
  */
 AI void bin_finish_stream(float *r, const uint64_t *cnt, unsigned k, size_t m, unsigned n,
                           double a, int use_tbl)
@@ -307,29 +339,22 @@ AI void bin_finish_stream(float *r, const uint64_t *cnt, unsigned k, size_t m, u
                                                            11, 12, 13, 14, 15));
     const tbl_t tbl = bin_tbl(a, n, use_tbl);
     __m512 prev = _mm512_setzero_ps();
-    size_t j = 0;
-    for (; j < m; j += 16) {
-        __m512i c = count16(cnt, k, j);
-        __m512 rv = use_tbl ? tbl_get(&tbl, c)
-                            : scale16(_mm512_sub_epi32(nv, _mm512_add_epi32(c, c)), av);
-        if (o == 0) { /* aligned already: block j is line j */
-            if (m - j >= 16)
-                _mm512_stream_ps(r + j, rv);
-            else
-                _mm512_mask_storeu_ps(r + j, tail16(m - j), rv);
-        } else if (j == 0) { /* elements [0, 16 - o) end r's first line */
-            _mm512_mask_storeu_ps(r, tail16(m < 16 - o ? m : 16 - o), rv);
-        } else { /* line holding elements [j - o, j - o + 16) */
-            __m512 line = _mm512_permutex2var_ps(prev, idx, rv);
-            size_t left = m - (j - o);
-            if (left >= 16)
-                _mm512_stream_ps(r + j - o, line);
-            else
-                _mm512_mask_storeu_ps(r + j - o, tail16(left), line);
+    size_t j = 0; /* the last block's start */
+    for (size_t j0 = 0; j0 < m; j0 += 32) {
+        __m512i c[2];
+        count32(cnt, k, j0, c);
+#pragma GCC unroll 2
+        for (unsigned h = 0; h < 2; h++) {
+            if (j0 + 16 * h >= m)
+                break;
+            j = j0 + 16 * h;
+            stream16(r, m, o, idx, j,
+                     use_tbl ? tbl_get(&tbl, c[h])
+                             : scale16(_mm512_sub_epi32(nv, _mm512_add_epi32(c[h], c[h])), av),
+                     &prev);
         }
-        prev = rv;
     }
-    size_t done = j - 16 + (16 - o); /* o > 0: stored up to here */
+    size_t done = j + (16 - o); /* o > 0: stored up to here */
     if (o != 0 && m > 0 && done < m) /* the last block's last elements */
         _mm512_mask_storeu_ps(r + done, tail16(m - done), _mm512_permutex2var_ps(prev, idx, prev));
     _mm_sfence();
@@ -450,13 +475,20 @@ AI void ter_finish_impl(float *r, const float *x, float *e, const uint64_t *cntp
     tbl_t tbl = {_mm512_setzero_ps(), _mm512_setzero_ps(), 0};
     if (use_tbl)
         tbl = tbl_make(b, bias, use_tbl == 2);
-    size_t j = 0;
-    for (; j + 16 <= m; j += 16)
-        ter_block(r, x, e, _mm512_add_epi32(count16_diff(cntp, cntm, k, j), biasv), j, 0xFFFF, bv,
-                  tv, ntv, biv, &tbl, has_e, use_tbl);
-    if (j < m)
-        ter_block(r, x, e, _mm512_add_epi32(count16_diff(cntp, cntm, k, j), biasv), j,
-                  tail16(m - j), bv, tv, ntv, biv, &tbl, has_e, use_tbl);
+    for (size_t j = 0; j < m; j += 32) {
+        __m512i v[2];
+        diff32(cntp, cntm, k, j, v);
+        v[0] = _mm512_add_epi32(v[0], biasv), v[1] = _mm512_add_epi32(v[1], biasv);
+        if (j + 32 <= m) {
+            ter_block(r, x, e, v[0], j, 0xFFFF, bv, tv, ntv, biv, &tbl, has_e, use_tbl);
+            ter_block(r, x, e, v[1], j + 16, 0xFFFF, bv, tv, ntv, biv, &tbl, has_e, use_tbl);
+            continue;
+        }
+        ter_block(r, x, e, v[0], j, tail16(m - j), bv, tv, ntv, biv, &tbl, has_e, use_tbl);
+        if (m - j > 16)
+            ter_block(r, x, e, v[1], j + 16, tail16(m - j - 16), bv, tv, ntv, biv, &tbl, has_e,
+                      use_tbl);
+    }
 }
 
 #define TER_SMALL_K(KK, TBL)                                                      \
