@@ -14,9 +14,11 @@
  *    size would take longer to touch than the whole budget);
  *  - candidates alternate call by call, in turn order reversed every round,
  *    so that drift on a shared machine reaches them alike;
- *  - a probe is a kernel with or without e; a kernel's time is the sum over
- *    its probes of each probe's best round; rounds go on while the budget
- *    lasts, and a kernel not measured in full keeps the highest ISA.
+ *  - a probe is a kernel with or without e (the finish kernels also at two
+ *    rank counts: small counts take table lookups, large ones arithmetic);
+ *    a kernel's time is the sum over its probes of each probe's best round;
+ *    rounds go on while the budget lasts, and a kernel not measured in full
+ *    keeps the highest ISA.
  * The scalar reference is a candidate only where no vector ISA may run: it
  * is written for obviousness and runs 5-40x slower (bench/nf_kernels), so
  * timing it would spend the budget to learn nothing.
@@ -39,7 +41,8 @@
 
 #define TUNE_M (64u * 1024) /* elements per timed call */
 #define TUNE_M_COUNT (8 * TUNE_M) /* counters: 1/32 of the bytes, as long a call */
-#define TUNE_RANKS 4        /* n of the finish kernels, count_sum inputs */
+#define TUNE_RANKS 4        /* count_sum inputs; n of the finish kernels, and: */
+#define TUNE_RANKS_BIG 64   /* n (k = 7 planes): the finish kernels' tables end at k = 5 */
 #define TUNE_SUM_IN 3       /* sum_f32 inputs */
 #define TUNE_OFF 4          /* x, r: floats past a line, as in large malloc blocks */
 #define TUNE_BUDGET 0.018   /* seconds, allocation included */
@@ -60,35 +63,43 @@ static const char *const kernel_names[K_COUNT] = {
  * inputs of the counter probes, which run over TUNE_M_COUNT elements. */
 enum { R_X, R_E, R_R, R_S, R_BITS, R_PM, R_CNT, R_CNT8, R_COUNT };
 #define RB(r) (1u << (r))
+#define KMAX 7 /* planes for TUNE_RANKS_BIG: the size of cnt and cnt2 */
+_Static_assert(TUNE_RANKS_BIG >> (KMAX - 1) == 1, "KMAX is nf_count_planes(TUNE_RANKS_BIG)");
 
 typedef struct {
     unsigned char kernel, has_e;
     unsigned short regions;
+    unsigned n; /* ranks counted: the finish kernels' n and k */
 } probe_t;
 
+#define FINISH_E (RB(R_R) | RB(R_X) | RB(R_E) | RB(R_CNT))
 static const probe_t probes[] = {
-    {K_ABS_SUM, 1, RB(R_X) | RB(R_E)},
-    {K_ABS_SUM, 0, RB(R_X)},
-    {K_BIN_PACK, 1, RB(R_X) | RB(R_E) | RB(R_BITS)},
-    {K_BIN_PACK, 0, RB(R_X) | RB(R_BITS)},
-    {K_BIN_PACK_EF, 1, RB(R_X) | RB(R_E) | RB(R_S) | RB(R_BITS)},
-    {K_BIN_FINISH, 1, RB(R_R) | RB(R_X) | RB(R_E) | RB(R_CNT)},
-    {K_BIN_FINISH, 0, RB(R_R) | RB(R_CNT)},
-    {K_TER_PACK, 1, RB(R_X) | RB(R_E) | RB(R_PM)},
-    {K_TER_PACK, 0, RB(R_X) | RB(R_PM)},
-    {K_TER_FINISH, 1, RB(R_R) | RB(R_X) | RB(R_E) | RB(R_CNT)},
-    {K_TER_FINISH, 0, RB(R_R) | RB(R_CNT)},
-    {K_COUNT_SUM, 0, RB(R_CNT8)},
-    {K_COUNT_MERGE, 0, RB(R_CNT8)},
-    {K_SUM_F32, 0, RB(R_R) | RB(R_X) | RB(R_E) | RB(R_S)},
+    {K_ABS_SUM, 1, RB(R_X) | RB(R_E), TUNE_RANKS},
+    {K_ABS_SUM, 0, RB(R_X), TUNE_RANKS},
+    {K_BIN_PACK, 1, RB(R_X) | RB(R_E) | RB(R_BITS), TUNE_RANKS},
+    {K_BIN_PACK, 0, RB(R_X) | RB(R_BITS), TUNE_RANKS},
+    {K_BIN_PACK_EF, 1, RB(R_X) | RB(R_E) | RB(R_S) | RB(R_BITS), TUNE_RANKS},
+    {K_BIN_FINISH, 1, FINISH_E, TUNE_RANKS},
+    {K_BIN_FINISH, 0, RB(R_R) | RB(R_CNT), TUNE_RANKS},
+    {K_BIN_FINISH, 1, FINISH_E, TUNE_RANKS_BIG},
+    {K_BIN_FINISH, 0, RB(R_R) | RB(R_CNT), TUNE_RANKS_BIG},
+    {K_TER_PACK, 1, RB(R_X) | RB(R_E) | RB(R_PM), TUNE_RANKS},
+    {K_TER_PACK, 0, RB(R_X) | RB(R_PM), TUNE_RANKS},
+    {K_TER_FINISH, 1, FINISH_E, TUNE_RANKS},
+    {K_TER_FINISH, 0, RB(R_R) | RB(R_CNT), TUNE_RANKS},
+    {K_TER_FINISH, 1, FINISH_E, TUNE_RANKS_BIG},
+    {K_TER_FINISH, 0, RB(R_R) | RB(R_CNT), TUNE_RANKS_BIG},
+    {K_COUNT_SUM, 0, RB(R_CNT8), TUNE_RANKS},
+    {K_COUNT_MERGE, 0, RB(R_CNT8), TUNE_RANKS},
+    {K_SUM_F32, 0, RB(R_R) | RB(R_X) | RB(R_E) | RB(R_S), TUNE_RANKS},
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
 typedef struct {
     void *base;
-    unsigned k;
+    unsigned k; /* planes of the counter probes' counters (TUNE_RANKS) */
     float *x, *e, *r, *s; /* s: ynew of bin_pack_ef, third input of sum_f32 */
-    uint64_t *bits, *plus, *minus, *cnt, *cnt2; /* TUNE_M elements */
+    uint64_t *bits, *plus, *minus, *cnt, *cnt2; /* TUNE_M elements (cnt: KMAX planes) */
     uint64_t *cnt8, *cnt8b;                       /* TUNE_M_COUNT elements */
     const uint64_t *in[TUNE_RANKS];               /* TUNE_M_COUNT elements */
     const float *sum_in[TUNE_SUM_IN];
@@ -128,7 +139,7 @@ static void arena_regions(arena_t *a)
     char *const p[R_COUNT] = {(char *)a->x, (char *)a->e, (char *)a->r, (char *)a->s,
                               (char *)a->bits, (char *)a->plus, (char *)a->cnt,
                               (char *)a->cnt8};
-    const size_t n[R_COUNT] = {fb, fb, fb, fb, lb, 2 * lb, 2 * a->k * lb,
+    const size_t n[R_COUNT] = {fb, fb, fb, fb, lb, 2 * lb, 2 * KMAX * lb,
                                (2 * a->k + TUNE_RANKS) * lb8};
     for (int r = 0; r < R_COUNT; r++)
         a->reg[r].p = p[r], a->reg[r].bytes = n[r];
@@ -146,7 +157,7 @@ static int arena_init(arena_t *a)
     const size_t fb = (TUNE_M + NF_LANES) * sizeof(float), lb = nf_lines(TUNE_M) * NF_LINE_BYTES;
     const size_t lb8 = nf_lines(TUNE_M_COUNT) * NF_LINE_BYTES;
     const unsigned k = nf_count_planes(TUNE_RANKS);
-    size_t total = 4 * (fb + NF_LINE_BYTES) + (3 + 2 * k) * lb + (2 * k + TUNE_RANKS) * lb8;
+    size_t total = 4 * (fb + NF_LINE_BYTES) + (3 + 2 * KMAX) * lb + (2 * k + TUNE_RANKS) * lb8;
     char *p = aligned_alloc(NF_LINE_BYTES, total);
     if (p == NULL)
         return -1;
@@ -156,7 +167,7 @@ static int arena_init(arena_t *a)
     a->e = (float *)carve(&p, fb), a->s = (float *)carve(&p, fb);
     a->bits = (uint64_t *)carve(&p, lb);
     a->plus = (uint64_t *)carve(&p, lb), a->minus = (uint64_t *)carve(&p, lb);
-    a->cnt = (uint64_t *)carve(&p, k * lb), a->cnt2 = (uint64_t *)carve(&p, k * lb);
+    a->cnt = (uint64_t *)carve(&p, KMAX * lb), a->cnt2 = (uint64_t *)carve(&p, KMAX * lb);
     a->cnt8 = (uint64_t *)carve(&p, k * lb8), a->cnt8b = (uint64_t *)carve(&p, k * lb8);
     for (unsigned i = 0; i < TUNE_RANKS; i++)
         a->in[i] = (const uint64_t *)carve(&p, lb8);
@@ -166,7 +177,7 @@ static int arena_init(arena_t *a)
         a->x[j] = (float)((int64_t)(xorshift(&s) % 2001) - 1000) * 1e-3f;
         a->e[j] = a->s[j] = a->x[j] * 0.0078125f;
     }
-    fill_words(a->cnt, 2 * k * lb, &s);
+    fill_words(a->cnt, 2 * KMAX * lb, &s);
     fill_words(a->cnt8, (2 * k + TUNE_RANKS) * lb8, &s);
     arena_regions(a);
     return 0;
@@ -203,13 +214,13 @@ static void probe_run(const nf_kernels_t *K, const probe_t *p, const arena_t *a,
     case K_BIN_PACK: tune_sink = K->bin_pack(a->x, e, m, a->bits); break;
     case K_BIN_PACK_EF: tune_sink = K->bin_pack_ef(a->x, a->e, 1e-3f, a->s, m, a->bits); break;
     case K_BIN_FINISH:
-        K->bin_finish(a->r, e ? a->x : NULL, p->has_e ? a->e : NULL, a->cnt, a->k, m,
-                      TUNE_RANKS, 1e-3, 1e-3f);
+        K->bin_finish(a->r, e ? a->x : NULL, p->has_e ? a->e : NULL, a->cnt,
+                      nf_count_planes(p->n), m, p->n, 1e-3, 1e-3f);
         break;
     case K_TER_PACK: tune_sink = K->ter_pack(a->x, e, m, 0.5f, a->plus, a->minus, &nin); break;
     case K_TER_FINISH:
-        K->ter_finish(a->r, e ? a->x : NULL, p->has_e ? a->e : NULL, a->cnt, a->cnt2, a->k, m,
-                      1e-3, 0.5f, 1e-3f);
+        K->ter_finish(a->r, e ? a->x : NULL, p->has_e ? a->e : NULL, a->cnt, a->cnt2,
+                      nf_count_planes(p->n), m, 1e-3, 0.5f, 1e-3f);
         break;
     case K_COUNT_SUM: K->count_sum(a->cnt8, a->k, a->in, TUNE_RANKS, nf_lines(m)); break;
     case K_COUNT_MERGE: K->count_merge(a->cnt8, a->cnt8b, a->k, nf_lines(m)); break;
