@@ -219,9 +219,10 @@ static void print_row(const nf_kernels_t *K, const char *label, const bench_t *b
     double tk, tc;
     if (!label) {
         nf_isa_t isa = NF_ISA_COUNT;
-        for (int i = 0; nf_kernels_choice(i, &isa, NULL) && strcmp(nf_kernels_choice(i, &isa, NULL), r->name); i++)
+        const char *name;
+        for (int i = 0; (name = nf_kernels_choice(i, &isa, NULL)) && strcmp(name, r->name); i++)
             ;
-        snprintf(tl, sizeof(tl), "t-%s", isa < NF_ISA_COUNT ? nf_isa_name(isa) : "?");
+        snprintf(tl, sizeof(tl), "t-%s", name && isa < NF_ISA_COUNT ? nf_isa_name(isa) : "?");
         label = tl;
     }
     time_pair(K, b, r, iters, &tk, &tc, scratch);
