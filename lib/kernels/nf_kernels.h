@@ -143,7 +143,7 @@ const char *nf_isa_name(nf_isa_t isa);
  * lowered to it). Candidates are the vector ISAs, scalar only where none may
  * run. The first call for a cap times them within about 20 ms, on buffers
  * flushed from the caches (the regime of buffers beyond the last-level
- * cache); a lower ISA replaces the highest only when at least 3 % faster.
+ * cache); a lower ISA replaces the highest only when at least 5 % faster.
  * With NFCOLL_SIMD_TUNE=off (or 0, no, false) nothing is timed and every
  * entry is the highest ISA at or below cap. The choice changes speed only:
  * all ISAs give the same bits. Thread-safe; built once per cap; the table
@@ -159,8 +159,10 @@ int nf_kernels_count(void);
  * Kernel i (0 .. nf_kernels_count() - 1, in nf_kernels_t order) of the table
  * nf_kernels_tuned() returned last: returns its name ("abs_sum", ...), sets
  * *isa to the ISA chosen for it and *ns_per_elem to that version's measured
- * time in ns per element, 0 when not measured (a kernel timed with and
- * without e counts one call of each). Before any nf_kernels_tuned() call
+ * time in ns per element, 0 when not measured (summed over the calls it is
+ * timed with: with and without e, the finish kernels at n = 4 and n = 64;
+ * cold buffers, so below what bench/nf_kernels shows for buffers beyond the
+ * last-level cache). Before any nf_kernels_tuned() call
  * *isa is NF_ISA_COUNT. Either output may be NULL. NULL past the end.
  */
 const char *nf_kernels_choice(int i, nf_isa_t *isa, double *ns_per_elem);
