@@ -25,7 +25,7 @@ typedef struct {
     unsigned nranks; /* n for the counters */
     unsigned k;      /* planes for n */
     int inplace;
-    float *x, *e, *r, *src, *dst;
+    float *x, *e, *r, *y, *src, *dst; /* x, r at the -o offset; y (ynew) aligned */
     float **in;      /* sum_f32 inputs */
     uint64_t *bits, *plus, *minus, *cnt, *cnt2, **bin;
 } bench_t;
@@ -108,7 +108,7 @@ static void run_kernel(const nf_kernels_t *K, const bench_t *b, const row_t *r)
     else if (!strcmp(r->name, "bin_pack"))
         sink = K->bin_pack(x, e, b->m, b->bits);
     else if (!strcmp(r->name, "bin_pack_ef"))
-        sink = K->bin_pack_ef(x, b->e, 1e-3f, b->r, b->m, b->bits);
+        sink = K->bin_pack_ef(x, b->e, 1e-3f, b->y, b->m, b->bits);
     else if (!strcmp(r->name, "bin_finish"))
         K->bin_finish(out, e ? x : NULL, e, b->cnt, b->k, b->m, b->nranks, 1e-3, 1e-3f);
     else if (!strcmp(r->name, "ter_pack"))
@@ -163,14 +163,16 @@ static void fill(bench_t *b)
             b->bin[i][w] = b->cnt[w] ^ (b->cnt2[w] >> i);
 }
 
-static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace)
+static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace, unsigned off)
 {
     b->m = bytes / sizeof(float);
     b->nranks = nranks;
     b->k = nf_count_planes(nranks);
     b->inplace = inplace;
     size_t fb = b->m * sizeof(float), L = nf_lines(b->m);
-    b->x = xalloc(fb), b->e = xalloc(fb), b->r = xalloc(fb);
+    /* x and r are the caller's buffers: any alignment (malloc: 16 bytes) */
+    b->x = (float *)xalloc(fb + 64) + off, b->r = (float *)xalloc(fb + 64) + off;
+    b->e = xalloc(fb), b->y = xalloc(fb);
     b->src = xalloc(fb), b->dst = xalloc(fb);
     b->bits = xalloc(L * NF_LINE_BYTES);
     b->plus = xalloc(L * NF_LINE_BYTES), b->minus = xalloc(L * NF_LINE_BYTES);
@@ -191,18 +193,63 @@ static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: nf_kernels [-s BYTES] [-i ITERS] [-k KERNEL] [-I ISA] [-n RANKS] [-p] [-h]\n"
+            "usage: nf_kernels [-s BYTES] [-i ITERS] [-k KERNEL] [-I ISA] [-n RANKS] [-o FLOATS] [-p] [-h]\n"
             "  -s BYTES   size of the FP32 buffer (default 64M; suffixes K, M, G)\n"
             "  -i ITERS   timed repeats per row, median reported (default 11)\n"
             "  -k KERNEL  only this kernel (abs_sum bin_pack bin_pack_ef bin_finish ter_pack ter_finish\n"
             "             count_sum count_merge sum_f32)\n"
-            "  -I ISA     only this ISA (scalar avx2 avx512)\n"
+            "  -I ISA     only this ISA (scalar avx2 avx512), or the table nf_kernels_tuned\n"
+            "             chose (tuned: rows labelled t- and the ISA chosen for the kernel)\n"
             "  -n RANKS   ranks counted (count_sum inputs, sum_f32 inputs, n of the\n"
             "             finish kernels; default 4)\n"
+            "  -o FLOATS  x and r start this many floats past a 64-byte boundary (0..15,\n"
+            "             default 0; large malloc blocks give 4)\n"
             "  -p         finish kernels in place (r = x, as MPI_IN_PLACE)\n"
-            "Each row: median time, FP32 GB/s (4 B x elements / time), bytes read +\n"
-            "written per element, that traffic in GB/s and as %% of a memcpy of the\n"
+            "Each row: median time, ns per element, FP32 GB/s (4 B x elements / time), bytes\n"
+            "read + written per element, that traffic in GB/s and as %% of a memcpy of the\n"
             "FP32 buffer timed alternately with the kernel (memcpy moves 2 x size).\n");
+}
+
+/* One row: the kernel next to memcpy. label NULL: the tuned table, shown as
+ * "t-" and the ISA it chose for this kernel. */
+static void print_row(const nf_kernels_t *K, const char *label, const bench_t *b, const row_t *r,
+                      int iters, double *scratch)
+{
+    char tl[16];
+    double tk, tc;
+    if (!label) {
+        nf_isa_t isa = NF_ISA_COUNT;
+        const char *name;
+        for (int i = 0; (name = nf_kernels_choice(i, &isa, NULL)) && strcmp(name, r->name); i++)
+            ;
+        snprintf(tl, sizeof(tl), "t-%s", name && isa < NF_ISA_COUNT ? nf_isa_name(isa) : "?");
+        label = tl;
+    }
+    time_pair(K, b, r, iters, &tk, &tc, scratch);
+    double bytes = 4.0 * (double)b->m, mc = 2.0 * bytes / tc * 1e-9;
+    double tb = traffic(b, r), tr = tb * (double)b->m / tk * 1e-9;
+    printf("%-12s %-8s %-3s %9.3f %8.4f %10.2f %7.3f %10.2f %10.2f %7.1f%%%s\n", r->name, label,
+           r->has_e < 0 ? "-" : r->has_e ? "yes" : "no", tk * 1e3, tk * 1e9 / (double)b->m,
+           bytes / tk * 1e-9, tb, tr, mc, 100.0 * tr / mc, tr < 0.8 * mc ? "  < 80%" : "");
+    fflush(stdout);
+}
+
+/* What nf_kernels_tuned() chose per kernel, with every candidate's time. */
+static void print_choice(const nf_kernels_t *T, double seconds)
+{
+    printf("tuned kernels (nf_kernels_tuned, %.1f ms at first call): %s\n", seconds * 1e3, T->name);
+    printf("  %-12s %-7s", "kernel", "choice");
+    for (int isa = 0; isa < NF_ISA_COUNT; isa++)
+        printf(" %9s", nf_isa_name((nf_isa_t)isa));
+    printf("   (ns/elem, cold buffers; 0: not measured)\n");
+    nf_isa_t isa;
+    const char *name;
+    for (int i = 0; (name = nf_kernels_choice(i, &isa, NULL)) != NULL; i++) {
+        printf("  %-12s %-7s", name, nf_isa_name(isa));
+        for (int c = 0; c < NF_ISA_COUNT; c++)
+            printf(" %9.4f", nf_kernels_measured(i, (nf_isa_t)c));
+        printf("\n");
+    }
 }
 
 static size_t parse_size(const char *s)
@@ -226,66 +273,61 @@ static size_t parse_size(const char *s)
 int main(int argc, char **argv)
 {
     size_t bytes = 64u << 20;
-    int iters = 11, opt, inplace = 0;
+    int iters = 11, opt, inplace = 0, off = 0;
     unsigned nranks = 4;
     const char *kname = NULL, *iname = NULL;
-    while ((opt = getopt(argc, argv, "s:i:k:I:n:ph")) != -1) {
+    while ((opt = getopt(argc, argv, "s:i:k:I:n:o:ph")) != -1) {
         switch (opt) {
         case 's': bytes = parse_size(optarg); break;
         case 'i': iters = atoi(optarg); break;
         case 'k': kname = optarg; break;
         case 'I': iname = optarg; break;
         case 'n': nranks = (unsigned)atoi(optarg); break;
+        case 'o': off = atoi(optarg); break;
         case 'p': inplace = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return EXIT_FAILURE;
         }
     }
-    if (iters < 1 || nranks < 2 || nranks > 65535) {
-        fprintf(stderr, "nf_kernels: need -i >= 1 and 2 <= -n <= 65535\n");
+    if (iters < 1 || nranks < 2 || nranks > 65535 || off < 0 || off > 15) {
+        fprintf(stderr, "nf_kernels: need -i >= 1, 2 <= -n <= 65535 and 0 <= -o <= 15\n");
         return EXIT_FAILURE;
     }
     int known = !kname;
     for (size_t i = 0; i < NROWS && !known; i++)
         known = !strcmp(rows[i].name, kname);
-    if (!known || (iname && strcmp(iname, "scalar") && strcmp(iname, "avx2") && strcmp(iname, "avx512"))) {
+    if (!known || (iname && strcmp(iname, "scalar") && strcmp(iname, "avx2") && strcmp(iname, "avx512") &&
+                   strcmp(iname, "tuned"))) {
         usage(stderr);
         return EXIT_FAILURE;
     }
 
     bench_t b;
-    setup(&b, bytes, nranks, inplace);
+    setup(&b, bytes, nranks, inplace, (unsigned)off);
     double *scratch = malloc(2 * (size_t)iters * sizeof(double));
     if (!scratch)
         return EXIT_FAILURE;
     printf("nf_kernels: %zu floats (%.1f MiB FP32), n = %u ranks (k = %u planes), %d repeats, "
-           "median%s; best ISA here: %s\n",
-           b.m, (double)bytes / (1 << 20), nranks, b.k, iters, inplace ? ", in place" : "",
+           "median%s, x and r at +%d floats; best ISA here: %s\n",
+           b.m, (double)bytes / (1 << 20), nranks, b.k, iters, inplace ? ", in place" : "", off,
            nf_isa_name(nf_isa_detect()));
-    printf("%-12s %-7s %-3s %9s %10s %7s %10s %10s %8s\n", "kernel", "isa", "e", "ms", "FP32 GB/s",
-           "B/elem", "traf GB/s", "memcpy", "% memcpy");
-    for (int isa = 0; isa < NF_ISA_COUNT; isa++) {
-        const nf_kernels_t *K = nf_kernels_for((nf_isa_t)isa);
-        if (iname && strcmp(iname, nf_isa_name((nf_isa_t)isa)))
+    double t0 = now();
+    const nf_kernels_t *T = nf_kernels_tuned(nf_isa_detect());
+    print_choice(T, now() - t0);
+    printf("%-12s %-8s %-3s %9s %8s %10s %7s %10s %10s %8s\n", "kernel", "isa", "e", "ms", "ns/elem",
+           "FP32 GB/s", "B/elem", "traf GB/s", "memcpy", "% memcpy");
+    for (int isa = 0; isa <= NF_ISA_COUNT; isa++) { /* NF_ISA_COUNT: the tuned table */
+        const char *label = isa < NF_ISA_COUNT ? nf_isa_name((nf_isa_t)isa) : "tuned";
+        const nf_kernels_t *K = isa < NF_ISA_COUNT ? nf_kernels_for((nf_isa_t)isa) : T;
+        if (iname && strcmp(iname, label))
             continue;
         if (!K) {
-            printf("%-12s %-7s SKIP: not built or not supported by this CPU\n", "*",
-                   nf_isa_name((nf_isa_t)isa));
+            printf("%-12s %-8s SKIP: not built or not supported by this CPU\n", "*", label);
             continue;
         }
         for (size_t i = 0; i < NROWS; i++) {
-            const row_t *r = &rows[i];
-            if (kname && strcmp(kname, r->name))
-                continue;
-            double tk, tc;
-            time_pair(K, &b, r, iters, &tk, &tc, scratch);
-            double mc = 2.0 * (double)bytes / tc * 1e-9;
-            double tb = traffic(&b, r), tr = tb * (double)b.m / tk * 1e-9;
-            printf("%-12s %-7s %-3s %9.3f %10.2f %7.3f %10.2f %10.2f %7.1f%%%s\n", r->name, K->name,
-                   r->has_e < 0 ? "-" : r->has_e ? "yes" : "no", tk * 1e3,
-                   4.0 * (double)b.m / tk * 1e-9, tb, tr, mc, 100.0 * tr / mc,
-                   tr < 0.8 * mc ? "  < 80%" : "");
-            fflush(stdout);
+            if (!kname || !strcmp(kname, rows[i].name))
+                print_row(K, isa < NF_ISA_COUNT ? label : NULL, &b, &rows[i], iters, scratch);
         }
     }
     free(scratch);

@@ -10,9 +10,11 @@
 #include <check.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "nf_kernels.h"
 
@@ -364,6 +366,88 @@ START_TEST(dispatch)
 }
 END_TEST
 
+/* Entry i of a table, in nf_kernels_t order, as one comparable type. */
+typedef void (*fn_t)(void);
+
+static fn_t entry(const nf_kernels_t *K, int i)
+{
+    const fn_t f[] = {(fn_t)K->abs_sum, (fn_t)K->bin_pack, (fn_t)K->bin_pack_ef,
+                      (fn_t)K->bin_finish, (fn_t)K->ter_pack, (fn_t)K->ter_finish,
+                      (fn_t)K->count_sum, (fn_t)K->count_merge, (fn_t)K->sum_f32};
+    ck_assert_int_eq(nf_kernels_count(), (int)(sizeof(f) / sizeof(f[0])));
+    return f[i];
+}
+
+static int tune_off(void)
+{
+    const char *v = getenv("NFCOLL_SIMD_TUNE");
+    return v && (!strcasecmp(v, "off") || !strcmp(v, "0") || !strcasecmp(v, "no") ||
+                 !strcasecmp(v, "false"));
+}
+
+/* Every cap up to the CPU's: each entry is some ISA's own function, at or
+ * below the cap; unmeasured entries (and all of them with the measurement
+ * off, or one candidate) are the highest ISA's; scalar cap, scalar table. */
+START_TEST(tuned_cap)
+{
+    const nf_isa_t cap = (nf_isa_t)_i, top = nf_isa_detect();
+    if (cap > top)
+        return;
+    nf_isa_t high = NF_ISA_SCALAR;
+    for (int i = NF_ISA_AVX2; i <= (int)cap; i++)
+        if (nf_kernels_for((nf_isa_t)i))
+            high = (nf_isa_t)i;
+    const nf_kernels_t *T = nf_kernels_tuned(cap);
+    ck_assert_ptr_eq(T, nf_kernels_tuned(cap));
+    ck_assert_int_le(T->isa, cap);
+    ck_assert_ptr_nonnull(T->name);
+    for (int i = 0; i < nf_kernels_count(); i++) {
+        nf_isa_t isa = NF_ISA_COUNT;
+        double ns = -1;
+        const char *name = nf_kernels_choice(i, &isa, &ns);
+        ck_assert_ptr_nonnull(name);
+        ck_assert_int_le(isa, cap);
+        ck_assert_ptr_nonnull(nf_kernels_for(isa));
+        ck_assert_msg(entry(T, i) == entry(nf_kernels_for(isa), i), "%s: not %s's", name,
+                      nf_isa_name(isa));
+        ck_assert(ns >= 0 && ns == nf_kernels_measured(i, isa));
+        if (ns == 0 || tune_off() || high <= NF_ISA_AVX2)
+            ck_assert_msg(isa == high, "%s: %s, not the highest (%s)", name, nf_isa_name(isa),
+                          nf_isa_name(high));
+        if (tune_off() || high <= NF_ISA_AVX2)
+            ck_assert(ns == 0);
+    }
+    ck_assert_ptr_null(nf_kernels_choice(nf_kernels_count(), NULL, NULL));
+    ck_assert_ptr_null(nf_kernels_choice(-1, NULL, NULL));
+    if (cap == NF_ISA_SCALAR) {
+        ck_assert_str_eq(T->name, "scalar");
+        ck_assert_int_eq(T->isa, NF_ISA_SCALAR);
+    }
+    /* a cap above the CPU's is lowered to it */
+    ck_assert_ptr_eq(nf_kernels_tuned(NF_ISA_COUNT), nf_kernels_tuned(top));
+}
+END_TEST
+
+static void *tuned_thread(void *arg)
+{
+    return (void *)nf_kernels_tuned((nf_isa_t)(size_t)arg);
+}
+
+START_TEST(tuned_threads)
+{
+    /* The parent built the top cap's table (build_cases); in this forked
+     * process eight threads race to build every cap's: one table per cap. */
+    pthread_t th[8];
+    void *got[8];
+    for (size_t i = 0; i < 8; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, tuned_thread, (void *)(i % NF_ISA_COUNT)), 0);
+    for (size_t i = 0; i < 8; i++) {
+        ck_assert_int_eq(pthread_join(th[i], &got[i]), 0);
+        ck_assert_ptr_eq(got[i], nf_kernels_tuned((nf_isa_t)(i % NF_ISA_COUNT)));
+    }
+}
+END_TEST
+
 /* ------------------------------------------------ every ISA vs reference */
 
 typedef struct {
@@ -376,7 +460,7 @@ static const size_t sizes[] = {0, 1, 7, 15, 31, 63, 127, 130, 511, 513, (1u << 2
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 #define BIG ((1u << 20) + 3)
 static const unsigned big_offs[] = {0, 1, 15};
-#define MAX_CASES (NF_ISA_COUNT * NSIZES * OFF_MAX)
+#define MAX_CASES ((NF_ISA_COUNT + 1) * NSIZES * OFF_MAX) /* + the tuned table */
 static vcase_t cases[MAX_CASES];
 static int ncases;
 
@@ -727,7 +811,14 @@ static void build_cases(void)
                 cases[ncases++] = (vcase_t){K, sizes[s], off};
         }
     }
-    printf("kernel tests: %d ISA cases (best ISA here: %s)\n", ncases, nf_isa_name(nf_isa_detect()));
+    /* The tuned table: each entry in its slot (the entries themselves are
+     * tested above), so every size at three starts. */
+    const nf_kernels_t *T = nf_kernels_tuned(nf_isa_detect());
+    for (size_t s = 0; s < NSIZES; s++)
+        for (size_t o = 0; o < sizeof(big_offs) / sizeof(big_offs[0]); o++)
+            cases[ncases++] = (vcase_t){T, sizes[s], big_offs[o]};
+    printf("kernel tests: %d ISA cases (best ISA here: %s; tuned: %s)\n", ncases,
+           nf_isa_name(nf_isa_detect()), T->name);
     fflush(stdout);
 }
 
@@ -742,8 +833,13 @@ static Suite *kernels_suite(void)
     tcase_add_test(ref, ref_count_merge);
     tcase_add_test(ref, ref_sum_f32);
     tcase_add_test(ref, dispatch);
+    tcase_add_test(ref, tuned_threads);
     tcase_set_timeout(ref, 60);
     suite_add_tcase(s, ref);
+
+    TCase *tuned = tcase_create("tuned");
+    tcase_add_loop_test(tuned, tuned_cap, 0, NF_ISA_COUNT);
+    suite_add_tcase(s, tuned);
 
     const struct {
         const char *name;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nf_kernels.h"
 #include "nf_placement.h"
@@ -32,7 +33,8 @@ static void usage(FILE *f)
             "With no option, show everything.\n"
             "\n"
             "  -v, --version   libnfcoll version\n"
-            "  -b, --build     build configuration: MPI, hwloc, libnuma, SIMD kernels\n"
+            "  -b, --build     build configuration: MPI, hwloc, libnuma, SIMD kernels, and\n"
+            "                  per kernel the ISA chosen by timing (as at initialization)\n"
             "  -c, --config    every NFCOLL_* setting: default, current value, meaning\n"
             "  -t, --topology  NUMA nodes (size, CPUs, latency, bandwidth) and the CXL\n"
             "                  memory node libnfcoll would use, with the reason\n"
@@ -95,6 +97,66 @@ static void hwloc_versions(char *api, size_t na, char *run, size_t nr)
     hwloc_topology_destroy(topo);
 }
 
+static void kernels_text(const nf_kernels_t *T, nf_isa_t cap, double ms)
+{
+    nf_isa_t isa;
+    double ns;
+    const char *name;
+    int timed = 0;
+    for (int i = 0; nf_kernels_choice(i, NULL, &ns) != NULL; i++)
+        timed |= ns > 0;
+    if (timed)
+        printf("  kernel choice     %s: timed in %.1f ms under cap %s (ns per element, cold "
+               "buffers)\n", T->name, ms, nf_isa_name(cap));
+    else
+        printf("  kernel choice     %s: nothing timed (one candidate under cap %s, "
+               "NFCOLL_SIMD_TUNE=off, or no time left)\n", T->name, nf_isa_name(cap));
+    for (int i = 0; (name = nf_kernels_choice(i, &isa, NULL)) != NULL; i++) {
+        printf(timed ? "    %-12s %-7s" : "    %-12s %s", name, nf_isa_name(isa));
+        for (int c = 0; c < NF_ISA_COUNT; c++)
+            if ((ns = nf_kernels_measured(i, (nf_isa_t)c)) > 0)
+                printf("  %s %.3f", nf_isa_name((nf_isa_t)c), ns);
+        printf("\n");
+    }
+}
+
+static void kernels_json(const nf_kernels_t *T, double ms)
+{
+    nf_isa_t isa;
+    double ns;
+    const char *name;
+    printf(", \"kernels_table\": ");
+    jstr(T->name);
+    printf(", \"kernels_choice_ms\": %.3f, \"kernels\": [", ms);
+    for (int i = 0; (name = nf_kernels_choice(i, &isa, NULL)) != NULL; i++) {
+        printf("%s{\"kernel\": \"%s\", \"isa\": \"%s\", \"ns_per_elem\": {", i ? ", " : "", name,
+               nf_isa_name(isa));
+        for (int c = 0, n = 0; c < NF_ISA_COUNT; c++)
+            if ((ns = nf_kernels_measured(i, (nf_isa_t)c)) > 0)
+                printf("%s\"%s\": %.4f", n++ ? ", " : "", nf_isa_name((nf_isa_t)c), ns);
+        printf("}}");
+    }
+    printf("]");
+}
+
+/* Per kernel, the ISA the library would take: the same nf_kernels_tuned()
+ * call under the same NFCOLL_SIMD cap, timed as at initialization. */
+static void show_kernels(void)
+{
+    struct timespec t0, t1;
+    nf_isa_t cap = (nf_isa_t)nf_settings_load()->simd_cap;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const nf_kernels_t *T = nf_kernels_tuned(cap);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+    if (cap > nf_isa_detect())
+        cap = nf_isa_detect();
+    if (json)
+        kernels_json(T, ms);
+    else
+        kernels_text(T, cap, ms);
+}
+
 static void show_build(void)
 {
     char hw_api[32], hw_run[32];
@@ -108,6 +170,7 @@ static void show_build(void)
                "  SIMD kernels      %s (built), %s (this CPU)\n",
                NF_MPI_VERSION_STRING, hw_run, hw_api, NF_NUMA_VERSION_STRING,
                NF_SIMD_BUILT, nf_isa_name(isa));
+        show_kernels();
         return;
     }
     jkey("build");
@@ -121,6 +184,7 @@ static void show_build(void)
     jstr(NF_SIMD_BUILT);
     printf(", \"simd_detected\": ");
     jstr(nf_isa_name(isa));
+    show_kernels();
     printf("}");
 }
 

@@ -64,8 +64,8 @@ typedef enum nf_isa {
 } nf_isa_t;
 
 typedef struct nf_kernels {
-    nf_isa_t isa;
-    const char *name; /* "scalar", "avx2", "avx512" */
+    nf_isa_t isa;     /* a tuned table: the highest ISA of any entry */
+    const char *name; /* "scalar", "avx2", "avx512"; a tuned table: its summary */
 
     /* Lane sum of |x + e| over m elements (ternary pass 1, scale only). */
     double (*abs_sum)(const float *x, const float *e, size_t m);
@@ -136,5 +136,39 @@ const nf_kernels_t *nf_kernels_for(nf_isa_t isa);
 
 /** ISA name, or NULL for an out-of-range value. */
 const char *nf_isa_name(nf_isa_t isa);
+
+/**
+ * Kernel table chosen by measurement: each entry is the fastest candidate
+ * among the ISAs at or below cap that the CPU runs (a cap above the CPU is
+ * lowered to it). Candidates are the vector ISAs, scalar only where none may
+ * run. The first call for a cap times them within about 20 ms, on buffers
+ * flushed from the caches (the regime of buffers beyond the last-level
+ * cache); a lower ISA replaces the highest only when at least 5 % faster.
+ * With NFCOLL_SIMD_TUNE=off (or 0, no, false) nothing is timed and every
+ * entry is the highest ISA at or below cap. The choice changes speed only:
+ * all ISAs give the same bits. Thread-safe; built once per cap; the table
+ * lives for the process. Its name summarises the choice ("avx512", or
+ * "avx512 (avx2: ter_pack sum_f32)" when some kernels differ).
+ */
+const nf_kernels_t *nf_kernels_tuned(nf_isa_t cap);
+
+/** Number of kernels in a table: the function pointers of nf_kernels_t. */
+int nf_kernels_count(void);
+
+/**
+ * Kernel i (0 .. nf_kernels_count() - 1, in nf_kernels_t order) of the table
+ * nf_kernels_tuned() returned last: returns its name ("abs_sum", ...), sets
+ * *isa to the ISA chosen for it and *ns_per_elem to that version's measured
+ * time in ns per element, 0 when not measured (summed over the calls it is
+ * timed with: with and without e, the finish kernels at n = 4 and n = 64;
+ * cold buffers, so below what bench/nf_kernels shows for buffers beyond the
+ * last-level cache). Before any nf_kernels_tuned() call
+ * *isa is NF_ISA_COUNT. Either output may be NULL. NULL past the end.
+ */
+const char *nf_kernels_choice(int i, nf_isa_t *isa, double *ns_per_elem);
+
+/** What nf_kernels_choice() reports for isa's version of kernel i, chosen
+ * or not: ns per element, 0 when not measured. */
+double nf_kernels_measured(int i, nf_isa_t isa);
 
 #endif /* NF_KERNELS_H */
