@@ -21,6 +21,8 @@ typedef enum nf_setting_id {
     NF_SET_COUNT_BITS,
     NF_SET_VERBOSE,
     NF_SET_RANKS_PER_NODE,
+    NF_SET_SIMD_TUNE,
+    NF_SET_CALIBRATE,
     NF_SET_COUNT
 } nf_setting_id_t;
 
@@ -45,6 +47,8 @@ typedef struct nf_settings {
     unsigned count_bits; /* count lane width, 1..16 */
     int verbose;
     int ranks_per_node;  /* 0: real nodes; N: pretend nodes of N ranks (tests) */
+    int simd_tune;       /* time each kernel's ISAs at init (the kernels read it) */
+    const char *calibrate; /* profile path of a calibration run, or NULL */
 } nf_settings_t;
 
 /* The table, nf_setting_id_t order. */

@@ -30,6 +30,14 @@ static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
     [NF_SET_VERBOSE] = {"NFCOLL_VERBOSE", "0", "0..3", "diagnostic output level"},
     [NF_SET_RANKS_PER_NODE] = {"NFCOLL_RANKS_PER_NODE", "0", "0|N",
                                "testing: treat each N consecutive ranks as one node (0: real nodes)"},
+    [NF_SET_SIMD_TUNE] = {"NFCOLL_SIMD_TUNE", "on", "on|off",
+                          "time each kernel's AVX2 and AVX-512 versions at initialization "
+                          "(about 20 ms) and keep the faster; off: every kernel is the highest "
+                          "ISA under NFCOLL_SIMD"},
+    [NF_SET_CALIBRATE] = {"NFCOLL_CALIBRATE", "", "path",
+                          "calibration run: reduce exactly, measure binary and ternary in "
+                          "shadow, write the profile here at MPI_Finalize (wins over the "
+                          "policy's calibrate)"},
 };
 
 static pthread_mutex_t nf_settings_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -62,6 +70,9 @@ static void nf_load_ef(nf_settings_t *s)
     const char *v = nf_setting_raw(NF_SET_EF);
     if (v != NULL && nf_parse_bool(v, &s->ef) != 0)
         nf_settings_bad(NF_SET_EF, v);
+    v = nf_setting_raw(NF_SET_SIMD_TUNE);
+    if (v != NULL && nf_parse_bool(v, &s->simd_tune) != 0)
+        nf_settings_bad(NF_SET_SIMD_TUNE, v);
 }
 
 static void nf_load_gamma(nf_settings_t *s)
@@ -148,6 +159,7 @@ const nf_settings_t *nf_settings_load(void)
         nf_settings_t s = {
             .ef = 1, .gamma = 1.0, .simd_cap = NF_ISA_COUNT - 1, .cxl = NF_CXL_PREFER,
             .cxl_node = -1, .count_bits = NF_COUNT_PLANES_MAX, .verbose = 0,
+            .simd_tune = 1,
         };
         nf_load_ints(&s);
         nf_log_set_verbose(s.verbose);
@@ -158,6 +170,7 @@ const nf_settings_t *nf_settings_load(void)
         s.policy = nf_setting_raw(NF_SET_POLICY);
         s.stats = nf_setting_raw(NF_SET_STATS);
         s.trace = nf_setting_raw(NF_SET_TRACE);
+        s.calibrate = nf_setting_raw(NF_SET_CALIBRATE);
         nf_settings_cache = s;
         nf_settings_loaded = 1;
     }
