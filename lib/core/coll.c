@@ -170,6 +170,8 @@ static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
     const nf_kernels_t *k = nf_ctx.k;
     nf_residual_t *res = g->res;
     double sum;
+    if (res != NULL && res->form == NF_RES_TY)
+        nf_residual_e(res); /* after ternary calls */
     if (res == NULL)
         sum = k->bin_pack(x, NULL, g->m, bits);
     else if (res->form == NF_RES_E)
@@ -181,18 +183,33 @@ static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
     return isfinite(ai) ? ai : NAN;
 }
 
-/* Ternary pass 1: gated lines (plus, then minus); b_i back, the gate in *t. */
+/* Ternary pass 1: the lane sum of |y| (with error feedback, writing y into
+ * the residual's next buffer: an E-form e is a TY form with an infinite
+ * gate), the gate, then the gated lines (plus, then minus) from y alone.
+ * b_i back, the gate in *t. */
 static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus, float *t)
 {
     const nf_kernels_t *k = nf_ctx.k;
-    float *e = g->res != NULL ? nf_residual_e(g->res) : NULL;
-    double ai = k->abs_sum(x, e, g->m) / (double)g->m;
+    nf_residual_t *res = g->res;
+    const float *y = x;
+    double sum;
+    if (res == NULL) {
+        sum = k->abs_sum(x, NULL, g->m);
+    } else {
+        if (res->form == NF_RES_Y)
+            nf_residual_e(res); /* after binary calls */
+        int e = res->form == NF_RES_E;
+        y = res->buf[res->cur ^ 1u];
+        sum = k->ter_y_ef(x, res->buf[res->cur], e ? INFINITY : res->tprev,
+                          e ? 0.0f : res->aprev, res->buf[res->cur ^ 1u], g->m);
+    }
+    double ai = sum / (double)g->m;
     size_t nin = 0;
     *t = 0.0f;
     if (!isfinite(ai))
         return NAN;
     *t = (float)(g->gamma * ai);
-    double bsum = k->ter_pack(x, e, g->m, *t, plus, plus + nf_lines(g->m) * NF_LINE_WORDS, &nin);
+    double bsum = k->ter_pack(y, NULL, g->m, *t, plus, plus + nf_lines(g->m) * NF_LINE_WORDS, &nin);
     return nin > 0 ? bsum / (double)nin : 0.0;
 }
 
@@ -281,10 +298,16 @@ static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
 static void nf_finish_ternary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
                               const uint64_t *cnt, double b, double bi, float t)
 {
-    float *e = g->res != NULL ? g->res->buf[g->res->cur] : NULL; /* E form since the pack */
-    nf_ctx.k->ter_finish(call->r + g->off, call->x + g->off, e, cnt,
+    nf_residual_t *res = g->res;
+    nf_ctx.k->ter_finish(call->r + g->off, NULL, NULL, cnt,
                          cnt + nf_lines(g->m) * c->k * NF_LINE_WORDS, c->k, g->m, b, t,
                          (float)bi);
+    if (res != NULL) { /* the new y, gate and b_i become the state */
+        res->cur ^= 1u;
+        res->form = NF_RES_TY;
+        res->aprev = (float)bi;
+        res->tprev = t;
+    }
 }
 
 /* Unpack every low-bit segment whose scale is finite on every rank; mark
