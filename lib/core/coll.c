@@ -145,7 +145,8 @@ static uint64_t nf_local_verdict(const nf_comm_t *c, const uint64_t *mine, unsig
 /* After the header barrier: the call's verdict on every rank alike. One
  * node decides from the headers in the segment; several add one exchange
  * among leaders, published to the other local ranks. */
-static nf_status_t nf_verdict(nf_comm_t *c, const uint64_t *mine, unsigned parity, uint64_t *v)
+static nf_status_t nf_verdict(nf_comm_t *c, const nf_call_t *call, const uint64_t *mine,
+                              unsigned parity, uint64_t *v)
 {
     nf_status_t st = NF_OK;
     *v = nf_local_verdict(c, mine, parity);
@@ -155,6 +156,7 @@ static nf_status_t nf_verdict(nf_comm_t *c, const uint64_t *mine, unsigned parit
         uint64_t node[NF_H_N] = {mine[NF_H_COUNT], mine[NF_H_LAYOUT], *v, 0};
         st = nf_xnode_verdict(c, node, v);
         nf_ctl(c, 0)->verdict[0] = *v;
+        nf_stats_internode(call->seg[0].route, (uint64_t)(c->nnodes - 1) * sizeof(node));
     }
     if ((st = nf_leader_wait(c, st)) != NF_OK)
         return st;
@@ -551,7 +553,7 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
     call->mismatch = call->capacity = 0;
     int packed = nf_publish(c, call, &sh, nf_comm_scales(c, sh.nlow) == NF_OK, mine);
     nf_node_barrier(c);
-    nf_status_t st = nf_verdict(c, mine, sh.parity, &v);
+    nf_status_t st = nf_verdict(c, call, mine, sh.parity, &v);
     if (st != NF_OK)
         return st;
     if (v == NF_V_COUNT)

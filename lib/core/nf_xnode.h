@@ -20,7 +20,8 @@
 
 /* Node payloads of at most this many bytes are exchanged whole (one
  * allgather, everyone reduces every node's copy); larger ones by
- * reduce-scatter and allgather, so a leader sends at most 2 (p-1)/p of them. */
+ * reduce-scatter and allgather, so a leader sends at most 2 (p-1)/p of them,
+ * unless whole sends no more (xnode.c). */
 #define NF_XNODE_WHOLE_MAX (32u * 1024u)
 
 /* Leaders' private scratch for a segment of cap low-bit elements. */

@@ -1,6 +1,7 @@
 /*
  * Node leaders' exchanges across nodes (nf_xnode.h). Small payloads go
- * whole through one PMPI_Allgather and every leader reduces all copies;
+ * whole through one PMPI_Allgather and every leader reduces all copies (so
+ * do two nodes' fp32 sums, and counters where that sends fewer bytes);
  * large ones are cut into one block per node: PMPI_Alltoallv hands node j
  * every node's block j (the reduce-scatter), node j reduces its block, and
  * PMPI_Allgatherv hands every block to everyone (Open MPI picks the ring,
@@ -27,15 +28,19 @@ static int nf_me(const nf_comm_t *c)
     return me;
 }
 
+static size_t nf_max(size_t a, size_t b) { return a > b ? a : b; }
+
+/* The largest of what each exchange below keeps in the scratch. */
 size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap)
 {
     size_t p = (size_t)c->nnodes, k = c->k, kn = c->kn;
     size_t nl = 2 * nf_lines(cap) + 1; /* lines of one call, at most */
-    size_t whole = (p + 1) * NF_XNODE_WHOLE_MAX + NF_XNODE_WHOLE_MAX * k;
-    size_t counts = (nl * kn + (nl + p) * kn + (nl / p + 1) * k) * NF_LINE_BYTES;
-    size_t fp32 = ((size_t)NF_FP32_CHUNK + p) * sizeof(float);
-    size_t most = whole > counts ? whole : counts;
-    return most > fp32 ? most : fp32;
+    size_t wl = p * kn <= kn + k ? nl : NF_XNODE_WHOLE_MAX / (kn * NF_LINE_BYTES);
+    size_t cwhole = (wl * kn + p * wl * kn + wl * k) * NF_LINE_BYTES;
+    size_t csplit = (nl * kn + (nl + p) * kn + (nl / p + 1) * k) * NF_LINE_BYTES;
+    size_t fl = p == 2 ? NF_FP32_CHUNK : NF_XNODE_WHOLE_MAX / sizeof(float);
+    size_t fwhole = p * fl * sizeof(float), fsplit = (NF_FP32_CHUNK + p) * sizeof(float);
+    return nf_max(nf_max(cwhole, csplit), nf_max(fwhole, fsplit)) + NF_HDR_WORDS * 8 * p;
 }
 
 nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v)
@@ -55,7 +60,6 @@ nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v)
         if (h[1] != node[1] || h[2] != NF_V_SAME)
             *v = 0;
     }
-    nf_stats_internode(NF_ROUTE_FP32, (uint64_t)(c->nnodes - 1) * NF_HDR_WORDS * 8);
     return NF_OK;
 }
 
@@ -117,9 +121,10 @@ static nf_status_t nf_fp32_split(nf_comm_t *c, float *res, size_t len)
     return st;
 }
 
+/* Two nodes send as much whole as split, in one step instead of two. */
 nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len)
 {
-    if (len * sizeof(float) <= NF_XNODE_WHOLE_MAX)
+    if (len * sizeof(float) <= NF_XNODE_WHOLE_MAX || c->nnodes == 2)
         return nf_fp32_whole(c, res, len);
     return nf_fp32_split(c, res, len);
 }
@@ -213,9 +218,13 @@ static nf_status_t nf_counts_split(nf_comm_t *c, const nf_call_t *call, uint64_t
     return st;
 }
 
+/* Whole, a leader sends (p-1) kn planes; split, (p-1)/p (kn + k): whole
+ * wins when p kn <= kn + k (two nodes of a few ranks each), besides taking
+ * one step. */
 nf_status_t nf_xnode_counts(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt, size_t nlines)
 {
-    if (nlines * c->kn * NF_LINE_BYTES <= NF_XNODE_WHOLE_MAX)
+    if (nlines * c->kn * NF_LINE_BYTES <= NF_XNODE_WHOLE_MAX ||
+        (unsigned)c->nnodes * c->kn <= c->kn + c->k)
         return nf_counts_whole(c, call, cnt, nlines);
     return nf_counts_split(c, call, cnt, nlines);
 }
