@@ -43,20 +43,7 @@ np=$((hosts * rpn))
 slots=""; h=0
 while [ $h -lt "$hosts" ]; do slots="$slots $rpn"; h=$((h + 1)); done
 
-# Route rows of nf_allreduce output -> "size: route t (x pmpi, x fp32)".
-ratios() {
-  awk '/^# Route:/ { r = $3; if ($0 ~ /algorithm/) r = r "/alg" $NF }
-       /^[0-9]/ { t[r, $1] = $2; if (!(r in seen)) { seen[r] = 1; order[++n] = r }
-                  if (!($1 in sz)) { sz[$1] = 1; sizes[++ns] = $1 } }
-       END { for (i = 1; i <= ns; i++) { s = sizes[i]; printf "%s B:", s
-               for (j = 1; j <= n; j++) { r = order[j]; if (!((r, s) in t)) continue
-                 printf "  %s %.3g ms", r, t[r, s] / 1000
-                 sep = " ("
-                 if (("pmpi", s) in t && r != "pmpi") { printf "%spmpi/%s %.2f", sep, r, t["pmpi", s] / t[r, s]; sep = ", " }
-                 if (("fp32", s) in t && r != "fp32") { printf "%sfp32/%s %.2f", sep, r, t["fp32", s] / t[r, s]; sep = ", " }
-                 if (sep == ", ") printf ")" }
-               printf "\n" } }'
-}
+ratios() { awk -f "$(dirname "$0")/ratios.awk"; }
 
 for rate in $rates; do
   shape=$rate; [ "$rate" = none ] && shape=""

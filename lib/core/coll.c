@@ -402,16 +402,26 @@ static size_t nf_fp32_move(nf_fp32_it_t *it, float *buf, size_t len, int in)
     return n;
 }
 
-/* My share, in whole lane groups, of a chunk of len elements. */
+/* My share, in whole lane groups, of a chunk of len elements. Across
+ * nodes the leader, which exchanges, sums nothing when it has helpers. */
 static void nf_fp32_share(const nf_comm_t *c, size_t len, size_t *j0, size_t *j1)
 {
-    nf_share(c, (len + NF_LANES - 1) / NF_LANES, j0, j1);
-    *j0 *= NF_LANES;
-    *j1 = *j1 * NF_LANES < len ? *j1 * NF_LANES : len;
+    size_t groups = (len + NF_LANES - 1) / NF_LANES;
+    int skip = c->nnodes > 1 && c->lsize > 1;
+    if (skip && c->lrank == 0) {
+        *j0 = *j1 = 0;
+        return;
+    }
+    size_t me = (size_t)(c->lrank - skip), n = (size_t)(c->lsize - skip);
+    *j0 = groups * me / n * NF_LANES;
+    *j1 = groups * (me + 1) / n * NF_LANES;
+    if (*j1 > len)
+        *j1 = len;
 }
 
-/* Sum my share of the chunk at off over every slot, in local rank order. */
-static void nf_fp32_sum_share(nf_comm_t *c, size_t off, size_t len)
+/* Sum my share of chunk k (input buffer k & 1) over every slot, in local
+ * rank order, into result buffer res. */
+static void nf_fp32_sum_share(nf_comm_t *c, unsigned k, float *res, size_t len)
 {
     const float **in = (const float **)c->ptrs;
     size_t j0, j1;
@@ -419,53 +429,53 @@ static void nf_fp32_sum_share(nf_comm_t *c, size_t off, size_t len)
     if (j1 <= j0)
         return;
     for (int i = 0; i < c->lsize; i++)
-        in[i] = (const float *)nf_slot(c, i) + off + j0;
-    nf_ctx.k->sum_f32(c->fp32_res + off + j0, in, (unsigned)c->lsize, j1 - j0);
+        in[i] = (const float *)nf_slot(c, i) + (size_t)(k & 1u) * NF_FP32_CHUNK + j0;
+    nf_ctx.k->sum_f32(res + j0, in, (unsigned)c->lsize, j1 - j0);
 }
 
-/* One node: one barrier per chunk. Between barriers s and s+1 a rank copies
- * out chunk s-2's result, sums its share of chunk s-1 and copies in chunk s:
- * chunk s-2's sums were all done before barrier s, chunk s-1's inputs all
- * in before it, and buffers alternate, so nobody still reads what a rank
- * overwrites. */
-static nf_status_t nf_fp32_node(nf_comm_t *c, const nf_call_t *call, nf_take_t take)
+static float *nf_fp32_res(const nf_comm_t *c, size_t k)
+{
+    return c->fp32_res + (k % nf_fp32_nres(c)) * NF_FP32_CHUNK;
+}
+
+/* Chunks of NF_FP32_CHUNK floats through a pipeline with one node barrier
+ * per stage. Between barriers s and s+1 a rank copies out chunk s-D's
+ * result, (several nodes) the leader sums chunk s-2's node results across
+ * nodes, every rank sums its share of chunk s-1, and copies in chunk s; D
+ * is 2 on one node, 3 across nodes, so the leader's exchange of one chunk
+ * overlaps the others' work on the next two. Each step's inputs were all
+ * complete before the barrier that precedes it, inputs alternate between
+ * two buffers and results rotate through nf_fp32_nres: nobody still reads
+ * what a rank overwrites. The leader's status rides on its barrier. */
+static nf_status_t nf_fp32_pipe(nf_comm_t *c, const nf_call_t *call, nf_take_t take)
 {
     nf_fp32_it_t in = {.call = call, .take = take}, out = in;
     float *mine = (float *)nf_slot(c, c->lrank);
-    size_t len[2] = {0, 0}; /* of the chunks in flight, by parity */
-    for (unsigned s = 0;; s++) {
-        unsigned p = s & 1u;
-        if (s >= 2 && len[p] > 0)
-            nf_fp32_move(&out, c->fp32_res + (size_t)p * NF_FP32_CHUNK, len[p], 0);
-        if (s >= 1 && len[p ^ 1u] > 0)
-            nf_fp32_sum_share(c, (size_t)(p ^ 1u) * NF_FP32_CHUNK, len[p ^ 1u]);
-        len[p] = nf_fp32_move(&in, mine + (size_t)p * NF_FP32_CHUNK, NF_FP32_CHUNK, 1);
-        if (len[0] == 0 && len[1] == 0)
+    size_t nres = nf_fp32_nres(c), depth = c->nnodes > 1 ? 3 : 2;
+    size_t len[NF_FP32_NRES_MAX] = {0}; /* of the chunks in flight, by chunk % nres */
+    nf_ctl_t *lead = nf_ctl(c, 0);
+    for (size_t s = 0;; s++) {
+        if (s >= depth && len[(s - depth) % nres] > 0) {
+            nf_fp32_move(&out, nf_fp32_res(c, s - depth), len[(s - depth) % nres], 0);
+            len[(s - depth) % nres] = 0;
+        }
+        if (c->nnodes > 1 && c->lrank == 0) {
+            nf_status_t st = NF_OK;
+            if (s >= 2 && len[(s - 2) % nres] > 0)
+                st = nf_xnode_fp32(c, nf_fp32_res(c, s - 2), len[(s - 2) % nres]);
+            lead->stage_status[s & 1u] = st; /* read after this barrier, rewritten two later */
+        }
+        if (s >= 1 && len[(s - 1) % nres] > 0)
+            nf_fp32_sum_share(c, (unsigned)(s - 1), nf_fp32_res(c, s - 1), len[(s - 1) % nres]);
+        len[s % nres] = nf_fp32_move(&in, mine + (s & 1u) * NF_FP32_CHUNK, NF_FP32_CHUNK, 1);
+        size_t busy = 0;
+        for (size_t i = 0; i < nres; i++)
+            busy += len[i];
+        if (busy == 0)
             return NF_OK;
         nf_node_barrier(c);
-    }
-}
-
-/* Several nodes: per chunk, copy in, barrier, sum my share, barrier, the
- * leader sums the node results across nodes in node order and publishes. */
-static nf_status_t nf_fp32_nodes(nf_comm_t *c, const nf_call_t *call, nf_take_t take)
-{
-    nf_fp32_it_t in = {.call = call, .take = take}, out = in;
-    float *mine = (float *)nf_slot(c, c->lrank);
-    for (unsigned parity = 0;; parity ^= 1u) {
-        size_t off = (size_t)parity * NF_FP32_CHUNK;
-        size_t len = nf_fp32_move(&in, mine + off, NF_FP32_CHUNK, 1);
-        if (len == 0)
-            return NF_OK;
-        nf_node_barrier(c);
-        nf_fp32_sum_share(c, off, len);
-        nf_node_barrier(c);
-        nf_status_t st = NF_OK;
-        if (c->lrank == 0)
-            st = nf_xnode_fp32(c, c->fp32_res + off, len);
-        if ((st = nf_leader_wait(c, st)) != NF_OK)
-            return st;
-        nf_fp32_move(&out, c->fp32_res + off, len, 0);
+        if (c->nnodes > 1 && lead->stage_status[s & 1u] != NF_OK)
+            return (nf_status_t)lead->stage_status[s & 1u];
     }
 }
 
@@ -479,7 +489,7 @@ static nf_status_t nf_fp32_pass(nf_comm_t *c, const nf_call_t *call, nf_take_t t
             nf_fp32_move(&out, mine, len, 0);
         return NF_OK;
     }
-    return c->nnodes > 1 ? nf_fp32_nodes(c, call, take) : nf_fp32_node(c, call, take);
+    return nf_fp32_pipe(c, call, take);
 }
 
 /* ---------------------------------------------------------------- small */

@@ -31,6 +31,11 @@
  * buffer in chunks of this many floats (double-buffered). */
 #define NF_FP32_CHUNK (128u * 1024u)
 
+/* FP32 result buffers of NF_FP32_CHUNK floats: two on one node, four across
+ * nodes, where a chunk's result waits one more stage for the leader. */
+#define NF_FP32_NRES_MAX 4u
+#define nf_fp32_nres(c) ((c)->nnodes > 1 ? NF_FP32_NRES_MAX : 2u)
+
 /* Whether this communicator can use libnfcoll's routes, decided once for
  * every rank alike (agree.c). */
 typedef enum nf_comm_use {
@@ -61,7 +66,7 @@ typedef struct nf_comm {
     size_t slot_bytes;   /* per local rank */
     uint8_t *slots;      /* lsize slots */
     uint64_t *cnt;       /* 2 counters (plus, minus) of k planes per line */
-    float *fp32_res;     /* 2 x NF_FP32_CHUNK result floats */
+    float *fp32_res;     /* nf_fp32_nres x NF_FP32_CHUNK result floats */
     void *xnode;         /* leaders: exchange scratch (private, nf_xnode_bytes) */
     int *xv;             /* 4 x nnodes counts and displacements (xnode.c) */
     size_t xnode_bytes;

@@ -25,15 +25,13 @@
 /* One rank's control block: the flags on their own cache lines, the call
  * header (by call parity) and the small-call area (by call parity). */
 typedef struct nf_ctl {
-    _Atomic uint64_t arrive;              /* last barrier generation reached */
-    uint8_t pad0[64 - sizeof(uint64_t)];
-    _Atomic uint64_t pub;                 /* leader: last generation published */
+    _Alignas(64) _Atomic uint64_t arrive; /* last barrier generation reached */
+    _Alignas(64) _Atomic uint64_t pub;    /* leader: last generation published */
     int64_t pub_status;                   /* leader: its status for that generation */
+    int64_t stage_status[2];              /* leader: its status per pipeline stage parity */
     uint64_t verdict[NF_HDR_WORDS];       /* leader: the inter-node header verdict */
-    uint8_t pad1[64 - 2 * sizeof(uint64_t) - NF_HDR_WORDS * sizeof(uint64_t)];
-    uint64_t hdr[2][NF_HDR_WORDS];        /* this rank's header, by call parity */
-    uint8_t pad2[128 - 2 * NF_HDR_WORDS * sizeof(uint64_t)];
-    uint8_t small[2][NF_SMALL_BYTES];     /* a small call's data, by call parity */
+    _Alignas(64) uint64_t hdr[2][NF_HDR_WORDS]; /* this rank's header, by call parity */
+    _Alignas(64) uint8_t small[2][NF_SMALL_BYTES]; /* a small call's data, by call parity */
 } nf_ctl_t;
 
 _Static_assert(sizeof(nf_ctl_t) % 64 == 0, "control blocks are whole cache lines");
