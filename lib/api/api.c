@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "nf_admit.h"
+#include "nf_calib.h"
 #include "nf_api.h"
 #include "nf_ctx.h"
 #include "nf_export.h"
@@ -77,7 +78,7 @@ static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
                     a->datatype, a->op, &d);
     nf_run_args_t b = *a;
     b.bytes = (int64_t)d.bytes;
-    st = nf_run_plan(c, &b, d.seg, d.nseg);
+    st = d.calibrate ? nf_calib_run(c, &b, d.seg, d.nseg) : nf_run_plan(c, &b, d.seg, d.nseg);
     nf_admit_trace(c, &d);
     return st;
 }

@@ -46,7 +46,7 @@ static void nf_shim_after_init(void)
     nf_log_set_rank(rank);
     const nf_settings_t *s = nf_settings_load();
     unsigned want = s->policy != NULL || s->trace != NULL || s->stats != NULL ||
-                    s->cxl == NF_CXL_REQUIRE;
+                    s->calibrate != NULL || s->cxl == NF_CXL_REQUIRE;
     if (nf_agree_any(MPI_COMM_WORLD, want ? NF_WANT_ANY : 0, &all) != NF_OK)
         return;
     if (!all) {
