@@ -24,6 +24,10 @@ typedef struct nf_run_args {
  * cannot take go to PMPI and are counted as a fallback by reason. */
 nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int ef, double gamma);
 
+/* 1 if fp32 and the low-bit routes take dt: a 4-byte float, MPI_FLOAT or
+ * Fortran's MPI_REAL or MPI_REAL4. */
+int nf_run_float(MPI_Datatype dt);
+
 /* PMPI_Allreduce, counted under pmpi. */
 nf_status_t nf_run_pmpi(const nf_run_args_t *a, int comm_size);
 
