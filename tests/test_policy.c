@@ -180,6 +180,19 @@ START_TEST(test_bad_rule_rest_loads)
 }
 END_TEST
 
+/* Fortran's REAL is a float: a low-bit rule on real sums draws no warning. */
+START_TEST(test_lowbit_real_clean)
+{
+    static const char text[] = HDR "[rule r]\ndatatype = real\nop = sum\nroute = binary\n";
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "a binary rule on real sums should be clean, got %s", g.text);
+    nf_policy_free(p);
+}
+END_TEST
+
 /* Lines longer than inih's buffer are an error at their own line, and do
  * not shift the line numbers of what follows. */
 START_TEST(test_long_lines)
@@ -739,6 +752,7 @@ static Suite *policy_suite(void)
 
     tcase_add_loop_test(t, test_malformed, 0, (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
     tcase_add_test(t, test_bad_rule_rest_loads);
+    tcase_add_test(t, test_lowbit_real_clean);
     tcase_add_test(t, test_long_lines);
     tcase_add_test(t, test_too_many_rules);
     tcase_add_test(t, test_files);

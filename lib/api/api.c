@@ -24,7 +24,7 @@ int nf_api_check(const nf_run_args_t *a)
     if (a->comm == MPI_COMM_NULL)
         return MPI_ERR_COMM;
     /* NULL is MPI_BOTTOM, legal with absolute-address derived datatypes. */
-    if (a->count > 0 && a->datatype == MPI_FLOAT && (a->recvbuf == NULL || a->sendbuf == NULL))
+    if (a->count > 0 && (a->recvbuf == NULL || a->sendbuf == NULL) && nf_run_float(a->datatype))
         return MPI_ERR_BUFFER;
     if (a->count > 0 && a->sendbuf == a->recvbuf)
         return MPI_ERR_BUFFER; /* aliasing without MPI_IN_PLACE is erroneous in MPI */

@@ -38,6 +38,10 @@ nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, siz
 nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_seg_t *seg,
                           size_t nseg, unsigned which);
 
+/* 1 if fp32 and the low-bit routes take dt: a 4-byte float, MPI_FLOAT or
+ * Fortran's MPI_REAL or MPI_REAL4. */
+int nf_run_float(MPI_Datatype dt);
+
 /* PMPI_Allreduce, counted under pmpi. */
 nf_status_t nf_run_pmpi(const nf_run_args_t *a, int comm_size);
 

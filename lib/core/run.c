@@ -33,10 +33,23 @@ static int nf_run_size(MPI_Comm comm)
     return size;
 }
 
+/* nf_types.h's float and real (MPI_REAL, MPI_REAL4): handle compares; only
+ * the Fortran types pay a PMPI_Type_size, since REAL is 8 bytes in an MPI
+ * built with -fdefault-real-8 (and a REAL4 an MPI cannot size is no float). */
+int nf_run_float(MPI_Datatype dt)
+{
+    int size = 0;
+    if (dt == MPI_FLOAT)
+        return 1;
+    if (dt != MPI_REAL && dt != MPI_REAL4)
+        return 0;
+    return PMPI_Type_size(dt, &size) == MPI_SUCCESS && size == (int)sizeof(float);
+}
+
 /* Why fp32 and the low-bit routes cannot take this call, or -1 if they can. */
 static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c)
 {
-    if (a->datatype != MPI_FLOAT)
+    if (!nf_run_float(a->datatype))
         return NF_FALLBACK_DATATYPE;
     if (a->op != MPI_SUM)
         return NF_FALLBACK_OP;
