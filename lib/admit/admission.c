@@ -212,6 +212,13 @@ hit:
 /* A float sum whose buffer holds bound regions is cut into segments, each
  * matched as a call of its own; `segment = buffer` keeps the call whole.
  * 1 when the call is fused (p holds its segments). */
+/* A sum of 4-byte floats (MPI_FLOAT, or Fortran's REAL when it is 4 bytes). */
+static int nf_adm_float_sum(const nf_adm_entry_t *e, int count)
+{
+    return (e->dt == NF_DT_FLOAT || e->dt == NF_DT_REAL) && e->op == NF_OP_SUM && count > 0 &&
+           e->bytes == (uint64_t)count * sizeof(float);
+}
+
 /* The layout file's regions for a call of this size, as parts. */
 static long nf_adm_cut_layout(nf_plan_t *p, uint64_t bytes, size_t m)
 {
@@ -252,8 +259,7 @@ static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
                        const nf_adm_entry_t *e, uint64_t call)
 {
     long n = 0;
-    if (e->dt != NF_DT_FLOAT || e->op != NF_OP_SUM || count <= 0 ||
-        e->a.segment == NF_POLICY_SEGMENT_BUFFER)
+    if (!nf_adm_float_sum(e, count) || e->a.segment == NF_POLICY_SEGMENT_BUFFER)
         return 0;
     if (nf_region_generation() != 0)
         n = nf_plan_cut(&s->plan, x, (size_t)count);
@@ -319,8 +325,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     out->bytes = e->bytes;
     int fused = nf_adm_fuse(c, s, x, count, e, out->call);
     /* A calibration run reduces every float sum it can, whatever the rule. */
-    int calib = nf_calib_on() && (e->dt == NF_DT_FLOAT || e->dt == NF_DT_REAL) &&
-                e->op == NF_OP_SUM && count > 0;
+    int calib = nf_calib_on() && nf_adm_float_sum(e, count);
     out->route = nf_adm_comm_check(c, fused || calib ? NF_ROUTE_FP32 : e->a.route);
     out->calibrate = calib && out->route != NF_ROUTE_PMPI;
     if (fused && out->route != NF_ROUTE_PMPI) {
