@@ -116,8 +116,23 @@ static const bad_case_t bad_cases[] = {
     {"match key in default", HDR "[default]\nbytes = 1M-\nroute = fp32\n", RULE_DROPPED,
      "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|gamma|segment); [default] disabled"},
     {"unknown policy key", HDR "colour = blue\n", RULE_DROPPED,
-     "t.policy:3: unknown key 'colour' in [policy] (expected version|cxl_node|stats|trace); ignored"},
+     "t.policy:3: unknown key 'colour' in [policy] (expected version|cxl_node|stats|trace|regions|calibrate|"
+     "calibrate_calls|admit_cosine|profile); ignored"},
     {"bad cxl_node", HDR "cxl_node = -3\n", RULE_DROPPED, "t.policy:3: bad cxl_node '-3'"},
+    {"calibrate_calls zero", HDR "calibrate_calls = 0\n", RULE_DROPPED,
+     "t.policy:3: bad calibrate_calls '0' (expected an integer from 1 to 4294967295); setting ignored"},
+    {"calibrate_calls word", HDR "calibrate_calls = many\n", RULE_DROPPED, "t.policy:3: bad calibrate_calls 'many'"},
+    {"calibrate_calls huge", HDR "calibrate_calls = 4294967296\n", RULE_DROPPED,
+     "t.policy:3: bad calibrate_calls '4294967296'"},
+    {"calibrate_calls suffix", HDR "calibrate_calls = 1K\n", RULE_DROPPED, "t.policy:3: bad calibrate_calls '1K'"},
+    {"admit_cosine above 1", HDR "admit_cosine = 1.01\n", RULE_DROPPED,
+     "t.policy:3: bad admit_cosine '1.01' (expected a number from -1 to 1, such as 0.5); setting ignored"},
+    {"admit_cosine below -1", HDR "admit_cosine = -2\n", RULE_DROPPED, "t.policy:3: bad admit_cosine '-2'"},
+    {"admit_cosine nan", HDR "admit_cosine = nan\n", RULE_DROPPED, "t.policy:3: bad admit_cosine 'nan'"},
+    {"admit_cosine comma", HDR "admit_cosine = 0,5\n", RULE_DROPPED, "t.policy:3: bad admit_cosine '0,5'"},
+    {"empty regions", HDR "regions =\n", RULE_DROPPED, "t.policy:3: empty value for 'regions'; setting ignored"},
+    {"empty calibrate", HDR "calibrate = \n", RULE_DROPPED, "t.policy:3: empty value for 'calibrate'"},
+    {"empty profile", HDR "profile =  ; none\n", RULE_DROPPED, "t.policy:3: empty value for 'profile'"},
     {"shadowed rule", HDR "[rule big]\nbytes = 1M-\nroute = binary\n\n[rule huge]\nbytes = 64M-128M\nroute = fp32\n",
      WARNS, "t.policy:7: rule 'huge' is never used: rule 'big' (line 3) matches every call it matches"},
     {"shadowed by glob", HDR "[rule fc]\nregion = *.fc.*\nroute = fp32\n[rule one]\nregion = net.fc.w\nroute = binary\n",
@@ -699,6 +714,135 @@ START_TEST(test_settings)
 }
 END_TEST
 
+/* ------------------------------------------------- model-aware settings */
+
+/* Unset, and a NULL policy: no paths, the documented defaults. */
+START_TEST(test_model_defaults)
+{
+    static const char text[] = HDR "[default]\nroute = fp32\n";
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_ptr_null(nf_policy_regions(NULL));
+    ck_assert_ptr_null(nf_policy_calibrate(NULL));
+    ck_assert_ptr_null(nf_policy_profile(NULL));
+    ck_assert_uint_eq(nf_policy_calibrate_calls(NULL), 20);
+    ck_assert(nf_policy_admit_cosine(NULL) == 0.5);
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_ptr_null(nf_policy_regions(p));
+    ck_assert_ptr_null(nf_policy_calibrate(p));
+    ck_assert_ptr_null(nf_policy_profile(p));
+    ck_assert_uint_eq(nf_policy_calibrate_calls(p), NF_POLICY_CALIBRATE_CALLS);
+    ck_assert(nf_policy_admit_cosine(p) == NF_POLICY_ADMIT_COSINE);
+    nf_policy_free(p);
+}
+END_TEST
+
+/* A bad value is ignored: the default stays, or the earlier good value. */
+START_TEST(test_model_values)
+{
+    static const char text[] = HDR "calibrate_calls = 7\nadmit_cosine = -0.25\nadmit_cosine = 2\n"
+                               "calibrate_calls = 0\n[default]\nroute = fp32\n";
+    static const char edges[] = HDR "calibrate_calls = 4294967295\nadmit_cosine = 1\n";
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_int_eq(g.count[NF_POLICY_DISABLED], 2);
+    ck_assert_msg(strstr(g.text, "t.policy:5: bad admit_cosine '2'") != NULL, "%s", g.text);
+    ck_assert_msg(strstr(g.text, "t.policy:6: bad calibrate_calls '0'") != NULL, "%s", g.text);
+    ck_assert_uint_eq(nf_policy_calibrate_calls(p), 7);
+    ck_assert(nf_policy_admit_cosine(p) == -0.25);
+    nf_policy_free(p);
+    ck_assert_int_eq(parse(edges, strlen(edges), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "%s", g.text);
+    ck_assert_uint_eq(nf_policy_calibrate_calls(p), 4294967295u);
+    ck_assert(nf_policy_admit_cosine(p) == 1.0);
+    nf_policy_free(p);
+}
+END_TEST
+
+/* Relative paths are taken from the policy file's directory. */
+typedef struct path_case { const char *policy, *value, *expect; } path_case_t;
+
+static const path_case_t path_cases[] = {
+    {"/etc/nfcoll/train.policy", "model.layout", "/etc/nfcoll/model.layout"},
+    {"/etc/nfcoll/train.policy", "sub/dir/x", "/etc/nfcoll/sub/dir/x"},
+    {"/etc/nfcoll/train.policy", "../p", "/etc/nfcoll/../p"},
+    {"/etc/nfcoll/train.policy", "/abs/path.profile", "/abs/path.profile"},
+    {"/train.policy", "x", "/x"},
+    {"conf/train.policy", "x.layout", "conf/x.layout"},
+    {"./train.policy", "x.layout", "./x.layout"},
+    {"train.policy", "x.layout", "x.layout"},
+    {"train.policy", "/x.layout", "/x.layout"},
+};
+
+START_TEST(test_model_paths)
+{
+    const path_case_t *c = &path_cases[_i];
+    char text[256];
+    nf_policy_t *p = NULL;
+    diags_t g;
+
+    memset(&g, 0, sizeof(g));
+    snprintf(text, sizeof(text), HDR "regions = %s\ncalibrate = %s\nprofile = %s\n", c->value, c->value,
+             c->value);
+    ck_assert_int_eq(nf_policy_parse(text, strlen(text), c->policy, collect, &g, &p), NF_OK);
+    ck_assert_str_eq(nf_policy_regions(p), c->expect);
+    ck_assert_str_eq(nf_policy_calibrate(p), c->expect);
+    ck_assert_str_eq(nf_policy_profile(p), c->expect);
+    nf_policy_free(p);
+}
+END_TEST
+
+/* The same through nf_policy_load: the fixture's paths land next to it. */
+START_TEST(test_model_paths_load)
+{
+    char expect[1024];
+    nf_policy_t *p = NULL;
+    diags_t g;
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_policy_load(fixture("model.policy"), collect, &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "model.policy should be clean, got %s", g.text);
+    snprintf(expect, sizeof(expect), "%s/model.layout", NF_POLICY_FIXTURES);
+    ck_assert_str_eq(nf_policy_regions(p), expect);
+    snprintf(expect, sizeof(expect), "%s/model.profile", NF_POLICY_FIXTURES);
+    ck_assert_str_eq(nf_policy_profile(p), expect);
+    snprintf(expect, sizeof(expect), "%s/calibrated/model.profile", NF_POLICY_FIXTURES);
+    ck_assert_str_eq(nf_policy_calibrate(p), expect);
+    ck_assert_uint_eq(nf_policy_calibrate_calls(p), 10);
+    ck_assert(nf_policy_admit_cosine(p) == 0.8);
+    nf_policy_free(p);
+}
+END_TEST
+
+/* calibrate_calls and admit_cosine change behaviour: they enter the hash.
+ * The paths do not (the caller hashes what they name); nor do defaults
+ * written out. */
+START_TEST(test_model_hash)
+{
+    static const char base[] = HDR "[default]\nroute = fp32\n";
+    static const char *const same[] = {
+        HDR "regions = a.layout\nprofile = a.profile\ncalibrate = b.profile\n[default]\nroute = fp32\n",
+        HDR "calibrate_calls = 20\nadmit_cosine = 0.50\n[default]\nroute = fp32\n",
+        HDR "admit_cosine = 5e-1\ncalibrate_calls = 0\n[default]\nroute = fp32\n",
+    };
+    static const char *const differ[] = {
+        HDR "calibrate_calls = 21\n[default]\nroute = fp32\n",
+        HDR "admit_cosine = 0.6\n[default]\nroute = fp32\n",
+        HDR "admit_cosine = -0.5\n[default]\nroute = fp32\n",
+    };
+    uint64_t h = hash_of(base);
+
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
+        ck_assert_msg(hash_of(same[i]) == h, "same[%zu] hashes differently", i);
+    for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++)
+        ck_assert_msg(hash_of(differ[i]) != h, "differ[%zu] hashes the same", i);
+    ck_assert(hash_of(HDR "admit_cosine = 0\n") == hash_of(HDR "admit_cosine = -0.0\n"));
+}
+END_TEST
+
 /* Rules name datatypes and ops as nf_types.h parses them: any case, with or
  * without MPI_, aliases included; queries carry the enums. */
 typedef struct name_case { const char *dt, *op; nf_dtype_t qdt; nf_opkind_t qop; int hit; } name_case_t;
@@ -750,6 +894,13 @@ static Suite *policy_suite(void)
     tcase_add_test(t, test_actions);
     tcase_add_test(t, test_explain);
     tcase_add_test(t, test_hash);
+    suite_add_tcase(s, t);
+    t = tcase_create("model settings");
+    tcase_add_test(t, test_model_defaults);
+    tcase_add_test(t, test_model_values);
+    tcase_add_loop_test(t, test_model_paths, 0, (int)(sizeof(path_cases) / sizeof(path_cases[0])));
+    tcase_add_test(t, test_model_paths_load);
+    tcase_add_test(t, test_model_hash);
     suite_add_tcase(s, t);
     t = tcase_create("cache keys");
     tcase_add_test(t, test_size_class);

@@ -106,8 +106,9 @@ size_t nf_policy_explain(const nf_policy_t *p, const nf_policy_query_t *q,
                          nf_policy_action_t *out, char *buf, size_t len);
 
 /** 64-bit hash of what decides routes (rules in order with their names,
- * conditions and actions, and [default]); comments, blank lines, spacing,
- * key order and the [policy] settings do not change it. 0 for NULL, never 0
+ * conditions and actions, and [default]) and of the calibration settings
+ * (calibrate_calls, admit_cosine); comments, blank lines, spacing, key order
+ * and the other [policy] settings do not change it. 0 for NULL, never 0
  * otherwise. Ranks compare it to detect different policy files. */
 uint64_t nf_policy_hash(const nf_policy_t *p);
 
@@ -147,6 +148,31 @@ int nf_policy_disabled_count(const nf_policy_t *p);
 int nf_policy_cxl_node(const nf_policy_t *p);
 const char *nf_policy_stats(const nf_policy_t *p);
 const char *nf_policy_trace(const nf_policy_t *p);
+
+/** Defaults of calibrate_calls and admit_cosine. */
+#define NF_POLICY_CALIBRATE_CALLS 20
+#define NF_POLICY_ADMIT_COSINE 0.5
+
+/** [policy] settings of model-aware admission; NULL p behaves as an empty
+ * policy. The paths are resolved: a relative path is taken from the
+ * directory of the policy file (the name given to the parser; as written
+ * when that name has no '/'). NULL when unset.
+ *  - regions: the layout file (nf_layout_load) that binds regions in the
+ *    buffers of unmodified programs;
+ *  - calibrate: where a calibration run writes its profile
+ *    (nf_profile_write);
+ *  - profile: the profile that `route = auto` reads (nf_profile_load).
+ * The files are not read here, and the paths do not enter nf_policy_hash:
+ * the caller hashes what it loads (nf_layout_hash, nf_profile_hash). */
+const char *nf_policy_regions(const nf_policy_t *p);
+const char *nf_policy_calibrate(const nf_policy_t *p);
+const char *nf_policy_profile(const nf_policy_t *p);
+
+/** Calls a calibration run measures per segment (>= 1, default 20), and the
+ * cosine a low-bit route must reach to be admitted (in [-1, 1], default
+ * 0.5; see nf_profile_choose). Both enter nf_policy_hash. */
+unsigned nf_policy_calibrate_calls(const nf_policy_t *p);
+double nf_policy_admit_cosine(const nf_policy_t *p);
 
 /** Name of the file the policy was parsed from. */
 const char *nf_policy_file(const nf_policy_t *p);

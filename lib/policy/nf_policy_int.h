@@ -59,6 +59,9 @@ struct nf_policy {
     int has_default;              /* a [default] section exists and is enabled */
     int cxl_node;
     char *stats, *trace;
+    char *regions, *calibrate, *profile; /* resolved against the policy file's directory */
+    unsigned calibrate_calls;
+    double admit_cosine;
     uint64_t hash;
     uint64_t *bounds;             /* sorted, distinct: where some enabled rule's bytes test flips */
     unsigned nbounds;

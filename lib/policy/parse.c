@@ -27,7 +27,7 @@
 
 #define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|gamma|segment"
 #define NF_DEFAULT_KEYS "route|ef|gamma|segment"
-#define NF_POLICY_KEYS "version|cxl_node|stats|trace"
+#define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|admit_cosine|profile"
 #define NF_ROUTES "pmpi|fp32|binary|ternary"
 
 /* "sum|prod|...|user" from the one table of ops, for messages. */
@@ -419,20 +419,52 @@ static void nf_rule_key(nf_parser_t *ps, const char *name, const char *value)
 
 /* ------------------------------------------------------- [policy] keys */
 
-static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
+/* A path in the policy is relative to the policy file's directory: a job
+ * started elsewhere finds the same layout and profile. A policy named
+ * without a directory leaves the path as written. */
+static char *nf_resolve_path(const char *policy_file, const char *path)
+{
+    const char *slash = strrchr(policy_file, '/');
+    size_t dir, n;
+    char *out;
+
+    if (path[0] == '/' || slash == NULL)
+        return strdup(path);
+    dir = (size_t)(slash - policy_file) + 1;
+    n = strlen(path);
+    out = malloc(dir + n + 1);
+    if (out != NULL) {
+        memcpy(out, policy_file, dir);
+        memcpy(out + dir, path, n + 1);
+    }
+    return out;
+}
+
+/* stats, trace (kept as written) and the path keys (resolved). */
+static void nf_setting_text(nf_parser_t *ps, const char *name, const char *value, char **slot, int is_path)
+{
+    char *v;
+
+    if (*value == '\0') {
+        nf_diag(ps, NF_POLICY_DISABLED, ps->line, "empty value for '%s'; setting ignored", name);
+        return;
+    }
+    v = is_path ? nf_resolve_path(ps->pol->file, value) : strdup(value);
+    if (v == NULL) {
+        nf_diag(ps, NF_POLICY_DISABLED, ps->line, "out of memory; '%s' ignored", name);
+        return;
+    }
+    free(*slot);
+    *slot = v;
+}
+
+static void nf_setting_number(nf_parser_t *ps, const char *name, const char *value)
 {
     nf_policy_t *p = ps->pol;
     uint64_t v;
+    double x;
 
-    if (nf_strcaseeq(name, "version")) {
-        if (nf_parse_u64(value, 0, &v) != NF_OK || v != NF_POLICY_VERSION) {
-            nf_diag(ps, NF_POLICY_ERROR, ps->line,
-                    "unsupported policy version '%s' (expected version = %d)", value, NF_POLICY_VERSION);
-            ps->version = -1;
-        } else if (ps->version == 0) {
-            ps->version = (int)v;
-        }
-    } else if (nf_strcaseeq(name, "cxl_node")) {
+    if (nf_strcaseeq(name, "cxl_node")) {
         if (nf_strcaseeq(value, "auto"))
             p->cxl_node = -1;
         else if (nf_parse_u64(value, 0, &v) == NF_OK && v <= INT_MAX)
@@ -440,14 +472,61 @@ static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
         else
             nf_diag(ps, NF_POLICY_DISABLED, ps->line,
                     "bad cxl_node '%s' (expected auto or a NUMA node number); setting ignored", value);
-    } else if (nf_strcaseeq(name, "stats") || nf_strcaseeq(name, "trace")) {
-        char **slot = nf_ascii_lower((unsigned char)name[0]) == 's' ? &p->stats : &p->trace;
-        if (*value == '\0') {
-            nf_diag(ps, NF_POLICY_DISABLED, ps->line, "empty value for '%s'; setting ignored", name);
-            return;
+    } else if (nf_strcaseeq(name, "calibrate_calls")) {
+        if (nf_parse_u64(value, 0, &v) == NF_OK && v >= 1 && v <= UINT_MAX)
+            p->calibrate_calls = (unsigned)v;
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
+                    "bad calibrate_calls '%s' (expected an integer from 1 to %u); setting ignored", value,
+                    UINT_MAX);
+    } else {
+        if (nf_parse_double(value, &x) == 0 && x >= -1.0 && x <= 1.0)
+            p->admit_cosine = x == 0 ? 0.0 : x;     /* -0 decides as 0: hash it alike */
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
+                    "bad admit_cosine '%s' (expected a number from -1 to 1, such as 0.5); setting ignored",
+                    value);
+    }
+}
+
+/* The [policy] keys that hold text: stats and trace as written, the paths
+ * resolved (*is_path). NULL for other keys. */
+static char **nf_setting_slot(nf_policy_t *p, const char *name, int *is_path)
+{
+    *is_path = 1;
+    if (nf_strcaseeq(name, "regions"))
+        return &p->regions;
+    if (nf_strcaseeq(name, "calibrate"))
+        return &p->calibrate;
+    if (nf_strcaseeq(name, "profile"))
+        return &p->profile;
+    *is_path = 0;
+    if (nf_strcaseeq(name, "stats"))
+        return &p->stats;
+    if (nf_strcaseeq(name, "trace"))
+        return &p->trace;
+    return NULL;
+}
+
+static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
+{
+    int is_path;
+    char **slot = nf_setting_slot(ps->pol, name, &is_path);
+    uint64_t v;
+
+    if (slot != NULL) {
+        nf_setting_text(ps, name, value, slot, is_path);
+    } else if (nf_strcaseeq(name, "version")) {
+        if (nf_parse_u64(value, 0, &v) != NF_OK || v != NF_POLICY_VERSION) {
+            nf_diag(ps, NF_POLICY_ERROR, ps->line,
+                    "unsupported policy version '%s' (expected version = %d)", value, NF_POLICY_VERSION);
+            ps->version = -1;
+        } else if (ps->version == 0) {
+            ps->version = (int)v;
         }
-        free(*slot);
-        *slot = strdup(value);
+    } else if (nf_strcaseeq(name, "cxl_node") || nf_strcaseeq(name, "calibrate_calls") ||
+               nf_strcaseeq(name, "admit_cosine")) {
+        nf_setting_number(ps, name, value);
     } else {
         nf_diag(ps, NF_POLICY_DISABLED, ps->line,
                 "unknown key '%s' in [policy] (expected " NF_POLICY_KEYS "); ignored", name);
@@ -727,7 +806,7 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
 
 static uint64_t nf_hash_policy(const nf_policy_t *p)
 {
-    uint64_t h = NF_HASH_INIT;
+    uint64_t h = NF_HASH_INIT, abits;
 
     h = nf_hash_u64(h, NF_POLICY_VERSION);
     for (int i = 0; i < p->nrules; i++)
@@ -736,6 +815,10 @@ static uint64_t nf_hash_policy(const nf_policy_t *p)
     h = nf_hash_u64(h, (uint64_t)p->has_default);
     if (p->has_default)
         h = nf_hash_rule(h, &p->dflt);
+    /* Calibration settings change behaviour alike on every rank; the files
+     * the paths name are hashed by whoever loads them. */
+    memcpy(&abits, &p->admit_cosine, sizeof(abits));
+    h = nf_hash_u64(nf_hash_u64(h, p->calibrate_calls), abits);
     return h != 0 ? h : 1;
 }
 
@@ -786,6 +869,8 @@ nf_status_t nf_policy_parse(const char *text, size_t len, const char *name,
         return NF_ERR_NO_MEMORY;
     }
     p->cxl_node = -1;
+    p->calibrate_calls = NF_POLICY_CALIBRATE_CALLS;
+    p->admit_cosine = NF_POLICY_ADMIT_COSINE;
     nf_rule_init(&p->dflt);
     ps.pol = p;
     ps.name = p->file;
@@ -853,6 +938,9 @@ void nf_policy_free(nf_policy_t *p)
     free(p->bounds);
     free(p->stats);
     free(p->trace);
+    free(p->regions);
+    free(p->calibrate);
+    free(p->profile);
     free(p->file);
     free(p);
 }
@@ -865,4 +953,17 @@ int nf_policy_disabled_count(const nf_policy_t *p) { return p != NULL ? p->ndisa
 int nf_policy_cxl_node(const nf_policy_t *p) { return p != NULL ? p->cxl_node : -1; }
 const char *nf_policy_stats(const nf_policy_t *p) { return p != NULL ? p->stats : NULL; }
 const char *nf_policy_trace(const nf_policy_t *p) { return p != NULL ? p->trace : NULL; }
+const char *nf_policy_regions(const nf_policy_t *p) { return p != NULL ? p->regions : NULL; }
+const char *nf_policy_calibrate(const nf_policy_t *p) { return p != NULL ? p->calibrate : NULL; }
+const char *nf_policy_profile(const nf_policy_t *p) { return p != NULL ? p->profile : NULL; }
+
+unsigned nf_policy_calibrate_calls(const nf_policy_t *p)
+{
+    return p != NULL ? p->calibrate_calls : NF_POLICY_CALIBRATE_CALLS;
+}
+
+double nf_policy_admit_cosine(const nf_policy_t *p)
+{
+    return p != NULL ? p->admit_cosine : NF_POLICY_ADMIT_COSINE;
+}
 const char *nf_policy_file(const nf_policy_t *p) { return p != NULL ? p->file : NULL; }
