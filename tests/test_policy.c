@@ -76,7 +76,7 @@ static const bad_case_t bad_cases[] = {
      "t.policy:3: binary data (byte 0x7f at column 1)"},
     {"NUL byte", HDR "[rule a]\nroute = fp\0" "32\n", LOAD_FAILS, "t.policy:4: binary data (byte 0x00 at column 11)"},
     {"unknown route", HDR "\n[rule a]\nbytes = 1M-\nroute = quaternary\n", RULE_DROPPED,
-     "t.policy:6: unknown route 'quaternary' (expected pmpi|fp32|binary|ternary); rule 'a' disabled"},
+     "t.policy:6: unknown route 'quaternary' (expected pmpi|fp32|binary|ternary|auto); rule 'a' disabled"},
     {"unknown key", HDR "[rule a]\nbyte = 1M-\nroute = fp32\n", RULE_DROPPED,
      "t.policy:4: unknown key 'byte' (expected region|comm|comm_size|datatype|op|bytes|calls|route|ef|gamma|segment); rule 'a' disabled"},
     {"bad number", HDR "[rule a]\nbytes = 12Q\nroute = fp32\n", RULE_DROPPED,
@@ -110,7 +110,7 @@ static const bad_case_t bad_cases[] = {
      "t.policy:6: duplicate key 'route' (first set at line 4)"},
     {"empty value", HDR "[rule a]\nroute =\n", RULE_DROPPED, "t.policy:4: empty value for 'route'"},
     {"no route", HDR "[rule a]\nbytes = 1K\n", RULE_DROPPED,
-     "t.policy:3: rule 'a' has no route (expected route = pmpi|fp32|binary|ternary); rule 'a' disabled"},
+     "t.policy:3: rule 'a' has no route (expected route = pmpi|fp32|binary|ternary|auto); rule 'a' disabled"},
     {"duplicate rule name", HDR "[rule a]\nroute = fp32\n[rule a]\nroute = binary\n", RULE_DROPPED,
      "t.policy:5: duplicate rule name 'a' (first at line 3)"},
     {"match key in default", HDR "[default]\nbytes = 1M-\nroute = fp32\n", RULE_DROPPED,
@@ -141,6 +141,10 @@ static const bad_case_t bad_cases[] = {
      "t.policy:5: gamma has no effect on route binary"},
     {"low-bit on doubles", HDR "[rule a]\ndatatype = double\nroute = binary\n", WARNS,
      "t.policy:3: rule 'a' never runs binary: low-bit routes take only float sums"},
+    {"auto without profile", HDR "regions = m.layout\n[rule a]\nbytes = 1M-\n\nroute = auto\n", WARNS,
+     "t.policy:7: route = auto without a profile: every segment takes fp32"},
+    {"auto default without profile", HDR "[default]\nroute = Auto\n", WARNS,
+     "t.policy:4: route = auto without a profile: every segment takes fp32"},
 };
 
 START_TEST(test_malformed)
@@ -686,6 +690,72 @@ START_TEST(test_hash)
 }
 END_TEST
 
+/* route = auto: the action says so, with fp32 for what the profile lacks. */
+typedef struct auto_case {
+    const char *text;
+    int warnings;          /* route = auto without a profile */
+    nf_route_t route;
+    int route_auto;
+    const char *rule;
+} auto_case_t;
+
+static const auto_case_t auto_cases[] = {
+    {HDR "[rule a]\nroute = auto\n", 1, NF_ROUTE_FP32, 1, "a"},
+    {HDR "profile = m.profile\n[rule a]\nroute = AUTO\n", 0, NF_ROUTE_FP32, 1, "a"},
+    {"[rule a]\nroute = auto\n" HDR "profile = m.profile\n", 0, NF_ROUTE_FP32, 1, "a"},
+    {HDR "profile = m.profile\n[rule a]\nroute = fp32\n", 0, NF_ROUTE_FP32, 0, "a"},
+    {HDR "[rule a]\nroute = binary\n", 0, NF_ROUTE_BINARY, 0, "a"},
+    {HDR "[default]\nroute = auto\n", 1, NF_ROUTE_FP32, 1, "default"},
+    {HDR "profile = m.profile\n[default]\nroute = auto\n", 0, NF_ROUTE_FP32, 1, "default"},
+    /* gamma may apply: auto can pick ternary */
+    {HDR "profile = m.profile\n[rule a]\nroute = auto\ngamma = 0.7\n", 0, NF_ROUTE_FP32, 1, "a"},
+    /* a dropped rule says nothing about auto; [default] decides */
+    {HDR "[rule a]\nroute = auto\nef = maybe\n[default]\nroute = pmpi\n", 0, NF_ROUTE_PMPI, 0, "default"},
+};
+
+START_TEST(test_route_auto)
+{
+    const auto_case_t *c = &auto_cases[_i];
+    nf_policy_query_t q = {NULL, "w", 4, NF_DT_FLOAT, NF_OP_SUM, 4096, 0};
+    nf_policy_action_t a;
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(parse(c->text, strlen(c->text), &g, &p), NF_OK);
+    ck_assert_msg(g.count[NF_POLICY_WARNING] == c->warnings, "case %d: %s", _i, g.text);
+    ck_assert_msg((strstr(g.text, "route = auto without a profile") != NULL) == (c->warnings > 0), "case %d: %s",
+                  _i, g.text);
+    nf_policy_match(p, &q, &a);
+    ck_assert_str_eq(a.rule, c->rule);
+    ck_assert_int_eq(a.route, c->route);
+    ck_assert_int_eq(a.route_auto, c->route_auto);
+    nf_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_route_auto_explain_hash)
+{
+    static const char text[] = HDR "profile = m.profile\n[rule a]\nroute = auto\nef = on\n";
+    nf_policy_query_t q = {NULL, "w", 4, NF_DT_FLOAT, NF_OP_SUM, 4096, 0};
+    nf_policy_action_t a;
+    nf_policy_t *p;
+    diags_t g;
+    char buf[1024];
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "=> route auto (ef on, gamma inherit, segment inherit) from rule a (t.policy:4)\n"
+                              "   auto: each segment takes the profile's route; fp32 where the profile has none\n"),
+                  "%s", buf);
+    nf_policy_free(p);
+    nf_policy_match(NULL, &q, &a);
+    ck_assert_int_eq(a.route_auto, 0);
+    ck_assert(hash_of(HDR "[rule a]\nroute = auto\n") != hash_of(HDR "[rule a]\nroute = fp32\n"));
+    ck_assert(hash_of(HDR "[default]\nroute = auto\n") != hash_of(HDR "[default]\nroute = fp32\n"));
+    ck_assert(hash_of(HDR "[rule a]\nroute = auto\n") == hash_of(HDR "profile = x\n[rule a]\nroute = Auto\n"));
+}
+END_TEST
+
 /* Settings parse; numbers do not depend on the program's locale. */
 START_TEST(test_settings)
 {
@@ -894,6 +964,8 @@ static Suite *policy_suite(void)
     tcase_add_test(t, test_actions);
     tcase_add_test(t, test_explain);
     tcase_add_test(t, test_hash);
+    tcase_add_loop_test(t, test_route_auto, 0, (int)(sizeof(auto_cases) / sizeof(auto_cases[0])));
+    tcase_add_test(t, test_route_auto_explain_hash);
     suite_add_tcase(s, t);
     t = tcase_create("model settings");
     tcase_add_test(t, test_model_defaults);

@@ -47,7 +47,10 @@ typedef enum nf_policy_segment {
 /** What the policy decides for a call. Strings point into the policy (or to
  * static storage for the built-in default) and live as long as it does. */
 typedef struct nf_policy_action {
-    nf_route_t route;
+    nf_route_t route;            /**< with route_auto: NF_ROUTE_FP32 */
+    int route_auto;              /**< 1 for `route = auto`: each segment takes the
+                                      profile's route (nf_profile_find), and `route`,
+                                      fp32, where the profile has no entry */
     int ef;                      /**< error feedback: -1 inherit (NFCOLL_EF), 0 off, 1 on */
     double gamma;                /**< ternary gate; < 0: inherit (default 1.0) */
     nf_policy_segment_t segment;

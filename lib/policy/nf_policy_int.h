@@ -45,7 +45,8 @@ typedef struct nf_rule {
     nf_globs_t region, comm;
     nf_ranges_t comm_size, bytes, calls;
     uint64_t datatypes, ops;      /* bit per nf_dtype_t / nf_opkind_t */
-    nf_route_t route;
+    nf_route_t route;             /* NF_ROUTE_FP32 when route_auto */
+    int route_auto;
     int ef;
     double gamma;
     nf_policy_segment_t segment;
@@ -90,8 +91,8 @@ nf_status_t nf_pol_index(nf_policy_t *p);
 /* ----------------------------------------------------------------- lint.c */
 
 /* Warnings about enabled rules that do nothing (gamma off ternary, low-bit
- * routes on types that cannot go low-bit, rules an earlier rule shadows),
- * each through fn as an NF_POLICY_WARNING. */
+ * routes on types that cannot go low-bit, rules an earlier rule shadows,
+ * route = auto without a profile), each through fn as an NF_POLICY_WARNING. */
 void nf_pol_lint(const nf_policy_t *p, nf_policy_diag_fn fn, void *arg);
 
 #endif /* NF_POLICY_INT_H */

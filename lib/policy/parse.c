@@ -28,7 +28,7 @@
 #define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|gamma|segment"
 #define NF_DEFAULT_KEYS "route|ef|gamma|segment"
 #define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|admit_cosine|profile"
-#define NF_ROUTES "pmpi|fp32|binary|ternary"
+#define NF_ROUTES "pmpi|fp32|binary|ternary|auto"
 
 /* "sum|prod|...|user" from the one table of ops, for messages. */
 #define NF_X_OP_NAME(e, s, h) "|" s
@@ -358,7 +358,10 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
     case K_ROUTE: {
         for (char *c = v; *c != '\0'; c++)
             *c = (char)nf_ascii_lower((unsigned char)*c);
-        if (nf_route_parse(v, &r->route) != NF_OK)
+        r->route_auto = strcmp(v, "auto") == 0;
+        if (r->route_auto)
+            r->route = NF_ROUTE_FP32;  /* what a segment the profile lacks takes */
+        else if (nf_route_parse(v, &r->route) != NF_OK)
             nf_rule_bad(ps, "unknown route '%s' (expected " NF_ROUTES ")", v);
         break;
     }
@@ -797,7 +800,8 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
             h = nf_hash_u64(nf_hash_u64(h, rg[i]->r[j].lo), rg[i]->r[j].hi);
     }
     h = nf_hash_u64(nf_hash_u64(h, r->datatypes), r->ops);
-    h = nf_hash_u64(nf_hash_u64(h, (uint64_t)r->route), (uint64_t)(int64_t)r->ef);
+    h = nf_hash_u64(nf_hash_u64(h, (uint64_t)r->route), (uint64_t)r->route_auto);
+    h = nf_hash_u64(h, (uint64_t)(int64_t)r->ef);
     memcpy(&gbits, &r->gamma, sizeof(gbits));
     if (r->gamma < 0)
         gbits = UINT64_MAX;             /* every "inherit" hashes alike */
