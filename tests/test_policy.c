@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "nf_policy.h"
 
@@ -644,6 +646,21 @@ END_TEST
 
 /* ------------------------------------------------------------ hash */
 
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Texts that must hash as base does, and texts that must not. */
+static void check_hashes(uint64_t (*hash)(const char *), const char *base, const char *const *same,
+                         size_t nsame, const char *const *differ, size_t ndiffer)
+{
+    uint64_t h = hash(base);
+
+    ck_assert(h != 0);
+    for (size_t i = 0; i < nsame; i++)
+        ck_assert_msg(hash(same[i]) == h, "same[%zu] hashes differently", i);
+    for (size_t i = 0; i < ndiffer; i++)
+        ck_assert_msg(hash(differ[i]) != h, "differ[%zu] hashes the same", i);
+}
+
 static uint64_t hash_of(const char *text)
 {
     nf_policy_t *p;
@@ -683,10 +700,7 @@ START_TEST(test_hash)
     ck_assert(h != 0);
     ck_assert(nf_policy_hash(NULL) == 0);
     ck_assert(hash_of(base) == h);
-    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
-        ck_assert_msg(hash_of(same[i]) == h, "same[%zu] hashes differently", i);
-    for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++)
-        ck_assert_msg(hash_of(differ[i]) != h, "differ[%zu] hashes the same", i);
+    check_hashes(hash_of, base, same, NELEM(same), differ, NELEM(differ));
 }
 END_TEST
 
@@ -903,12 +917,7 @@ START_TEST(test_model_hash)
         HDR "admit_cosine = 0.6\n[default]\nroute = fp32\n",
         HDR "admit_cosine = -0.5\n[default]\nroute = fp32\n",
     };
-    uint64_t h = hash_of(base);
-
-    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
-        ck_assert_msg(hash_of(same[i]) == h, "same[%zu] hashes differently", i);
-    for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++)
-        ck_assert_msg(hash_of(differ[i]) != h, "differ[%zu] hashes the same", i);
+    check_hashes(hash_of, base, same, NELEM(same), differ, NELEM(differ));
     ck_assert(hash_of(HDR "admit_cosine = 0\n") == hash_of(HDR "admit_cosine = -0.0\n"));
 }
 END_TEST
@@ -946,6 +955,273 @@ START_TEST(test_names)
 }
 END_TEST
 
+/* ------------------------------------------------------------ layout files */
+
+static nf_status_t layout(const char *text, size_t len, diags_t *g, nf_layout_t **l)
+{
+    memset(g, 0, sizeof(*g));
+    *l = NULL;
+    return nf_layout_parse(text, len, "t.layout", collect, g, l);
+}
+
+#define N8 "nnnnnnnn"
+#define N64 N8 N8 N8 N8 N8 N8 N8 N8
+#define N127 N64 N8 N8 N8 N8 N8 N8 N8 "nnnnnnn"  /* 64 + 56 + 7 */
+
+typedef struct layout_case {
+    const char *what, *text;
+    size_t entries;        /* loaded */
+    int dropped;           /* NF_POLICY_DISABLED diagnostics */
+    const char *expect;    /* substring of the diagnostics, or NULL: none at all */
+} layout_case_t;
+
+static const layout_case_t layout_cases[] = {
+    {"one entry", "4096 a 0 1024\n", 1, 0, NULL},
+    {"no final newline", "4096 a 0 1024", 1, 0, NULL},
+    {"comments and blanks", "# c\n\n   # indented\n\t\n4096 a 0 10\n", 1, 0, NULL},
+    {"CRLF and tabs", "4K\tw\t0\t10\r\n4K  b  10  10\r\n", 2, 0, NULL},
+    {"size suffixes", "1M big 0 262144\n64KiB x 16383 1\n", 2, 0, NULL},
+    {"name of every printable", "4096 !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ 0 1\n", 1, 0, NULL},
+    {"name of 127 bytes", "4096 " N127 " 0 1\n", 1, 0, NULL},
+    {"same name, other size", "4096 a 0 100\n8192 a 0 100\n", 2, 0, NULL},
+    {"adjacent ranges", "4096 a 0 100\n4096 b 100 100\n4096 c 200 824\n", 3, 0, NULL},
+    {"range to the end", "4096 a 1000 24\n", 1, 0, NULL},
+    {"too few fields", "4096 a 0 1\n4096 b 0\n", 1, 1,
+     "t.layout:2: expected BYTES NAME OFFSET COUNT, found 3 fields; entry dropped"},
+    {"too many fields", "4096 a 0 10 # no trailing comments\n", 0, 1,
+     "t.layout:1: expected BYTES NAME OFFSET COUNT, found 8 fields; entry dropped"},
+    {"one field", "junk\n", 0, 1, "t.layout:1: expected BYTES NAME OFFSET COUNT, found 1 field; entry dropped"},
+    {"bad BYTES", "\n40x96 a 0 1\n", 0, 1,
+     "t.layout:2: bad BYTES '40x96' (expected a size such as 4096, 64K or 1M); entry dropped"},
+    {"negative BYTES", "-4 a 0 1\n", 0, 1, "t.layout:1: bad BYTES '-4'"},
+    {"BYTES overflow", "99999999999999999999 a 0 1\n", 0, 1, "t.layout:1: bad BYTES '99999999999999999999'"},
+    {"BYTES not floats", "4098 a 0 1\n", 0, 1,
+     "t.layout:1: BYTES 4098 is not a positive multiple of 4 (a whole number of floats); entry dropped"},
+    {"BYTES zero", "0 a 0 1\n", 0, 1, "t.layout:1: BYTES 0 is not a positive multiple of 4"},
+    {"name too long", "4096 " N127 "n 0 1\n", 0, 1, "t.layout:1: NAME too long (128 bytes; at most 127); entry dropped"},
+    {"name with control byte", "4096 a\001b 0 1\n", 0, 1,
+     "t.layout:1: NAME 'a?b' has byte 0x01 (expected printable ASCII, no spaces); entry dropped"},
+    {"name in UTF-8", "4096 caf\xc3\xa9 0 1\n", 0, 1, "t.layout:1: NAME 'caf?" "?' has byte 0xc3"},
+    {"name with DEL", "4096 a\x7f 0 1\n", 0, 1, "t.layout:1: NAME 'a?' has byte 0x7f"},
+    {"bad OFFSET", "4096 a -1 1\n", 0, 1,
+     "t.layout:1: bad OFFSET '-1' (expected a decimal element index); entry dropped"},
+    {"OFFSET with suffix", "4096 a 1K 1\n", 0, 1, "t.layout:1: bad OFFSET '1K'"},
+    {"bad COUNT", "4096 a 0 ten\n", 0, 1,
+     "t.layout:1: bad COUNT 'ten' (expected a decimal number of elements, at least 1); entry dropped"},
+    {"COUNT zero", "4096 a 0 0\n", 0, 1, "t.layout:1: bad COUNT '0'"},
+    {"COUNT with plus", "4096 a 0 +1\n", 0, 1, "t.layout:1: bad COUNT '+1'"},
+    {"past the end", "4096 a 1000 25\n", 0, 1,
+     "t.layout:1: 'a' ends past the call: OFFSET 1000 + COUNT 25 is more than the 1024 floats of 4096 bytes; "
+     "entry dropped"},
+    {"OFFSET past the end", "4096 a 1025 1\n", 0, 1, "t.layout:1: 'a' ends past the call: OFFSET 1025"},
+    {"no wrap-around", "4096 a 1 18446744073709551615\n", 0, 1, "t.layout:1: 'a' ends past the call"},
+    {"overlap", "4096 a 0 100\n# b starts inside a\n4096 b 50 100\n", 1, 1,
+     "t.layout:3: 'b' [50, 150) overlaps 'a' [0, 100) of line 1 in 4096-byte calls; entry dropped"},
+    {"overlap after", "4096 b 100 100\n4096 a 50 60\n", 1, 1,
+     "t.layout:2: 'a' [50, 110) overlaps 'b' [100, 200) of line 1 in 4096-byte calls"},
+    {"overlap same start", "4096 a 10 1\n4096 b 10 1\n", 1, 1, "t.layout:2: 'b' [10, 11) overlaps 'a' [10, 11) of line 1"},
+    {"overlap inside", "4096 a 0 1024\n4096 b 500 1\n", 1, 1, "t.layout:2: 'b' [500, 501) overlaps 'a' [0, 1024)"},
+    {"overlap around", "4096 b 500 1\n4096 a 0 1024\n", 1, 1, "t.layout:2: 'a' [0, 1024) overlaps 'b' [500, 501)"},
+    /* a dropped line holds nothing: c overlaps only the dropped b */
+    {"overlap chain", "4096 a 0 100\n4096 b 50 100\n4096 c 120 10\n", 2, 1, "t.layout:2: 'b' [50, 150) overlaps 'a'"},
+    {"duplicate name", "4096 a 0 10\n4096 b 10 10\n4096 a 20 10\n", 2, 1,
+     "t.layout:3: NAME 'a' appears twice for 4096-byte calls (first at line 1); entry dropped"},
+    {"bad line, rest loads", "4096 a 0 10\nxyz\n4096 b 10 10\n", 2, 1, "t.layout:2: expected BYTES NAME"},
+    {"binary junk", "\x7f" "ELF\x02\x01\x01\x00\x00\n", 0, 1, "t.layout:1: expected BYTES NAME OFFSET COUNT"},
+    {"empty file", "", 0, 0,
+     "t.layout:0: no layout entries (expected lines of BYTES NAME OFFSET COUNT): no buffer gets regions"},
+    {"only comments", "# nothing\n\n", 0, 0, "t.layout:0: no layout entries"},
+};
+
+START_TEST(test_layout_lines)
+{
+    const layout_case_t *c = &layout_cases[_i];
+    size_t len = strlen(c->text);
+    nf_layout_t *l;
+    diags_t g;
+
+    if (strcmp(c->what, "binary junk") == 0)
+        len = 10;
+    ck_assert_int_eq(layout(c->text, len, &g, &l), NF_OK);
+    ck_assert_msg(nf_layout_count(l) == c->entries, "%s: %zu entries:\n%s", c->what, nf_layout_count(l), g.text);
+    ck_assert_msg(g.count[NF_POLICY_DISABLED] == c->dropped, "%s: %d dropped:\n%s", c->what,
+                  g.count[NF_POLICY_DISABLED], g.text);
+    ck_assert_int_eq(g.count[NF_POLICY_ERROR], 0);
+    if (c->expect == NULL)
+        ck_assert_msg(g.text[0] == '\0', "%s: expected no diagnostics:\n%s", c->what, g.text);
+    else
+        ck_assert_msg(strstr(g.text, c->expect) != NULL, "%s: expected '%s' in:\n%s", c->what, c->expect, g.text);
+    ck_assert(nf_layout_hash(l) != 0);
+    nf_layout_free(l);
+}
+END_TEST
+
+/* Lookups by exact size, sorted by offset, whatever the file order. */
+START_TEST(test_layout_find)
+{
+    static const char text[] = "8192 z 2000 48\n4096 c 200 10\n4096 a 0 100\n16 tiny 0 4\n4096 b 100 100\n"
+                               "8192 y 0 2000\n";
+    static const struct { uint64_t bytes; size_t n; const char *names[3]; uint64_t off[3]; } cases[] = {
+        {4096, 3, {"a", "b", "c"}, {0, 100, 200}},
+        {8192, 2, {"y", "z"}, {0, 2000}},
+        {16, 1, {"tiny"}, {0}},
+        {0, 0, {NULL}, {0}},
+        {4092, 0, {NULL}, {0}},
+        {4100, 0, {NULL}, {0}},
+        {UINT64_MAX, 0, {NULL}, {0}},
+    };
+    const nf_layout_entry_t *e;
+    nf_layout_t *l;
+    diags_t g;
+
+    ck_assert_int_eq(layout(text, strlen(text), &g, &l), NF_OK);
+    ck_assert_uint_eq(nf_layout_count(l), 6);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = nf_layout_find(l, cases[i].bytes, &e);
+        ck_assert_msg(n == cases[i].n, "%" PRIu64 " bytes: %zu entries", cases[i].bytes, n);
+        if (n == 0)
+            ck_assert_ptr_null(e);
+        for (size_t j = 0; j < n; j++) {
+            ck_assert_str_eq(e[j].name, cases[i].names[j]);
+            ck_assert_uint_eq(e[j].off, cases[i].off[j]);
+            ck_assert_uint_eq(e[j].bytes, cases[i].bytes);
+        }
+    }
+    ck_assert_uint_eq(nf_layout_find(l, 4096, &e), 3);
+    ck_assert_uint_eq(e[1].count, 100);
+    ck_assert_int_eq(e[1].line, 5);
+    nf_layout_free(l);
+    ck_assert_uint_eq(nf_layout_find(NULL, 4096, &e), 0);
+    ck_assert_ptr_null(e);
+    ck_assert_uint_eq(nf_layout_count(NULL), 0);
+    ck_assert(nf_layout_hash(NULL) == 0);
+    nf_layout_free(NULL);
+}
+END_TEST
+
+static uint64_t layout_hash_of(const char *text)
+{
+    nf_layout_t *l;
+    diags_t g;
+    uint64_t h;
+
+    ck_assert_int_eq(layout(text, strlen(text), &g, &l), NF_OK);
+    h = nf_layout_hash(l);
+    nf_layout_free(l);
+    return h;
+}
+
+/* What a layout binds, not how the file says it. */
+START_TEST(test_layout_hash)
+{
+    static const char base[] = "4096 a 0 100\n4096 b 100 100\n8192 a 0 10\n";
+    static const char *const same[] = {
+        "# c\n8192 a 0 10\n\n4096   b 100\t100\r\n4K a 0 100\n",
+        "4096 a 0 100\n4096 b 100 100\n8KiB a 0 10\n4096 b 150 1\n",   /* a dropped line counts for nothing */
+    };
+    static const char *const differ[] = {
+        "4096 a 0 100\n4096 c 100 100\n8192 a 0 10\n",
+        "4096 a 0 100\n4096 b 100 101\n8192 a 0 10\n",
+        "4096 a 0 100\n4096 b 101 100\n8192 a 0 10\n",
+        "4096 a 0 100\n4096 b 100 100\n8196 a 0 10\n",
+        "4096 a 0 100\n4096 b 100 100\n",
+        "4096 ab 0 100\n8192 a 0 10\n",
+    };
+    check_hashes(layout_hash_of, base, same, NELEM(same), differ, NELEM(differ));
+    ck_assert(layout_hash_of("") != 0);
+}
+END_TEST
+
+START_TEST(test_layout_files)
+{
+    static const char *const bad_expect[] = {
+        "bad.layout:3: 'b' [256, 768) overlaps 'a' [0, 512) of line 2 in 4096-byte calls; entry dropped",
+        "bad.layout:4: BYTES 4098 is not a positive multiple of 4",
+        "bad.layout:5: NAME 'a' appears twice for 4096-byte calls (first at line 2)",
+        "bad.layout:6: 'd' ends past the call: OFFSET 0 + COUNT 2049 is more than the 2048 floats of 8192 bytes",
+        "bad.layout:7: expected BYTES NAME OFFSET COUNT, found 3 fields",
+    };
+    const nf_layout_entry_t *e;
+    nf_layout_t *l = NULL;
+    nf_policy_t *p = NULL;
+    char fifo[64];
+    diags_t g;
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_layout_load("/nonexistent/x.layout", collect, &g, &l), NF_ERR_IO);
+    ck_assert_ptr_null(l);
+    ck_assert_msg(strstr(g.text, "/nonexistent/x.layout:0: cannot open layout file: No such file") != NULL,
+                  "got %s", g.text);
+    ck_assert_int_eq(g.count[NF_POLICY_ERROR], 1);
+
+    /* Not regular files: refused at once, without blocking on a FIFO. */
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_layout_load(NF_POLICY_FIXTURES, collect, &g, &l), NF_ERR_IO);
+    ck_assert_msg(strstr(g.text, ":0: cannot read layout file: not a regular file") != NULL, "got %s", g.text);
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_layout_load("/dev/null", collect, &g, &l), NF_ERR_IO);
+    ck_assert_msg(strstr(g.text, "/dev/null:0: cannot read layout file: not a regular file") != NULL, "got %s", g.text);
+    snprintf(fifo, sizeof(fifo), "/tmp/nf_test_layout_fifo.%d", (int)getpid());
+    unlink(fifo);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_layout_load(fifo, collect, &g, &l), NF_ERR_IO);
+    ck_assert_msg(strstr(g.text, "not a regular file") != NULL, "got %s", g.text);
+    unlink(fifo);
+    ck_assert_ptr_null(l);
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_layout_load(fixture("bad.layout"), collect, &g, &l), NF_OK);
+    for (size_t i = 0; i < sizeof(bad_expect) / sizeof(bad_expect[0]); i++)
+        ck_assert_msg(strstr(g.text, bad_expect[i]) != NULL, "expected '%s' in:\n%s", bad_expect[i], g.text);
+    ck_assert_int_eq(g.count[NF_POLICY_DISABLED], 5);
+    ck_assert_uint_eq(nf_layout_find(l, 4096, &e), 2);
+    ck_assert_str_eq(e[0].name, "a");
+    ck_assert_str_eq(e[1].name, "f");
+    nf_layout_free(l);
+
+    /* The policy's relative `regions` path finds the fixture next to it. */
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_policy_load(fixture("model.policy"), collect, &g, &p), NF_OK);
+    ck_assert_int_eq(nf_layout_load(nf_policy_regions(p), collect, &g, &l), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "model.layout should be clean, got %s", g.text);
+    ck_assert_uint_eq(nf_layout_count(l), 6);
+    ck_assert_uint_eq(nf_layout_find(l, 136744, &e), 4);
+    ck_assert_str_eq(e[0].name, "fc2.weight");
+    ck_assert_str_eq(e[3].name, "head.bias");
+    ck_assert_uint_eq(e[3].off + e[3].count, 136744 / 4);
+    nf_layout_free(l);
+    nf_policy_free(p);
+}
+END_TEST
+
+static void count_only(const nf_policy_diag_t *d, void *arg)
+{
+    ((int *)arg)[d->severity]++;
+}
+
+/* Many entries in reverse order: the overlap check is not quadratic, and
+ * every odd one but the first (overlapping the next even one) is dropped. */
+START_TEST(test_layout_many)
+{
+    size_t n = 20000, cap = n * 40, used = 0;
+    char *text = malloc(cap);
+    const nf_layout_entry_t *e;
+    nf_layout_t *l;
+    int count[3] = {0, 0, 0};
+
+    for (size_t i = n; i-- > 0;)
+        used += (size_t)snprintf(text + used, cap - used, "4M r%zu %zu %d\n", i, i * 10, i % 2 ? 15 : 10);
+    ck_assert_int_eq(nf_layout_parse(text, used, "many.layout", count_only, count, &l), NF_OK);
+    ck_assert_int_eq(count[NF_POLICY_DISABLED], (int)(n / 2 - 1));
+    ck_assert_uint_eq(nf_layout_find(l, 4u << 20, &e), n / 2 + 1);
+    for (size_t i = 1; i < n / 2 + 1; i++)
+        ck_assert_uint_le(e[i - 1].off + e[i - 1].count, e[i].off);
+    nf_layout_free(l);
+    free(text);
+}
+END_TEST
+
 static Suite *policy_suite(void)
 {
     Suite *s = suite_create("policy");
@@ -973,6 +1249,13 @@ static Suite *policy_suite(void)
     tcase_add_loop_test(t, test_model_paths, 0, (int)(sizeof(path_cases) / sizeof(path_cases[0])));
     tcase_add_test(t, test_model_paths_load);
     tcase_add_test(t, test_model_hash);
+    suite_add_tcase(s, t);
+    t = tcase_create("layout");
+    tcase_add_loop_test(t, test_layout_lines, 0, (int)(sizeof(layout_cases) / sizeof(layout_cases[0])));
+    tcase_add_test(t, test_layout_find);
+    tcase_add_test(t, test_layout_hash);
+    tcase_add_test(t, test_layout_files);
+    tcase_add_test(t, test_layout_many);
     suite_add_tcase(s, t);
     t = tcase_create("cache keys");
     tcase_add_test(t, test_size_class);

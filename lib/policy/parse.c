@@ -54,7 +54,7 @@ typedef struct nf_parser {
 
 enum { S_NONE, S_POLICY, S_RULE, S_DEFAULT };
 
-static void nf_default_diag(const nf_policy_diag_t *d, void *arg)
+void nf_pol_default_diag(const nf_policy_diag_t *d, void *arg)
 {
     char where[32] = "";
 
@@ -81,7 +81,7 @@ static void nf_diag(nf_parser_t *ps, nf_policy_severity_t sev, int line, const c
     va_end(ap);
     if (sev == NF_POLICY_ERROR)
         ps->errors++;
-    (ps->fn != NULL ? ps->fn : nf_default_diag)(&d, ps->arg);
+    (ps->fn != NULL ? ps->fn : nf_pol_default_diag)(&d, ps->arg);
 }
 
 /* A bad key or value in a rule: say so, and drop the rule (or [default]). */
@@ -117,7 +117,7 @@ static char *nf_trim(char *s)
 }
 
 /* Unsigned decimal with an optional binary suffix (K, KB, KiB, M, ... T). */
-static int nf_parse_u64(const char *s, int suffix, uint64_t *v)
+int nf_pol_parse_u64(const char *s, int suffix, uint64_t *v)
 {
     uint64_t x = 0, mul = 1;
 
@@ -157,7 +157,7 @@ nf_status_t nf_policy_parse_size(const char *text, uint64_t *bytes)
     if (text == NULL || strlen(text) >= sizeof(buf))
         return NF_ERR_INVALID;
     strcpy(buf, text);
-    if (nf_parse_u64(nf_trim(buf), 1, &v) != NF_OK)
+    if (nf_pol_parse_u64(nf_trim(buf), 1, &v) != NF_OK)
         return NF_ERR_INVALID;
     *bytes = v;
     return NF_OK;
@@ -213,9 +213,9 @@ static int nf_parse_range(nf_parser_t *ps, const char *key, char *item, int suff
             rc = NF_ERR_INVALID;
     }
     if (rc == NF_OK && *lo != '\0')
-        rc = nf_parse_u64(lo, suffix, &r->lo);
+        rc = nf_pol_parse_u64(lo, suffix, &r->lo);
     if (rc == NF_OK && *hi != '\0' && hi != lo)
-        rc = nf_parse_u64(hi, suffix, &r->hi);
+        rc = nf_pol_parse_u64(hi, suffix, &r->hi);
     if (rc == NF_OK && dash == NULL)
         r->hi = r->lo;
     if (dash != NULL)
@@ -470,13 +470,13 @@ static void nf_setting_number(nf_parser_t *ps, const char *name, const char *val
     if (nf_strcaseeq(name, "cxl_node")) {
         if (nf_strcaseeq(value, "auto"))
             p->cxl_node = -1;
-        else if (nf_parse_u64(value, 0, &v) == NF_OK && v <= INT_MAX)
+        else if (nf_pol_parse_u64(value, 0, &v) == NF_OK && v <= INT_MAX)
             p->cxl_node = (int)v;
         else
             nf_diag(ps, NF_POLICY_DISABLED, ps->line,
                     "bad cxl_node '%s' (expected auto or a NUMA node number); setting ignored", value);
     } else if (nf_strcaseeq(name, "calibrate_calls")) {
-        if (nf_parse_u64(value, 0, &v) == NF_OK && v >= 1 && v <= UINT_MAX)
+        if (nf_pol_parse_u64(value, 0, &v) == NF_OK && v >= 1 && v <= UINT_MAX)
             p->calibrate_calls = (unsigned)v;
         else
             nf_diag(ps, NF_POLICY_DISABLED, ps->line,
@@ -520,7 +520,7 @@ static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
     if (slot != NULL) {
         nf_setting_text(ps, name, value, slot, is_path);
     } else if (nf_strcaseeq(name, "version")) {
-        if (nf_parse_u64(value, 0, &v) != NF_OK || v != NF_POLICY_VERSION) {
+        if (nf_pol_parse_u64(value, 0, &v) != NF_OK || v != NF_POLICY_VERSION) {
             nf_diag(ps, NF_POLICY_ERROR, ps->line,
                     "unsupported policy version '%s' (expected version = %d)", value, NF_POLICY_VERSION);
             ps->version = -1;
@@ -846,7 +846,7 @@ static nf_status_t nf_finish(nf_parser_t *ps)
         return NF_ERR_PARSE;
     for (int i = 0; i < p->nrules; i++)
         p->ndisabled += p->rules[i].disabled;
-    nf_pol_lint(p, ps->fn != NULL ? ps->fn : nf_default_diag, ps->arg);
+    nf_pol_lint(p, ps->fn != NULL ? ps->fn : nf_pol_default_diag, ps->arg);
     p->has_default = ps->default_line != 0 && !p->dflt.disabled;
     p->hash = nf_hash_policy(p);
     if (nf_pol_index(p) != NF_OK) {
