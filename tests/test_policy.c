@@ -5,8 +5,10 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1222,6 +1224,451 @@ START_TEST(test_layout_many)
 }
 END_TEST
 
+/* ------------------------------------------------------------ profiles */
+
+#define PROF_HDR "# libnfcoll profile v1\n"
+#define PROF_COLS "# segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route\n"
+#define PROF_FC1 "fc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary\n"
+#define PROF_HEAD "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32\n"
+
+static nf_status_t profile(const char *text, size_t len, diags_t *g, nf_profile_t **p)
+{
+    memset(g, 0, sizeof(*g));
+    *p = NULL;
+    return nf_profile_parse(text, len, "t.profile", collect, g, p);
+}
+
+typedef struct profile_case {
+    const char *what, *text;
+    size_t entries;        /* loaded; (size_t)-1: does not load */
+    int errors;
+    const char *expect;    /* substring of the diagnostics, or NULL: none at all */
+} profile_case_t;
+
+#define NO_LOAD ((size_t)-1)
+static const profile_case_t profile_cases[] = {
+    {"the example", PROF_HDR PROF_COLS PROF_FC1 PROF_HEAD, 2, 0, NULL},
+    {"header only", PROF_HDR, 0, 0, NULL},
+    {"header, no newline", "# libnfcoll profile v1", 0, 0, NULL},
+    {"comments and blanks", PROF_HDR "\n# more\n  # indented\n" PROF_FC1 "\n\n", 1, 0, NULL},
+    {"CRLF", "# libnfcoll profile v1\r\nfc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary\r\n", 1, 0, NULL},
+    {"tabs, no final newline", PROF_HDR "a\t1\t2\t0.5\t0.5\t0\t0\tternary", 1, 0, NULL},
+    {"buffer segment", PROF_HDR "buffer:4096 1024 20 0.7 0.75 0.6 0.55 binary\n", 1, 0, NULL},
+    {"bounds", PROF_HDR "a 0 0 -1 1 0 0.0000 fp32\nb 18446744073709551615 1 1.0000 -1.0 1e3 -0.0 fp32\n", 2, 0, NULL},
+    {"empty file", "", NO_LOAD, 1,
+     "t.profile:1: empty file: not a libnfcoll profile (expected '# libnfcoll profile v1' first)"},
+    {"other version", "# libnfcoll profile v2\n" PROF_FC1, NO_LOAD, 1,
+     "t.profile:1: not a libnfcoll profile: the first line must be '# libnfcoll profile v1' "
+     "(found '# libnfcoll profile v2')"},
+    {"header after a comment", "# comment\n" PROF_HDR, NO_LOAD, 1, "t.profile:1: not a libnfcoll profile"},
+    {"indented header", " " PROF_HDR, NO_LOAD, 1, "t.profile:1: not a libnfcoll profile"},
+    {"header with a tail", "# libnfcoll profile v1 extra\n", NO_LOAD, 1, "t.profile:1: not a libnfcoll profile"},
+    {"a policy file", "[policy]\nversion = 1\n", NO_LOAD, 1, "(found '[policy]')"},
+    {"binary junk", "\x7f" "ELF\x02\x01\x01\n", NO_LOAD, 1, "(found '?ELF\?\?\?')"},
+    {"too few fields", PROF_HDR PROF_COLS "fc1.weight 200704 20 0.9312 0.9501 0.3671 binary\n", NO_LOAD, 1,
+     "t.profile:3: expected 8 fields (segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary "
+     "route), found 7"},
+    {"too many fields", PROF_HDR "a 1 1 0.5 0.5 0.5 0.5 fp32 # no\n", NO_LOAD, 1, "t.profile:2: expected 8 fields"},
+    {"bad elements", PROF_HDR "a -5 20 0.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: bad elements '-5' (expected an unsigned decimal integer)"},
+    {"bad calls", PROF_HDR "a 5 2e1 0.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1, "t.profile:2: bad calls '2e1'"},
+    {"cos_binary above 1", PROF_HDR "a 5 20 1.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: bad cos_binary '1.5' (expected a number from -1 to 1)"},
+    {"cos_ternary below -1", PROF_HDR "a 5 20 0.5 -1.0001 0.5 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: bad cos_ternary '-1.0001' (expected a number from -1 to 1)"},
+    {"negative relerr", PROF_HDR "a 5 20 0.5 0.5 -0.1 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: bad relerr_binary '-0.1' (expected a number >= 0)"},
+    {"relerr nan", PROF_HDR "a 5 20 0.5 0.5 0.5 nan fp32\n", NO_LOAD, 1, "t.profile:2: bad relerr_ternary 'nan'"},
+    {"decimal comma", PROF_HDR "a 5 20 0,5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1, "t.profile:2: bad cos_binary '0,5'"},
+    {"route pmpi", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 pmpi\n", NO_LOAD, 1,
+     "t.profile:2: bad route 'pmpi' (expected binary|ternary|fp32)"},
+    {"route auto", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 auto\n", NO_LOAD, 1, "t.profile:2: bad route 'auto'"},
+    {"route in capitals", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 Binary\n", NO_LOAD, 1, "t.profile:2: bad route 'Binary'"},
+    {"segment with control byte", PROF_HDR "a\002 5 20 0.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: segment 'a?' has byte 0x02 (expected printable ASCII, no spaces)"},
+    {"segment too long", PROF_HDR N127 "n 5 20 0.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: segment too long (128 bytes; at most 127)"},
+    {"every bad field", PROF_HDR "a\001 x y 2 2 -1 -1 warp\n", NO_LOAD, 8, "t.profile:2: bad route 'warp'"},
+    {"duplicate segment", PROF_HDR PROF_COLS PROF_FC1 PROF_HEAD "\n" PROF_FC1, NO_LOAD, 1,
+     "t.profile:6: duplicate segment 'fc1.weight' (first at line 3)"},
+    {"same name, other case", PROF_HDR "a 1 1 0 0 0 0 fp32\nA 1 1 0 0 0 0 fp32\n", 2, 0, NULL},
+    {"bad line and duplicate", PROF_HDR "a 1 1 0 0 0 0 fp32\nb 1 1 0 0 0 0 fp\na 1 1 0 0 0 0 fp32\n", NO_LOAD, 2,
+     "t.profile:4: duplicate segment 'a' (first at line 2)"},
+};
+
+START_TEST(test_profile_lines)
+{
+    const profile_case_t *c = &profile_cases[_i];
+    size_t len = strlen(c->text);
+    nf_profile_t *p;
+    diags_t g;
+    nf_status_t rc = profile(c->text, len, &g, &p);
+
+    if (c->entries == NO_LOAD) {
+        ck_assert_msg(rc == NF_ERR_PARSE && p == NULL, "%s: should not load (rc %d)", c->what, rc);
+    } else {
+        ck_assert_msg(rc == NF_OK, "%s: should load (rc %d):\n%s", c->what, rc, g.text);
+        ck_assert_uint_eq(nf_profile_count(p), c->entries);
+        ck_assert(nf_profile_hash(p) != 0);
+    }
+    ck_assert_msg(g.count[NF_POLICY_ERROR] == c->errors, "%s: %d errors:\n%s", c->what, g.count[NF_POLICY_ERROR],
+                  g.text);
+    ck_assert_int_eq(g.count[NF_POLICY_WARNING] + g.count[NF_POLICY_DISABLED], 0);
+    if (c->expect == NULL)
+        ck_assert_msg(g.text[0] == '\0', "%s: expected no diagnostics:\n%s", c->what, g.text);
+    else
+        ck_assert_msg(strstr(g.text, c->expect) != NULL, "%s: expected '%s' in:\n%s", c->what, c->expect, g.text);
+    nf_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_find)
+{
+    static const char text[] = PROF_HDR PROF_COLS PROF_FC1 PROF_HEAD "buffer:4096 1024 20 0.7 0.75 0.6 0.55 binary\n";
+    const nf_profile_entry_t *e;
+    nf_profile_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_uint_eq(nf_profile_count(p), 3);
+    e = nf_profile_find(p, "fc1.weight");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_str_eq(e->segment, "fc1.weight");
+    ck_assert_uint_eq(e->elements, 200704);
+    ck_assert_uint_eq(e->calls, 20);
+    ck_assert(e->cos_binary == 0.9312 && e->cos_ternary == 0.9501);
+    ck_assert(e->relerr_binary == 0.3671 && e->relerr_ternary == 0.3102);
+    ck_assert_int_eq(e->route, NF_ROUTE_BINARY);
+    ck_assert_int_eq(nf_profile_find(p, "head.weight")->route, NF_ROUTE_FP32);
+    ck_assert_int_eq(nf_profile_find(p, "buffer:4096")->route, NF_ROUTE_BINARY);
+    ck_assert_ptr_null(nf_profile_find(p, "head"));
+    ck_assert_ptr_null(nf_profile_find(p, "fc1.weight "));
+    ck_assert_ptr_null(nf_profile_find(p, "buffer:4097"));
+    ck_assert_ptr_null(nf_profile_find(p, ""));
+    ck_assert_ptr_null(nf_profile_find(p, NULL));
+    ck_assert_str_eq(nf_profile_entry(p, 0)->segment, "fc1.weight");
+    ck_assert_str_eq(nf_profile_entry(p, 2)->segment, "buffer:4096");
+    ck_assert_ptr_null(nf_profile_entry(p, 3));
+    nf_profile_free(p);
+    ck_assert_ptr_null(nf_profile_find(NULL, "fc1.weight"));
+    ck_assert_ptr_null(nf_profile_entry(NULL, 0));
+    ck_assert_uint_eq(nf_profile_count(NULL), 0);
+    ck_assert(nf_profile_hash(NULL) == 0);
+    nf_profile_free(NULL);
+}
+END_TEST
+
+/* Enough segments for the table to hold long probe chains: each is found. */
+START_TEST(test_profile_find_many)
+{
+    size_t n = 5000, cap = n * 64, used;
+    char *text = malloc(cap), name[32];
+    nf_profile_t *p;
+    diags_t g;
+
+    used = (size_t)snprintf(text, cap, PROF_HDR);
+    for (size_t i = 0; i < n; i++)
+        used += (size_t)snprintf(text + used, cap - used, "layer%zu.w %zu 20 0.5 0.5 0.5 0.5 %s\n", i, i,
+                                 i % 3 ? "fp32" : "binary");
+    ck_assert_int_eq(profile(text, used, &g, &p), NF_OK);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "layer%zu.w", i);
+        ck_assert_uint_eq(nf_profile_find(p, name)->elements, i);
+        snprintf(name, sizeof(name), "layer%zu.b", i);
+        ck_assert_ptr_null(nf_profile_find(p, name));
+    }
+    nf_profile_free(p);
+    free(text);
+}
+END_TEST
+
+static uint64_t profile_hash_of(const char *text)
+{
+    nf_profile_t *p;
+    diags_t g;
+    uint64_t h;
+
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    h = nf_profile_hash(p);
+    nf_profile_free(p);
+    return h;
+}
+
+/* Every field counts; order, comments and spelling do not. */
+START_TEST(test_profile_hash)
+{
+    static const char base[] = PROF_HDR PROF_FC1 PROF_HEAD;
+    static const char *const same[] = {
+        PROF_HDR PROF_COLS "# again\n" PROF_HEAD "\n" PROF_FC1,
+        PROF_HDR "fc1.weight  200704\t20 0.93120 .9501 3.671e-1 0.3102 binary\r\n" PROF_HEAD,
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.41 0.52 0.9 0.8 fp32\n",
+    };
+    static const char *const differ[] = {
+        PROF_HDR PROF_FC1,
+        PROF_HDR PROF_FC1 "head.weigh 1280 20 0.4100 0.5200 0.9000 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1281 20 0.4100 0.5200 0.9000 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 21 0.4100 0.5200 0.9000 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.4101 0.5200 0.9000 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.4100 0.5201 0.9000 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.4100 0.5200 0.9001 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8001 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 ternary\n",
+        PROF_HDR PROF_FC1 PROF_HEAD "x 1 1 0 0 0 0 fp32\n",
+    };
+
+    check_hashes(profile_hash_of, base, same, NELEM(same), differ, NELEM(differ));
+    ck_assert(profile_hash_of(PROF_HDR) != 0);
+    ck_assert(profile_hash_of(PROF_HDR "a 1 1 0 0 -0.0 0 fp32\n") == profile_hash_of(PROF_HDR "a 1 1 0 0 0 0 fp32\n"));
+}
+END_TEST
+
+/* >= admits; binary before ternary; NaN admits nothing. */
+typedef struct choose_case { double cb, ct, admit; nf_route_t route; } choose_case_t;
+
+static const choose_case_t choose_cases[] = {
+    {0.5, 0.4, 0.5, NF_ROUTE_BINARY},
+    {0.5000001, 0.9, 0.5, NF_ROUTE_BINARY},
+    {0.4999999, 0.5, 0.5, NF_ROUTE_TERNARY},
+    {0.4999999, 0.4999999, 0.5, NF_ROUTE_FP32},
+    {0.9, 0.95, 0.5, NF_ROUTE_BINARY},
+    {0.2, 0.95, 0.9, NF_ROUTE_TERNARY},
+    {1.0, 1.0, 1.0, NF_ROUTE_BINARY},
+    {0.9999, 1.0, 1.0, NF_ROUTE_TERNARY},
+    {-1.0, -1.0, -1.0, NF_ROUTE_BINARY},
+    {-1.0, -1.0, -0.9999, NF_ROUTE_FP32},
+    {0.0, -0.0, 0.0, NF_ROUTE_BINARY},
+    {NAN, 0.8, 0.5, NF_ROUTE_TERNARY},
+    {NAN, NAN, 0.5, NF_ROUTE_FP32},
+    {0.8, 0.9, NAN, NF_ROUTE_FP32},
+};
+
+START_TEST(test_profile_choose)
+{
+    const choose_case_t *c = &choose_cases[_i];
+
+    ck_assert_msg(nf_profile_choose(c->cb, c->ct, c->admit) == c->route, "case %d: choose(%g, %g, %g) = %d", _i,
+                  c->cb, c->ct, c->admit, nf_profile_choose(c->cb, c->ct, c->admit));
+}
+END_TEST
+
+/* What nf_profile_write produces, in memory. */
+static char *profile_text(const nf_profile_entry_t *e, size_t n, int *rc, int *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+
+    ck_assert_ptr_nonnull(m);
+    errno = 0;
+    *rc = nf_profile_write(m, e, n);
+    *err = errno;
+    ck_assert_int_eq(fclose(m), 0);
+    return text;
+}
+
+/* Written, read back, written again: the same entries and the same text. */
+START_TEST(test_profile_round_trip)
+{
+    static const nf_profile_entry_t in[] = {
+        {"fc1.weight", 200704, 20, 0.9312, 0.9501, 0.3671, 0.3102, NF_ROUTE_BINARY},
+        {"head.weight", 1280, 20, 0.41, 0.52, 0.9, 0.8, NF_ROUTE_FP32},
+        {"buffer:4096", 1024, 1, -1.0, 1.0, 0.0, 123456.789, NF_ROUTE_TERNARY},
+        {"x!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", UINT64_MAX, 0, -0.25, 0.0001, 1e-4, 2.5, NF_ROUTE_FP32},
+    };
+    static const char expect[] = PROF_HDR PROF_COLS PROF_FC1 PROF_HEAD
+        "buffer:4096 1024 1 -1.0000 1.0000 0.0000 123456.7890 ternary\n";
+    nf_profile_entry_t out[4];
+    nf_profile_t *p;
+    diags_t g;
+    char *text, *again;
+    int rc, err;
+
+    text = profile_text(in, 4, &rc, &err);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strncmp(text, expect, strlen(expect)) == 0, "wrote:\n%s", text);
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "%s", g.text);
+    ck_assert_uint_eq(nf_profile_count(p), 4);
+    for (size_t i = 0; i < 4; i++) {
+        const nf_profile_entry_t *e = nf_profile_entry(p, i);
+        ck_assert_str_eq(e->segment, in[i].segment);
+        ck_assert_uint_eq(e->elements, in[i].elements);
+        ck_assert_uint_eq(e->calls, in[i].calls);
+        ck_assert_msg(e->cos_binary == in[i].cos_binary && e->cos_ternary == in[i].cos_ternary &&
+                      e->relerr_binary == in[i].relerr_binary && e->relerr_ternary == in[i].relerr_ternary,
+                      "entry %zu numbers changed", i);
+        ck_assert_int_eq(e->route, in[i].route);
+        out[i] = *e;
+    }
+    again = profile_text(out, 4, &rc, &err);
+    ck_assert_str_eq(again, text);
+    nf_profile_free(p);
+    free(again);
+    free(text);
+}
+END_TEST
+
+/* More digits than %.4f keeps: read back rounded, then stable. */
+START_TEST(test_profile_round_trip_rounding)
+{
+    const nf_profile_entry_t in[] = {
+        {"a", 1, 1, 0.93124999, 0.99996, 1e-9, 0.123456789, NF_ROUTE_BINARY},
+        {"b", 2, 2, -0.99996, -0.00004, 1e300, 0.00005, NF_ROUTE_TERNARY},
+    };
+    nf_profile_entry_t out[2];
+    nf_profile_t *p;
+    diags_t g;
+    char *text, *again;
+    int rc, err;
+
+    text = profile_text(in, 2, &rc, &err);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(text, "\na 1 1 0.9312 1.0000 0.0000 0.1235 binary\n") != NULL, "wrote:\n%s", text);
+    ck_assert_msg(strstr(text, "\nb 2 2 -1.0000 -0.0000 1000000000000000052504760255204420248704468581108159154"),
+                  "wrote:\n%s", text);
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    for (size_t i = 0; i < 2; i++)
+        out[i] = *nf_profile_entry(p, i);
+    ck_assert(out[0].cos_binary == 0.9312 && out[0].cos_ternary == 1.0 && out[1].cos_binary == -1.0);
+    again = profile_text(out, 2, &rc, &err);
+    ck_assert_str_eq(again, text);
+    nf_profile_free(p);
+    free(again);
+    free(text);
+}
+END_TEST
+
+/* The writer refuses what the reader would, and writes nothing then. */
+typedef struct write_case { const char *what; nf_profile_entry_t e[2]; size_t n; } write_case_t;
+
+static const write_case_t write_bad[] = {
+    {"NaN cosine", {{"a", 1, 1, NAN, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
+    {"infinite error", {{"a", 1, 1, 0.5, 0.5, INFINITY, 0.5, NF_ROUTE_FP32}}, 1},
+    {"cosine above 1", {{"a", 1, 1, 1.0001, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
+    {"negative error", {{"a", 1, 1, 0.5, 0.5, -0.001, 0.5, NF_ROUTE_FP32}}, 1},
+    {"space in segment", {{"fc 1", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
+    {"empty segment", {{"", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
+    {"NULL segment", {{NULL, 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
+    {"route pmpi", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_PMPI}}, 1},
+    {"route out of range", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_COUNT}}, 1},
+    {"duplicate segment", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}, {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 2},
+};
+
+START_TEST(test_profile_write_refuses)
+{
+    const write_case_t *c = &write_bad[_i];
+    char *text;
+    int rc, err;
+
+    text = profile_text(c->e, c->n, &rc, &err);
+    ck_assert_msg(rc == -1 && err == EINVAL, "%s: rc %d errno %d", c->what, rc, err);
+    ck_assert_msg(text[0] == '\0', "%s: wrote %s", c->what, text);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_profile_write_errors)
+{
+    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_BINARY};
+    nf_profile_t *p;
+    diags_t g;
+    char *text;
+    int rc, err;
+    FILE *full;
+
+    /* No entries: the header lines, and a profile that loads empty. */
+    text = profile_text(NULL, 0, &rc, &err);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_str_eq(text, PROF_HDR PROF_COLS);
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_uint_eq(nf_profile_count(p), 0);
+    nf_profile_free(p);
+    free(text);
+    errno = 0;
+    ck_assert_int_eq(nf_profile_write(NULL, &e, 1), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    /* A full disk is a write error with its errno. */
+    full = fopen("/dev/full", "w");
+    if (full != NULL) {
+        errno = 0;
+        ck_assert_int_eq(nf_profile_write(full, &e, 1), -1);
+        ck_assert_int_eq(errno, ENOSPC);
+        fclose(full);
+    }
+}
+END_TEST
+
+/* Written under a decimal-comma locale, still read back. Runs where such a
+ * locale is installed (de_DE.UTF-8 and the like); elsewhere says so. */
+START_TEST(test_profile_write_locale)
+{
+    static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "ru_RU.UTF-8", "nl_NL.UTF-8"};
+    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.25, 0.125, 1.5, NF_ROUTE_BINARY};
+    const char *used = NULL;
+    char *text;
+    int rc, err;
+
+    for (size_t i = 0; i < NELEM(names) && used == NULL; i++)
+        if (setlocale(LC_NUMERIC, names[i]) != NULL)
+            used = names[i];
+    if (used == NULL)
+        fprintf(stderr, "test_profile_write_locale: no decimal-comma locale installed; checked in C only\n");
+    text = profile_text(&e, 1, &rc, &err);
+    setlocale(LC_NUMERIC, "C");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(text, "\na 1 1 0.5000 0.2500 0.1250 1.5000 binary\n") != NULL, "%s wrote:\n%s",
+                  used ? used : "C", text);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_profile_files)
+{
+    nf_profile_t *p = NULL;
+    nf_policy_t *pol = NULL;
+    diags_t g;
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_profile_load("/nonexistent/x.profile", collect, &g, &p), NF_ERR_IO);
+    ck_assert_ptr_null(p);
+    ck_assert_msg(strstr(g.text, "/nonexistent/x.profile:0: cannot open profile: No such file") != NULL, "got %s",
+                  g.text);
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_profile_load("/dev/zero", collect, &g, &p), NF_ERR_IO);
+    ck_assert_msg(strstr(g.text, "/dev/zero:0: cannot read profile: not a regular file") != NULL, "got %s", g.text);
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_profile_load(fixture("bad_header.profile"), collect, &g, &p), NF_ERR_PARSE);
+    ck_assert_msg(strstr(g.text, "bad_header.profile:1: not a libnfcoll profile: the first line must be "
+                                 "'# libnfcoll profile v1' (found '# libnfcoll profile v2')") != NULL, "got %s", g.text);
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_profile_load(fixture("dup.profile"), collect, &g, &p), NF_ERR_PARSE);
+    ck_assert_msg(strstr(g.text, "dup.profile:6: duplicate segment 'fc1.weight' (first at line 3)") != NULL, "got %s",
+                  g.text);
+    ck_assert_ptr_null(p);
+
+    /* The policy's relative `profile` path finds the fixture next to it;
+     * every region of model.layout has an entry. */
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_policy_load(fixture("model.policy"), collect, &g, &pol), NF_OK);
+    ck_assert_int_eq(nf_profile_load(nf_policy_profile(pol), collect, &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "model.profile should be clean, got %s", g.text);
+    ck_assert_uint_eq(nf_profile_count(p), 7);
+    ck_assert_int_eq(nf_profile_find(p, "fc1.weight")->route, NF_ROUTE_BINARY);
+    ck_assert_int_eq(nf_profile_find(p, "fc1.bias")->route, NF_ROUTE_TERNARY);
+    ck_assert_int_eq(nf_profile_find(p, "head.weight")->route, NF_ROUTE_FP32);
+    ck_assert_int_eq(nf_profile_find(p, "buffer:4096")->route, NF_ROUTE_BINARY);
+    /* The routes are what calibration admits at the policy's admit_cosine. */
+    for (size_t i = 0; i < nf_profile_count(p); i++) {
+        const nf_profile_entry_t *e = nf_profile_entry(p, i);
+        ck_assert_msg(nf_profile_choose(e->cos_binary, e->cos_ternary, nf_policy_admit_cosine(pol)) == e->route,
+                      "%s", e->segment);
+    }
+    nf_profile_free(p);
+    nf_policy_free(pol);
+}
+END_TEST
+
 static Suite *policy_suite(void)
 {
     Suite *s = suite_create("policy");
@@ -1256,6 +1703,19 @@ static Suite *policy_suite(void)
     tcase_add_test(t, test_layout_hash);
     tcase_add_test(t, test_layout_files);
     tcase_add_test(t, test_layout_many);
+    suite_add_tcase(s, t);
+    t = tcase_create("profile");
+    tcase_add_loop_test(t, test_profile_lines, 0, (int)NELEM(profile_cases));
+    tcase_add_test(t, test_profile_find);
+    tcase_add_test(t, test_profile_find_many);
+    tcase_add_test(t, test_profile_hash);
+    tcase_add_loop_test(t, test_profile_choose, 0, (int)NELEM(choose_cases));
+    tcase_add_test(t, test_profile_round_trip);
+    tcase_add_test(t, test_profile_round_trip_rounding);
+    tcase_add_loop_test(t, test_profile_write_refuses, 0, (int)NELEM(write_bad));
+    tcase_add_test(t, test_profile_write_errors);
+    tcase_add_test(t, test_profile_write_locale);
+    tcase_add_test(t, test_profile_files);
     suite_add_tcase(s, t);
     t = tcase_create("cache keys");
     tcase_add_test(t, test_size_class);

@@ -143,8 +143,8 @@ int nf_pol_comment(const char *s, size_t len);
 typedef struct nf_pol_field { const char *s; size_t len; } nf_pol_field_t;
 int nf_pol_fields(const char *s, size_t len, nf_pol_field_t *f, int max);
 
-/* A field for a message: at most size - 4 bytes, bytes outside printable
- * ASCII as '?', "..." when cut. Returns buf. */
+/* A field (or line) for a message: at most size - 4 bytes, bytes outside
+ * printable ASCII and space as '?', "..." when cut. Returns buf. */
 const char *nf_pol_field_show(const nf_pol_field_t *f, char *buf, size_t size);
 
 /* A field as an unsigned decimal (nf_pol_parse_u64 without suffix):

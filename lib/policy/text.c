@@ -164,7 +164,7 @@ const char *nf_pol_field_show(const nf_pol_field_t *f, char *buf, size_t size)
 
     for (i = 0; i < n; i++) {
         unsigned char c = (unsigned char)f->s[i];
-        buf[i] = c > 0x20 && c < 0x7f ? (char)c : '?';
+        buf[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
     }
     strcpy(buf + i, n < f->len ? "..." : "");
     return buf;
