@@ -236,6 +236,16 @@ static void put_file(const char *path, const char *content, mode_t mode)
     ck_assert_int_eq(chmod(path, mode), 0);
 }
 
+static char *get_file(const char *path)
+{
+    static char buf[256];
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
+    fclose(f);
+    return buf;
+}
+
 START_TEST(test_read_all)
 {
     const read_case_t *c = &read_cases[_i];
@@ -263,6 +273,47 @@ START_TEST(test_read_all)
 }
 END_TEST
 
+/* nf_wfile: a symlink planted at the path is replaced, not followed; an
+ * existing file is replaced by rename (a new inode), never written
+ * through; the result is 0600 and ours. Published (trace) and committed
+ * at once (stats) alike. */
+START_TEST(test_wfile_replace)
+{
+    char victim[128], path[128], link[256];
+    struct stat sb, old;
+    nf_wfile_t f;
+    int publish = _i;
+
+    snprintf(victim, sizeof(victim), "%s/victim", file_dir);
+    snprintf(path, sizeof(path), "%s/out", file_dir);
+    put_file(victim, "precious\n", 0644);
+    ck_assert_int_eq(symlink(victim, path), 0);
+    ck_assert_int_eq(nf_wfile_open(&f, path), NF_OK);
+    if (publish)
+        ck_assert_int_eq(nf_wfile_publish(&f), NF_OK);
+    fputs("first\n", f.fp);
+    ck_assert_int_eq(nf_wfile_commit(&f), NF_OK);
+    ck_assert_str_eq(get_file(victim), "precious\n");
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert_msg(S_ISREG(sb.st_mode), "%s is not a regular file", path);
+    ck_assert_int_eq(sb.st_mode & 07777, 0600);
+    ck_assert_int_eq(sb.st_uid, geteuid());
+    ck_assert_str_eq(get_file(path), "first\n");
+
+    old = sb; /* an existing file: replaced, not written through */
+    ck_assert_int_eq(nf_wfile_open(&f, path), NF_OK);
+    if (publish)
+        ck_assert_int_eq(nf_wfile_publish(&f), NF_OK);
+    fputs("second\n", f.fp);
+    ck_assert_int_eq(nf_wfile_commit(&f), NF_OK);
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert_msg(sb.st_ino != old.st_ino, "%s was written through (same inode)", path);
+    ck_assert_str_eq(get_file(path), "second\n");
+    ck_assert_int_eq(sb.st_mode & 07777, 0600);
+    ck_assert_int_eq(readlink(path, link, sizeof(link)), -1);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
@@ -285,6 +336,7 @@ static Suite *util_suite(void)
     t = tcase_create("file");
     tcase_add_checked_fixture(t, file_setup, file_teardown);
     tcase_add_loop_test(t, test_read_all, 0, NCASES(read_cases));
+    tcase_add_loop_test(t, test_wfile_replace, 0, 2);
     suite_add_tcase(s, t);
     return s;
 }
