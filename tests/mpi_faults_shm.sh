@@ -109,16 +109,21 @@ if [ $private = 1 ] && [ -f "$lib" ] && [ -f "$PWD/lib/.libs/libnfcoll.so" ]; th
   mkobj nfcoll.0000000000000000 || exit 99
 
   fp32_ok "first name taken, another drawn" LD_PRELOAD="$san$lib" NF_FIXED_RANDOM=1
+  z=$(grep -c '^fixed_random: zero bytes' "$tmp/out")
+  [ "$z" = 1 ] && ok "first name taken: the preloaded getrandom gave the taken name once" ||
+    bad "first name taken: the preloaded getrandom gave the taken name $z times, want 1"
 
   fp32_run LD_PRELOAD="$san$lib" NF_FIXED_RANDOM=all
   e=$(grep -c 'error: .*/nfcoll\.0000000000000000: File exists' "$tmp/out")
   w=$(grep -c 'cannot set up the shared aggregation buffer (I/O' "$tmp/out")
   oom=$(grep -ci 'out of memory' "$tmp/out")
+  z=$(grep -c '^fixed_random: zero bytes' "$tmp/out")
   if [ $rc = 0 ] && [ "$e" = 1 ] && [ "$errors" = 1 ] && [ "$w" -ge 1 ] && [ "$oom" = 0 ] &&
-     [ "$fp32" = 0 ] && [ "$res" -ge 1 ]; then
-    ok "every name taken: one error naming the object and 'File exists', no 'out of memory', all pmpi"
+     [ "$fp32" = 0 ] && [ "$res" -ge 1 ] && [ "$z" = 8 ]; then
+    ok "every name taken (8 tries): one error naming the object and 'File exists', no 'out of memory', all pmpi"
   else
-    bad "every name taken: exit $rc, $e/$errors errors with File exists, $w warnings, $oom 'out of memory', fp32 '$fp32', resource '$res'"
+    bad "every name taken: exit $rc, $e/$errors errors with File exists, $w warnings," \
+      "$oom 'out of memory', fp32 '$fp32', resource '$res', $z names drawn (want 8)"
     cat "$tmp/out"
   fi
   survive "every name taken"
