@@ -46,7 +46,7 @@ for p in $paths; do
   check_file "$p"
 done
 for r in 0 1; do
-  h=$(grep -c '^# libnfcoll trace v1' "$tmp/t.$r"); n=$(grep -vc '^#' "$tmp/t.$r")
+  h=$(grep -c '^# libnfcoll trace v[0-9]' "$tmp/t.$r"); n=$(grep -vc '^#' "$tmp/t.$r")
   [ "$h $n" = "1 20" ] && ok "trace of rank $r: one header, 20 calls (not appended)" ||
     bad "trace of rank $r: $h headers, $n calls, want 1 and 20"
 done
