@@ -121,7 +121,16 @@ static const bad_case_t bad_cases[] = {
      "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|gamma|segment); [default] disabled"},
     {"unknown policy key", HDR "colour = blue\n", RULE_DROPPED,
      "t.policy:3: unknown key 'colour' in [policy] (expected version|cxl_node|stats|trace|regions|calibrate|"
-     "calibrate_calls|admit_cosine|profile); ignored"},
+     "calibrate_calls|admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth); "
+     "ignored"},
+    {"health maybe", HDR "health = maybe\n", RULE_DROPPED,
+     "t.policy:3: bad health 'maybe' (expected on|off); setting ignored"},
+    {"cooldown zero", HDR "cooldown = 0\n", RULE_DROPPED,
+     "t.policy:3: bad cooldown '0' (expected an integer from 1 to 1000000); setting ignored"},
+    {"loss_window word", HDR "loss_window = ten\n", RULE_DROPPED, "t.policy:3: bad loss_window 'ten'"},
+    {"loss_spike zero", HDR "loss_spike = 0\n", RULE_DROPPED,
+     "t.policy:3: bad loss_spike '0' (expected a number > 0, such as 2.0); setting ignored"},
+    {"ef_growth comma", HDR "ef_growth = 4,5\n", RULE_DROPPED, "t.policy:3: bad ef_growth '4,5'"},
     {"bad cxl_node", HDR "cxl_node = -3\n", RULE_DROPPED, "t.policy:3: bad cxl_node '-3'"},
     {"calibrate_calls zero", HDR "calibrate_calls = 0\n", RULE_DROPPED,
      "t.policy:3: bad calibrate_calls '0' (expected an integer from 1 to 4294967295); setting ignored"},
@@ -914,6 +923,31 @@ START_TEST(test_model_values)
     ck_assert_uint_eq(nf_policy_calibrate_calls(p), 4294967295u);
     ck_assert(nf_policy_admit_cosine(p) == 1.0);
     nf_policy_free(p);
+}
+END_TEST
+
+/* health and its numbers: defaults, values, and the hash tells them apart. */
+START_TEST(test_health_keys)
+{
+    static const char text[] = HDR "health = on\ncooldown = 3\ncooldown_max = 12\nloss_spike = 1.5\n"
+                               "loss_window = 4\nef_growth = 2.5\n[default]\nroute = binary\n";
+    static const char plain[] = HDR "[default]\nroute = binary\n";
+    nf_policy_t *p, *q;
+    diags_t g;
+
+    const nf_policy_health_t *d = nf_policy_health(NULL);
+    ck_assert(!d->on && d->cooldown == 50 && d->cooldown_max == 800 && d->loss_spike == 2.0 &&
+              d->loss_window == 20 && d->ef_growth == 4.0);
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "%s", g.text);
+    const nf_policy_health_t *h = nf_policy_health(p);
+    ck_assert(h->on && h->cooldown == 3 && h->cooldown_max == 12 && h->loss_spike == 1.5 &&
+              h->loss_window == 4 && h->ef_growth == 2.5);
+    ck_assert_int_eq(parse(plain, strlen(plain), &g, &q), NF_OK);
+    ck_assert(!nf_policy_health(q)->on);
+    ck_assert(nf_policy_hash(p) != nf_policy_hash(q));
+    nf_policy_free(p);
+    nf_policy_free(q);
 }
 END_TEST
 
@@ -1765,6 +1799,7 @@ static Suite *policy_suite(void)
     t = tcase_create("model settings");
     tcase_add_test(t, test_model_defaults);
     tcase_add_test(t, test_model_values);
+    tcase_add_test(t, test_health_keys);
     tcase_add_loop_test(t, test_model_paths, 0, (int)(sizeof(path_cases) / sizeof(path_cases[0])));
     tcase_add_test(t, test_model_paths_load);
     tcase_add_test(t, test_model_hash);

@@ -154,6 +154,26 @@ int nf_policy_cxl_node(const nf_policy_t *p);
 const char *nf_policy_stats(const nf_policy_t *p);
 const char *nf_policy_trace(const nf_policy_t *p);
 
+/** Training-health monitoring ([policy] health and its numbers): an
+ * unhealthy low-bit segment runs fp32 for `cooldown` calls, a repeat
+ * doubles that up to `cooldown_max`. Signals: the error-feedback residual
+ * over the gradient (mean |e| / mean |x|, the ranks' mean) above
+ * `ef_growth`; the ranks' mean reported loss above `loss_spike` times its
+ * average over the last `loss_window` reports. All enter the hash. */
+typedef struct nf_policy_health {
+    int on;                 /* health = on|off (default off) */
+    unsigned cooldown;      /* default 50 */
+    unsigned cooldown_max;  /* default 800 */
+    double loss_spike;      /* default 2.0 */
+    unsigned loss_window;   /* default 20 */
+    double ef_growth;       /* default 4.0 */
+} nf_policy_health_t;
+
+extern const nf_policy_health_t nf_policy_health_defaults;
+
+/** The policy's health settings (the defaults for NULL). */
+const nf_policy_health_t *nf_policy_health(const nf_policy_t *p);
+
 /** Defaults of calibrate_calls and admit_cosine. */
 #define NF_POLICY_CALIBRATE_CALLS 20
 #define NF_POLICY_ADMIT_COSINE 0.5

@@ -66,6 +66,7 @@ struct nf_policy {
     char *regions, *calibrate, *profile; /* resolved against the policy file's directory */
     unsigned calibrate_calls;
     double admit_cosine;
+    nf_policy_health_t health;
     uint64_t hash;
     uint64_t *bounds;             /* sorted, distinct: where some enabled rule's bytes test flips */
     unsigned nbounds;

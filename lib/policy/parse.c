@@ -27,7 +27,8 @@
 
 #define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|gamma|segment"
 #define NF_DEFAULT_KEYS "route|ef|gamma|segment"
-#define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|admit_cosine|profile"
+#define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|" \
+    "admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth"
 #define NF_ROUTES "pmpi|fp32|binary|ternary|auto"
 
 /* "sum|prod|...|user" from the one table of ops, for messages. */
@@ -492,6 +493,41 @@ static void nf_setting_number(nf_parser_t *ps, const char *name, const char *val
     }
 }
 
+/* health = on|off and its numbers. 1 when name is one of them. */
+static int nf_setting_health(nf_parser_t *ps, const char *name, const char *value)
+{
+    nf_policy_health_t *h = &ps->pol->health;
+    uint64_t v;
+    double x;
+    int b;
+
+    if (nf_strcaseeq(name, "health")) {
+        if (nf_parse_bool(value, &b) == 0)
+            h->on = b;
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line, "bad health '%s' (expected on|off); setting ignored", value);
+    } else if (nf_strcaseeq(name, "cooldown") || nf_strcaseeq(name, "cooldown_max") ||
+               nf_strcaseeq(name, "loss_window")) {
+        unsigned *slot = nf_strcaseeq(name, "cooldown") ? &h->cooldown
+                         : nf_strcaseeq(name, "cooldown_max") ? &h->cooldown_max : &h->loss_window;
+        if (nf_pol_parse_u64(value, 0, &v) == NF_OK && v >= 1 && v <= 1000000)
+            *slot = (unsigned)v;
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
+                    "bad %s '%s' (expected an integer from 1 to 1000000); setting ignored", name, value);
+    } else if (nf_strcaseeq(name, "loss_spike") || nf_strcaseeq(name, "ef_growth")) {
+        double *slot = nf_strcaseeq(name, "loss_spike") ? &h->loss_spike : &h->ef_growth;
+        if (nf_parse_double(value, &x) == 0 && x > 0.0 && x <= 1e9)
+            *slot = x;
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
+                    "bad %s '%s' (expected a number > 0, such as 2.0); setting ignored", name, value);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 /* The [policy] keys that hold text: stats and trace as written, the paths
  * resolved (*is_path). NULL for other keys. */
 static char **nf_setting_slot(nf_policy_t *p, const char *name, int *is_path)
@@ -530,7 +566,7 @@ static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
     } else if (nf_strcaseeq(name, "cxl_node") || nf_strcaseeq(name, "calibrate_calls") ||
                nf_strcaseeq(name, "admit_cosine")) {
         nf_setting_number(ps, name, value);
-    } else {
+    } else if (!nf_setting_health(ps, name, value)) {
         nf_diag(ps, NF_POLICY_DISABLED, ps->line,
                 "unknown key '%s' in [policy] (expected " NF_POLICY_KEYS "); ignored", name);
     }
@@ -823,6 +859,13 @@ static uint64_t nf_hash_policy(const nf_policy_t *p)
      * the paths name are hashed by whoever loads them. */
     memcpy(&abits, &p->admit_cosine, sizeof(abits));
     h = nf_hash_u64(nf_hash_u64(h, p->calibrate_calls), abits);
+    /* Health decides routes alike on every rank: all of it. */
+    const nf_policy_health_t *hp = &p->health;
+    uint64_t sb, eb;
+    memcpy(&sb, &hp->loss_spike, sizeof(sb));
+    memcpy(&eb, &hp->ef_growth, sizeof(eb));
+    h = nf_hash_u64(nf_hash_u64(nf_hash_u64(h, (uint64_t)hp->on), hp->cooldown), hp->cooldown_max);
+    h = nf_hash_u64(nf_hash_u64(nf_hash_u64(h, hp->loss_window), sb), eb);
     return h != 0 ? h : 1;
 }
 
@@ -875,6 +918,7 @@ nf_status_t nf_policy_parse(const char *text, size_t len, const char *name,
     p->cxl_node = -1;
     p->calibrate_calls = NF_POLICY_CALIBRATE_CALLS;
     p->admit_cosine = NF_POLICY_ADMIT_COSINE;
+    p->health = nf_policy_health_defaults;
     nf_rule_init(&p->dflt);
     ps.pol = p;
     ps.name = p->file;
@@ -948,6 +992,16 @@ const char *nf_policy_profile(const nf_policy_t *p) { return p != NULL ? p->prof
 unsigned nf_policy_calibrate_calls(const nf_policy_t *p)
 {
     return p != NULL ? p->calibrate_calls : NF_POLICY_CALIBRATE_CALLS;
+}
+
+const nf_policy_health_t nf_policy_health_defaults = {
+    .on = 0, .cooldown = 50, .cooldown_max = 800, .loss_spike = 2.0, .loss_window = 20,
+    .ef_growth = 4.0,
+};
+
+const nf_policy_health_t *nf_policy_health(const nf_policy_t *p)
+{
+    return p != NULL ? &p->health : &nf_policy_health_defaults;
 }
 
 double nf_policy_admit_cosine(const nf_policy_t *p)
