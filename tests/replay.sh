@@ -1,6 +1,7 @@
 #!/bin/sh
 # nfcoll_replay (tools/nfcoll_replay.c):
-#  - a written trace (names with spaces, a fused call) replays as the policy says;
+#  - a written trace (names with spaces, a fused call) replays as the policy
+#    says, route = auto as the profile says;
 #  - a missing trace, a bad header, a cut or malformed line: file:line, exit 1;
 #  - against real runs on 2 and 3 ranks, under the policy a trace was
 #    recorded with, the replay's "routes" are the run's NFCOLL_STATS "routes"
@@ -59,6 +60,28 @@ else
   fail "a written trace"; cat "$js"
 fi
 
+# route = auto: each segment takes the profile's route (a region by name, a
+# whole buffer as buffer:BYTES), fp32 where the profile has none (a gap).
+printf '# libnfcoll profile v1\nhead.weight 1000 10 0.9 0.9 0.3 0.3 binary\nbuffer:8 2 10 0.5 0.9 0.5 0.3 ternary\n' \
+  > "$tmp/written.profile"
+printf '# libnfcoll profile v1\n' > "$tmp/empty.profile"
+printf '[policy]\nversion = 1\nprofile = written.profile\n\n[rule model]\ndatatype = float\nop = sum\nroute = auto\n\n[default]\nroute = pmpi\n' \
+  > "$tmp/auto.policy"
+js=$tmp/auto.json
+if $replay --policy "$tmp/auto.policy" --json "$t0" > "$js" 2> "$tmp/auto.err" &&
+   [ "$(field "$js" binary calls)" = 1 ] && [ "$(field "$js" ternary calls)" = 1 ] &&
+   [ "$(field "$js" fp32 calls)" = 1 ] && [ "$(field "$js" pmpi calls)" = 1 ]; then
+  ok "route = auto with the policy's profile: region binary, gap fp32, buffer:8 ternary"
+else
+  fail "route = auto with the policy's profile"; cat "$js" "$tmp/auto.err"
+fi
+if $replay --policy "$tmp/auto.policy" --profile "$tmp/empty.profile" --json "$t0" > "$js" \
+     2> "$tmp/auto.err" && [ "$(field "$js" fp32 calls)" = 3 ] && [ "$(field "$js" pmpi calls)" = 1 ]; then
+  ok "route = auto, --profile with no entries: every float segment fp32"
+else
+  fail "route = auto, --profile with no entries"; cat "$js" "$tmp/auto.err"
+fi
+
 # ---- errors: file:line on stderr, exit 1, no report.
 bad() { # WHAT WANT(regex on stderr) TRACE...
   what=$1 want=$2; shift 2
@@ -86,6 +109,14 @@ bad "an unknown route" "^$tmp/route:5: bad ran 'fp16'" "$tmp/route"
 head -4 "$t0" > "$tmp/bytes"; sed -n 6p "$t0" | sed 's/ 8 binary/ 9 binary/' >> "$tmp/bytes"
 bad "float bytes that are not 4 per element" "^$tmp/bytes:5: bytes 9 is not 4 x elements 2" \
   "$tmp/bytes"
+if $replay --policy "$tmp/auto.policy" --profile "$tmp/none.profile" "$t0" > "$tmp/bad.out" \
+     2> "$tmp/bad.err"; then
+  fail "--profile that does not exist: exit 0"
+elif grep -q "^$tmp/none.profile: error: cannot open profile" "$tmp/bad.err" && [ ! -s "$tmp/bad.out" ]; then
+  ok "--profile that does not exist: exit 1, '$(head -1 "$tmp/bad.err")'"
+else
+  fail "--profile that does not exist"; cat "$tmp/bad.err"
+fi
 
 # ---- real runs
 if ! command -v "${MPIRUN:-mpirun}" >/dev/null 2>&1; then

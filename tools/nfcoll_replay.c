@@ -26,7 +26,7 @@ enum { EXIT_OK = 0, EXIT_PROBLEM = 1, EXIT_USAGE = 2 };
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: nfcoll_replay --policy FILE [--json] TRACE...\n"
+            "Usage: nfcoll_replay --policy FILE [--profile FILE] [--json] TRACE...\n"
             "\n"
             "Replay libnfcoll traces (NFCOLL_TRACE, one file per rank) under an admission\n"
             "policy, without MPI: decisions per rule and route, and per route the calls,\n"
@@ -35,10 +35,12 @@ static void usage(FILE *f)
             "recorded with, the route counters are that run's; under another, what the\n"
             "same calls would have cost.\n"
             "\n"
-            "  -p, --policy FILE  the policy to replay under (see nfcoll-policy(5))\n"
-            "  -j, --json         JSON on stdout: ranks, routes (the keys of the stats\n"
-            "                     JSON's \"routes\"), rules\n"
-            "  -h, --help         this text\n");
+            "  -p, --policy FILE   the policy to replay under (see nfcoll-policy(5))\n"
+            "  -P, --profile FILE  the calibration profile route = auto reads (default:\n"
+            "                      the policy's `profile`)\n"
+            "  -j, --json          JSON on stdout: ranks, routes (the keys of the stats\n"
+            "                      JSON's \"routes\"), rules\n"
+            "  -h, --help          this text\n");
 }
 
 static void *xrealloc(void *p, size_t n)
@@ -98,6 +100,7 @@ typedef struct rp_call {
 
 typedef struct replay {
     const nf_policy_t *pol;
+    const nf_profile_t *prof;  /* for route = auto; may be NULL */
     unsigned count_bits;
     rp_route_t route[NF_ROUTE_COUNT];
     rp_rule_t *rule;
@@ -140,10 +143,21 @@ static void rp_decided(replay_t *rp, const nf_policy_action_t *a, nf_route_t rou
 
 /* ---- the decisions, as admission and the runner make them ---- */
 
-/* The route an action gives. */
-static nf_route_t rp_route_of(const nf_policy_action_t *a)
+/* The route an action gives a segment: route = auto takes the profile's
+ * route for the segment's name (a region, or buffer:BYTES for a whole
+ * buffer; NULL for a gap), and the action's fp32 where it has none. */
+static nf_route_t rp_route_of(const replay_t *rp, const nf_policy_action_t *a, const char *segment)
 {
-    return a->route;
+    const nf_profile_entry_t *e = a->route_auto && segment != NULL
+                                      ? nf_profile_find(rp->prof, segment) : NULL;
+    return e != NULL ? e->route : a->route;
+}
+
+static nf_route_t rp_route_whole(const replay_t *rp, const nf_policy_action_t *a, uint64_t bytes)
+{
+    char name[32];
+    snprintf(name, sizeof(name), "buffer:%llu", (unsigned long long)bytes);
+    return rp_route_of(rp, a, name);
 }
 
 /* nf_adm_comm_check (lib/admit/admission.c): fewer than 2 ranks keep a call
@@ -186,7 +200,7 @@ static int rp_traced_fused(const rp_call_t *c)
 static void rp_whole(replay_t *rp, const rp_call_t *c, const nf_policy_action_t *a,
                      uint64_t bytes, uint64_t elements)
 {
-    nf_route_t route = rp_comm_check(rp_route_of(a), c->comm_size), ran;
+    nf_route_t route = rp_comm_check(rp_route_whole(rp, a, bytes), c->comm_size), ran;
     if (!rp_traced_fused(c) && route == c->seg[0].route)
         ran = c->seg[0].ran;
     else
@@ -228,7 +242,7 @@ static int rp_fuse(replay_t *rp, rp_call_t *c, const nf_policy_query_t *q, uint6
         nf_policy_query_t sq = *q;
         sq.region = g->region, sq.bytes = g->bytes;
         nf_policy_match(rp->pol, &sq, &g->act);
-        g->want = rp_route_of(&g->act);
+        g->want = rp_route_of(rp, &g->act, g->region);
         any |= g->want != NF_ROUTE_PMPI;
     }
     if (!any)
@@ -383,6 +397,12 @@ static void rp_free(replay_t *rp)
 
 /* ---- output ---- */
 
+typedef struct rp_opts {
+    const char *policy;
+    const char *profile; /* the one loaded, or NULL */
+    int json, ntraces;
+} rp_opts_t;
+
 /* Rules in file order, then [default], then the built-in pmpi. */
 static int rp_rule_order(const void *a, const void *b)
 {
@@ -420,20 +440,21 @@ static void rp_route_line(FILE *fp, const char *name, const rp_route_t *o)
             (unsigned long long)o->total, rp_pct(o->total, o->ring));
 }
 
-static void rp_text(FILE *fp, const replay_t *rp, const char *policy, int ntraces)
+static void rp_text(FILE *fp, const replay_t *rp, const rp_opts_t *o)
 {
     rp_route_t all = {0, 0, 0, 0, 0};
-    fprintf(fp, "nfcoll_replay: %zu rank%s from %d trace%s, %llu records of %llu calls, under %s; "
+    fprintf(fp, "nfcoll_replay: %zu rank%s from %d trace%s, %llu records of %llu calls, under %s%s%s; "
             "%% of what an FP32 ring allreduce would move\n", rp->nrank,
-            rp->nrank == 1 ? "" : "s", ntraces, ntraces == 1 ? "" : "s",
-            (unsigned long long)rp->records, (unsigned long long)rp->calls, policy);
+            rp->nrank == 1 ? "" : "s", o->ntraces, o->ntraces == 1 ? "" : "s",
+            (unsigned long long)rp->records, (unsigned long long)rp->calls, o->policy,
+            o->profile ? " with profile " : "", o->profile ? o->profile : "");
     fprintf(fp, "%-8s %10s %14s %14s %8s %14s %8s\n", "route", "calls", "bytes", "upstream",
             "%ring", "total", "%ring");
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
-        const rp_route_t *o = &rp->route[r];
-        rp_route_line(fp, nf_route_name((nf_route_t)r), o);
-        all.calls += o->calls, all.bytes += o->bytes, all.upstream += o->upstream;
-        all.total += o->total, all.ring += o->ring;
+        const rp_route_t *t = &rp->route[r];
+        rp_route_line(fp, nf_route_name((nf_route_t)r), t);
+        all.calls += t->calls, all.bytes += t->bytes, all.upstream += t->upstream;
+        all.total += t->total, all.ring += t->ring;
     }
     rp_route_line(fp, "all", &all);
     fprintf(fp, "\n%-16s %10s %10s %10s %10s %10s %14s  %s\n", "rule", "decisions", "pmpi",
@@ -483,20 +504,25 @@ static void rp_json_rule(FILE *fp, const rp_rule_t *u)
 }
 
 /* "routes" as nf_stats_json (lib/core/stats.c) writes it. */
-static void rp_json(FILE *fp, const replay_t *rp, const char *policy, int ntraces)
+static void rp_json(FILE *fp, const replay_t *rp, const rp_opts_t *o)
 {
     fprintf(fp, "{\n  \"ranks\": %zu,\n  \"traces\": %d,\n  \"calls\": %llu,\n  \"records\": %llu,"
-            "\n  \"policy\": ", rp->nrank, ntraces, (unsigned long long)rp->calls,
+            "\n  \"policy\": ", rp->nrank, o->ntraces, (unsigned long long)rp->calls,
             (unsigned long long)rp->records);
-    rp_json_str(fp, policy);
+    rp_json_str(fp, o->policy);
+    fprintf(fp, ",\n  \"profile\": ");
+    if (o->profile != NULL)
+        rp_json_str(fp, o->profile);
+    else
+        fprintf(fp, "null");
     fprintf(fp, ",\n  \"routes\": {");
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
-        const rp_route_t *o = &rp->route[r];
+        const rp_route_t *t = &rp->route[r];
         fprintf(fp, "%s\n    \"%s\": {\"calls\": %llu, \"bytes\": %llu, \"upstream_bytes\": %llu, "
                 "\"total_bytes\": %llu, \"fp32_ring_bytes\": %llu}", r ? "," : "",
-                nf_route_name((nf_route_t)r), (unsigned long long)o->calls,
-                (unsigned long long)o->bytes, (unsigned long long)o->upstream,
-                (unsigned long long)o->total, (unsigned long long)o->ring);
+                nf_route_name((nf_route_t)r), (unsigned long long)t->calls,
+                (unsigned long long)t->bytes, (unsigned long long)t->upstream,
+                (unsigned long long)t->total, (unsigned long long)t->ring);
     }
     fprintf(fp, "\n  },\n  \"rules\": {");
     for (size_t i = 0; i < rp->nrule; i++) {
@@ -519,21 +545,18 @@ static void rp_diag(const nf_policy_diag_t *d, void *arg)
         fprintf(stderr, "%s: %s: %s\n", d->file, sev, d->message);
 }
 
-typedef struct rp_opts {
-    const char *policy;
-    int json;
-} rp_opts_t;
-
 static int rp_parse_opts(int argc, char **argv, rp_opts_t *o)
 {
     static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
+                                         {"profile", required_argument, NULL, 'P'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "p:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:P:jh", opts, NULL)) != -1) {
         switch (c) {
         case 'p': o->policy = optarg; break;
+        case 'P': o->profile = optarg; break;
         case 'j': o->json = 1; break;
         case 'h': usage(stdout); exit(EXIT_OK);
         default: usage(stderr); return -1;
@@ -545,13 +568,38 @@ static int rp_parse_opts(int argc, char **argv, rp_opts_t *o)
         usage(stderr);
         return -1;
     }
+    o->ntraces = argc - optind;
+    return 0;
+}
+
+/* The profile route = auto reads: --profile (an error when it does not
+ * load), else the policy's `profile` (libnfcoll then takes fp32 for every
+ * auto segment, and so does the replay). 0, or -1 (said why). */
+static int rp_load_profile(rp_opts_t *o, const nf_policy_t *pol, nf_profile_t **prof)
+{
+    const char *path = o->profile != NULL ? o->profile : nf_policy_profile(pol);
+    *prof = NULL;
+    if (path == NULL || nf_profile_load(path, rp_diag, NULL, prof) == NF_OK) {
+        o->profile = path;
+        return 0;
+    }
+    if (o->profile != NULL) {
+        fprintf(stderr, "nfcoll_replay: profile %s does not load (see above): nothing "
+                "replayed\n", path);
+        return -1;
+    }
+    fprintf(stderr, "nfcoll_replay: warning: the policy's profile %s does not load (see "
+            "above): route = auto takes fp32, as libnfcoll would\n", path);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    rp_opts_t o = {NULL, 0};
+    rp_opts_t o = {NULL, NULL, 0, 0};
     nf_policy_t *pol = NULL;
+    nf_profile_t *prof = NULL;
+    static replay_t rp;
+    int rc = EXIT_OK;
     if (rp_parse_opts(argc, argv, &o) != 0)
         return EXIT_USAGE;
     if (nf_policy_load(o.policy, rp_diag, NULL, &pol) != NF_OK) {
@@ -559,24 +607,24 @@ int main(int argc, char **argv)
                 o.policy);
         return EXIT_PROBLEM;
     }
-    static replay_t rp;
-    rp.pol = pol;
+    if (rp_load_profile(&o, pol, &prof) != 0) {
+        nf_policy_free(pol);
+        return EXIT_PROBLEM;
+    }
+    rp.pol = pol, rp.prof = prof;
     rp.count_bits = nf_settings_load()->count_bits;
-    int rc = EXIT_OK, ntraces = argc - optind;
-    for (int i = optind; i < argc; i++)
-        if (rp_read(&rp, argv + optind, i - optind) != 0)
+    for (int i = 0; i < o.ntraces; i++)
+        if (rp_read(&rp, argv + optind, i) != 0)
             rc = EXIT_PROBLEM;
     if (rc == EXIT_OK) {
         if (rp.nrule > 0)
             qsort(rp.rule, rp.nrule, sizeof(*rp.rule), rp_rule_order);
-        if (o.json)
-            rp_json(stdout, &rp, o.policy, ntraces);
-        else
-            rp_text(stdout, &rp, o.policy, ntraces);
+        (o.json ? rp_json : rp_text)(stdout, &rp, &o);
     } else {
         fprintf(stderr, "nfcoll_replay: a trace could not be read: nothing reported\n");
     }
     rp_free(&rp);
+    nf_profile_free(prof);
     nf_policy_free(pol);
     return rc;
 }
