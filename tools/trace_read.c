@@ -48,18 +48,23 @@ static long tr_getline(trace_reader_t *r)
 {
     errno = 0;
     ssize_t n = getline(&r->line, &r->cap, r->fp);
-    if (n < 0) {
-        if (ferror(r->fp))
-            return tr_err(r, "read error: %s", strerror(errno ? errno : EIO)), -2;
+    if (n < 0 && !ferror(r->fp))
         return EOF;
+    if (n < 0) {
+        tr_err(r, "read error: %s", strerror(errno ? errno : EIO));
+        return -2;
     }
     r->lineno++;
-    if (r->line[n - 1] != '\n')
-        return tr_err(r, "truncated line (no newline at the end of the file): "
-                      "was the run killed while writing its trace?"), -2;
+    if (r->line[n - 1] != '\n') {
+        tr_err(r, "truncated line (no newline at the end of the file): was the run killed "
+               "while writing its trace?");
+        return -2;
+    }
     r->line[--n] = '\0';
-    if (strlen(r->line) != (size_t)n)
-        return tr_err(r, "NUL byte in the line: not a text trace"), -2;
+    if (strlen(r->line) != (size_t)n) {
+        tr_err(r, "NUL byte in the line: not a text trace");
+        return -2;
+    }
     return (long)n;
 }
 
