@@ -203,6 +203,19 @@ START_TEST(test_bad_rule_rest_loads)
 }
 END_TEST
 
+/* Fortran's REAL is a float: a low-bit rule on real sums draws no warning. */
+START_TEST(test_lowbit_real_clean)
+{
+    static const char text[] = HDR "[rule r]\ndatatype = real\nop = sum\nroute = binary\n";
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "a binary rule on real sums should be clean, got %s", g.text);
+    nf_policy_free(p);
+}
+END_TEST
+
 /* Lines longer than inih's buffer are an error at their own line, and do
  * not shift the line numbers of what follows. */
 START_TEST(test_long_lines)
@@ -262,7 +275,7 @@ START_TEST(test_files)
     memset(&g, 0, sizeof(g));
     ck_assert_int_eq(nf_policy_load("/nonexistent/x.policy", collect, &g, &p), NF_ERR_IO);
     ck_assert_ptr_null(p);
-    ck_assert_msg(strstr(g.text, "/nonexistent/x.policy:0: cannot open policy file: No such file") != NULL,
+    ck_assert_msg(strstr(g.text, "/nonexistent/x.policy:0: cannot open: No such file") != NULL,
                   "got %s", g.text);
 
     memset(&g, 0, sizeof(g));
@@ -285,6 +298,62 @@ START_TEST(test_files)
     ck_assert_str_eq(nf_policy_stats(p), "1");
     ck_assert_ptr_null(nf_policy_trace(p));
     nf_policy_free(p);
+}
+END_TEST
+
+/* Paths that are not regular files are refused at once, by name: a FIFO
+ * must not block the open (it used to hang MPI_Init on every rank), a
+ * device must not be read forever. Check's timeout catches a hang. */
+static const struct special_case {
+    const char *path; /* "@fifo", "@dir", "@big": made in a temp directory */
+    nf_status_t status;
+    const char *message;
+} special_cases[] = {
+    {"@fifo", NF_ERR_IO, ":0: not a regular file (a FIFO)"},
+    {"@dir", NF_ERR_IO, ":0: not a regular file (a directory)"},
+    {"/dev/zero", NF_ERR_IO, "/dev/zero:0: not a regular file (a character device)"},
+    {"/dev/null", NF_ERR_IO, "/dev/null:0: not a regular file (a character device)"},
+    {"@big", NF_ERR_PARSE, ":0: larger than 1048576 bytes"},
+};
+
+static const char *special_path(const char *what, char *dir, char *path, size_t n)
+{
+    if (what[0] != '@')
+        return what;
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, n, "%s/%s", dir, what + 1);
+    if (strcmp(what, "@fifo") == 0) {
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+    } else if (strcmp(what, "@dir") == 0) {
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+    } else {
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        for (int i = 0; i <= (1 << 20) / 16; i++)
+            fputs("# padding line.\n", f); /* 16 bytes */
+        fclose(f);
+    }
+    return path;
+}
+
+START_TEST(test_special_files)
+{
+    const struct special_case *c = &special_cases[_i];
+    char dir[] = "/tmp/nfpolXXXXXX", buf[256];
+    const char *path = special_path(c->path, dir, buf, sizeof(buf));
+    nf_policy_t *p = NULL;
+    diags_t g;
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_policy_load(path, collect, &g, &p), c->status);
+    ck_assert_ptr_null(p);
+    ck_assert_int_eq(g.count[NF_POLICY_ERROR], 1);
+    ck_assert_msg(strstr(g.text, path) == g.text && strstr(g.text, c->message) != NULL,
+                  "%s: got %s", path, g.text);
+    if (path == buf) {
+        if (remove(buf) != 0 || rmdir(dir) != 0)
+            ck_abort_msg("cannot clean up %s", dir);
+    }
 }
 END_TEST
 
@@ -1676,9 +1745,12 @@ static Suite *policy_suite(void)
 
     tcase_add_loop_test(t, test_malformed, 0, (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
     tcase_add_test(t, test_bad_rule_rest_loads);
+    tcase_add_test(t, test_lowbit_real_clean);
     tcase_add_test(t, test_long_lines);
     tcase_add_test(t, test_too_many_rules);
     tcase_add_test(t, test_files);
+    tcase_add_loop_test(t, test_special_files, 0,
+                        (int)(sizeof(special_cases) / sizeof(special_cases[0])));
     tcase_add_test(t, test_settings);
     tcase_add_loop_test(t, test_names, 0, (int)(sizeof(name_cases) / sizeof(name_cases[0])));
     suite_add_tcase(s, t);

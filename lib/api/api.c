@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "nf_admit.h"
+#include "nf_calib.h"
 #include "nf_api.h"
 #include "nf_ctx.h"
 #include "nf_export.h"
@@ -23,7 +24,7 @@ int nf_api_check(const nf_run_args_t *a)
     if (a->comm == MPI_COMM_NULL)
         return MPI_ERR_COMM;
     /* NULL is MPI_BOTTOM, legal with absolute-address derived datatypes. */
-    if (a->count > 0 && a->datatype == MPI_FLOAT && (a->recvbuf == NULL || a->sendbuf == NULL))
+    if (a->count > 0 && (a->recvbuf == NULL || a->sendbuf == NULL) && nf_run_float(a->datatype))
         return MPI_ERR_BUFFER;
     if (a->count > 0 && a->sendbuf == a->recvbuf)
         return MPI_ERR_BUFFER; /* aliasing without MPI_IN_PLACE is erroneous in MPI */
@@ -77,7 +78,7 @@ static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
                     a->datatype, a->op, &d);
     nf_run_args_t b = *a;
     b.bytes = (int64_t)d.bytes;
-    st = nf_run_plan(c, &b, d.seg, d.nseg);
+    st = d.calibrate ? nf_calib_run(c, &b, d.seg, d.nseg) : nf_run_plan(c, &b, d.seg, d.nseg);
     nf_admit_trace(c, &d);
     return st;
 }

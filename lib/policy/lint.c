@@ -110,7 +110,7 @@ static void nf_lint_rule(const nf_lint_t *l, int j)
         nf_lint_warn(l, b->key_line[K_GAMMA], "gamma has no effect on route %s (only ternary uses it)",
                      nf_route_name(b->route));
     if ((b->route == NF_ROUTE_BINARY || b->route == NF_ROUTE_TERNARY) &&
-        ((b->datatypes != 0 && !(b->datatypes & NF_BIT(NF_DT_FLOAT))) ||
+        ((b->datatypes != 0 && !(b->datatypes & (NF_BIT(NF_DT_FLOAT) | NF_BIT(NF_DT_REAL)))) ||
          (b->ops != 0 && !(b->ops & NF_BIT(NF_OP_SUM)))))
         nf_lint_warn(l, b->line,
                      "rule '%s' never runs %s: low-bit routes take only float sums (its calls go pmpi)",

@@ -83,8 +83,9 @@ typedef void (*nf_policy_diag_fn)(const nf_policy_diag_t *diag, void *arg);
  * Read and parse a policy file. Diagnostics go to `fn` (NULL: nf_log_warn and
  * nf_log_error as "file:line: message"). Returns NF_OK with *out set when the
  * policy loaded, possibly with some rules disabled; NF_ERR_IO when the file
- * cannot be read, NF_ERR_PARSE when it is malformed, NF_ERR_NO_MEMORY. *out is
- * set only on success.
+ * cannot be read or is not a regular file (a FIFO, device or directory is
+ * refused without blocking: nf_file_read_all), NF_ERR_PARSE when it is
+ * malformed or over 1 MiB, NF_ERR_NO_MEMORY. *out is set only on success.
  */
 nf_status_t nf_policy_load(const char *path, nf_policy_diag_fn fn, void *arg,
                            nf_policy_t **out);

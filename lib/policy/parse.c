@@ -11,7 +11,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -21,6 +20,7 @@
 
 #include <ini.h>
 
+#include "nf_file.h"
 #include "nf_log.h"
 #include "nf_policy_int.h"
 #include "nf_util.h"
@@ -899,35 +899,19 @@ nf_status_t nf_policy_parse(const char *text, size_t len, const char *name,
 nf_status_t nf_policy_load(const char *path, nf_policy_diag_fn fn, void *arg, nf_policy_t **out)
 {
     nf_parser_t ps = {.name = path, .fn = fn, .arg = arg};
-    FILE *f;
-    char *buf;
-    size_t n;
+    char *text, why[512];
+    size_t len;
     nf_status_t rc;
 
     if (path == NULL || out == NULL)
         return NF_ERR_INVALID;
-    f = fopen(path, "r");
-    if (f == NULL) {
-        nf_diag(&ps, NF_POLICY_ERROR, 0, "cannot open policy file: %s", strerror(errno));
-        return NF_ERR_IO;
+    rc = nf_file_read_all(path, NF_POL_MAX_FILE, &text, &len, why, sizeof(why));
+    if (rc != NF_OK) {
+        nf_diag(&ps, NF_POLICY_ERROR, 0, "%s", why);
+        return rc == NF_ERR_CAPACITY ? NF_ERR_PARSE : rc;
     }
-    buf = malloc(NF_POL_MAX_FILE + 1);
-    if (buf == NULL) {
-        fclose(f);
-        return NF_ERR_NO_MEMORY;
-    }
-    n = fread(buf, 1, NF_POL_MAX_FILE + 1, f);
-    if (ferror(f)) {
-        nf_diag(&ps, NF_POLICY_ERROR, 0, "cannot read policy file: %s", strerror(errno));
-        rc = NF_ERR_IO;
-    } else if (n > NF_POL_MAX_FILE) {
-        nf_diag(&ps, NF_POLICY_ERROR, 0, "policy file larger than %u bytes", NF_POL_MAX_FILE);
-        rc = NF_ERR_PARSE;
-    } else {
-        rc = nf_policy_parse(buf, n, path, fn, arg, out);
-    }
-    free(buf);
-    fclose(f);
+    rc = nf_policy_parse(text, len, path, fn, arg, out);
+    free(text);
     return rc;
 }
 

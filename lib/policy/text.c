@@ -2,22 +2,18 @@
  * The policy layer's line-oriented data files (layout, profile): reading a
  * file whole, cutting it into lines and whitespace-separated fields, and
  * diagnostics with file:line. No MPI calls; nothing here is on the hot path.
- *
- * The reader is deliberately small and private to this layer: a shared safe
- * reader is planned for lib/util, and this one should give way to it.
+ * Files are read with lib/util's nf_file_read_all: only regular files of
+ * bounded size, never blocking on a FIFO.
  */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "nf_policy_int.h"
+#include "nf_file.h"
 #include "nf_util.h"
 
 void nf_pol_diagf(nf_policy_diag_fn fn, void *arg, nf_policy_severity_t sev, const char *file, int line,
@@ -35,76 +31,14 @@ void nf_pol_diagf(nf_policy_diag_fn fn, void *arg, nf_policy_severity_t sev, con
 
 /* ----------------------------------------------------------------- reading */
 
-/* Read to the end, growing from the size fstat gave (the file may change
- * under us); more than NF_POL_MAX_DATA is refused, not truncated. */
-static nf_status_t nf_read_fd(int fd, size_t hint, char **out, size_t *len)
-{
-    size_t cap = (hint < NF_POL_MAX_DATA ? hint : NF_POL_MAX_DATA) + 1, n = 0;
-    char *buf = malloc(cap + 1), *grown;
-
-    while (buf != NULL) {
-        ssize_t r;
-        if (n == cap) {
-            if (cap > NF_POL_MAX_DATA)
-                break;
-            cap = 2 * cap < NF_POL_MAX_DATA + 1 ? 2 * cap : NF_POL_MAX_DATA + 1;
-            grown = realloc(buf, cap + 1);
-            if (grown == NULL)
-                break;
-            buf = grown;
-        }
-        r = read(fd, buf + n, cap - n);
-        if (r == 0) {
-            buf[n] = '\0';
-            *out = buf;
-            *len = n;
-            return NF_OK;
-        }
-        if (r < 0 && errno != EINTR) {
-            int e = errno;
-            free(buf);
-            errno = e;
-            return NF_ERR_IO;
-        }
-        n += r > 0 ? (size_t)r : 0;
-    }
-    free(buf);
-    return n > NF_POL_MAX_DATA ? NF_ERR_PARSE : NF_ERR_NO_MEMORY;
-}
-
 nf_status_t nf_pol_read_file(const char *path, const char *what, nf_policy_diag_fn fn, void *arg,
                              char **text, size_t *len)
 {
-    struct stat st;
-    nf_status_t rc;
-    int fd;
-
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
-     * below with everything else that is not a regular file. */
-    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        nf_pol_diagf(fn, arg, NF_POLICY_ERROR, path, 0, "cannot open %s: %s", what, strerror(errno));
-        return NF_ERR_IO;
-    }
-    if (fstat(fd, &st) != 0) {
-        nf_pol_diagf(fn, arg, NF_POLICY_ERROR, path, 0, "cannot read %s: %s", what, strerror(errno));
-        close(fd);
-        return NF_ERR_IO;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        nf_pol_diagf(fn, arg, NF_POLICY_ERROR, path, 0, "cannot read %s: not a regular file", what);
-        close(fd);
-        return NF_ERR_IO;
-    }
-    rc = nf_read_fd(fd, (size_t)st.st_size, text, len);
-    if (rc == NF_ERR_IO)
-        nf_pol_diagf(fn, arg, NF_POLICY_ERROR, path, 0, "cannot read %s: %s", what, strerror(errno));
-    else if (rc == NF_ERR_PARSE)
-        nf_pol_diagf(fn, arg, NF_POLICY_ERROR, path, 0, "%s larger than %u bytes", what, NF_POL_MAX_DATA);
-    else if (rc == NF_ERR_NO_MEMORY)
-        nf_pol_diagf(fn, arg, NF_POLICY_ERROR, path, 0, "out of memory reading %s", what);
-    close(fd);
-    return rc;
+    char why[160];
+    nf_status_t rc = nf_file_read_all(path, NF_POL_MAX_DATA, text, len, why, sizeof(why));
+    if (rc != NF_OK)
+        nf_pol_diagf(fn, arg, NF_POLICY_ERROR, path, 0, "cannot read %s: %s", what, why);
+    return rc == NF_ERR_CAPACITY ? NF_ERR_PARSE : rc;
 }
 
 /* ------------------------------------------------------- lines and fields */
