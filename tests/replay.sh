@@ -7,7 +7,10 @@
 #    recorded with, the replay's "routes" are the run's NFCOLL_STATS "routes"
 #    key for key (test_shim: pmpi warm-up, binary for big float sums, double
 #    and int calls; test_regions: fused buffers with fp32, binary and
-#    ternary segments, a layout mismatch); under other policies the
+#    ternary segments, a layout mismatch; test_shim again under a layout file
+#    with route = auto and a profile, and as a calibration run; Fortran
+#    REAL sums when mpifort is there); a run
+#    replayed under another policy gives that policy's run's routes, and the
 #    counters move the expected way.
 . "${srcdir:-.}/tests/mpi_common.sh"
 replay=./tools/nfcoll_replay
@@ -112,7 +115,7 @@ bad "float bytes that are not 4 per element" "^$tmp/bytes:5: bytes 9 is not 4 x 
 if $replay --policy "$tmp/auto.policy" --profile "$tmp/none.profile" "$t0" > "$tmp/bad.out" \
      2> "$tmp/bad.err"; then
   fail "--profile that does not exist: exit 0"
-elif grep -q "^$tmp/none.profile: error: cannot open profile" "$tmp/bad.err" && [ ! -s "$tmp/bad.out" ]; then
+elif grep -q "^$tmp/none.profile: error: " "$tmp/bad.err" && [ ! -s "$tmp/bad.out" ]; then
   ok "--profile that does not exist: exit 1, '$(head -1 "$tmp/bad.err")'"
 else
   fail "--profile that does not exist"; cat "$tmp/bad.err"
@@ -184,11 +187,52 @@ whole_binary() { # NAME
   fi
 }
 
+# A layout (regions =) cuts test_shim's 1 MiB and 1 KiB float sums, whose
+# parts route = auto sends where a profile says (a region by name, a gap as
+# buffer:BYTES, fp32 where it has none). Paths are relative to the policy.
+printf '1M a 0 100000\n1M b 150000 100000\n1K c 0 100\n' > "$tmp/shim.layout"
+printf '# libnfcoll profile v1\na 100000 10 0.9 0.9 0.3 0.3 binary
+buffer:200000 50000 10 0.5 0.9 0.5 0.3 ternary\nbuffer:1024 256 10 0.5 0.9 0.5 0.3 binary
+c 100 10 0.5 0.9 0.5 0.3 ternary\n' > "$tmp/shim.profile"
+printf '[policy]\nversion = 1\nregions = shim.layout\nprofile = shim.profile\n\n[rule warm]
+calls = 0-2\nroute = pmpi\n\n[rule model]\ndatatype = float\nop = sum\nroute = auto\n
+[default]\nroute = pmpi\n' > "$tmp/layout.policy"
+# A calibration run: every float sum fp32, whatever the rules say.
+printf '[policy]\nversion = 1\ncalibrate = calibrated.profile\n\n[rule big]\ndatatype = float
+op = sum\nbytes = 1M-\nroute = binary\n\n[default]\nroute = pmpi\n' > "$tmp/calibrate.policy"
+
+# The replay of a run under another policy gives that policy's run's routes
+# (the calls are the same; nothing here falls back at run time).
+what_if() { # NAME_RECORDED NAME_OTHER POLICY_OTHER
+  js=$tmp/$1.as.$2.json
+  $replay --policy "$3" --json "$tmp/$1".tr.* > "$js" || { fail "$1 as $2: replay failed"; return; }
+  routes "$tmp/$2.stats.json" > "$tmp/$2.want"
+  routes "$js" > "$tmp/$1.as.$2.got"
+  if [ -s "$tmp/$2.want" ] && cmp -s "$tmp/$2.want" "$tmp/$1.as.$2.got"; then
+    ok "$1 replayed under $(basename "$3") gives the routes of $2, a run under it"
+  else
+    fail "$1 replayed under $(basename "$3") differs from $2"; diff "$tmp/$2.want" "$tmp/$1.as.$2.got"
+  fi
+}
+
 for np in 2 3; do
   record shim.$np $np "$pol/big_binary.policy" ./tests/mpi/test_shim_linked policy &&
     same_routes shim.$np $np "$pol/big_binary.policy" && all_fp32 shim.$np
+  record layout.$np $np "$tmp/layout.policy" ./tests/mpi/test_shim_linked policy &&
+    same_routes layout.$np $np "$tmp/layout.policy" &&
+    what_if shim.$np layout.$np "$tmp/layout.policy"
   record regions.$np $np "$pol/regions.policy" ./tests/mpi/test_regions &&
     same_routes regions.$np $np "$pol/regions.policy" && all_fp32 regions.$np &&
     whole_binary regions.$np
 done
+# Fortran REAL sums (when configure built the Fortran program).
+if [ -x ./tests/mpi/test_fortran_linked ]; then
+  record fortran.2 2 "$pol/fortran_real.policy" ./tests/mpi/test_fortran_linked policy mpi &&
+    same_routes fortran.2 2 "$pol/fortran_real.policy"
+else
+  echo "SKIP - Fortran REAL sums: tests/mpi/test_fortran_linked not built (no mpifort)"
+fi
+record calibrate.2 2 "$tmp/calibrate.policy" ./tests/mpi/test_shim_linked policy &&
+  same_routes calibrate.2 2 "$tmp/calibrate.policy" &&
+  what_if shim.2 calibrate.2 "$tmp/calibrate.policy"
 finish

@@ -75,13 +75,14 @@ typedef struct rp_rank {
     int rank, file;            /* the first trace it was read from */
 } rp_rank_t;
 
-/* A record of the call being gathered, and what the replay decides for it. */
+/* A segment of a call: a traced record, or a part of a layout's cut. */
 typedef struct rp_seg {
     uint64_t bytes, elements, offset;
-    nf_route_t route, ran;     /* as traced */
-    char *region;
+    nf_route_t route, ran;     /* as traced; NF_ROUTE_COUNT for a layout's part */
+    const char *region;        /* NULL for an unbound buffer or gap */
+    char *own;                 /* a traced region name (region points to it) */
     nf_policy_action_t act;    /* the replay's match */
-    nf_route_t want;           /* and the route it gives */
+    nf_route_t want;           /* and the route it gives (route = auto resolved) */
 } rp_seg_t;
 
 /* One call: one record, or the segments of a fused call. */
@@ -101,7 +102,11 @@ typedef struct rp_call {
 typedef struct replay {
     const nf_policy_t *pol;
     const nf_profile_t *prof;  /* for route = auto; may be NULL */
+    const nf_layout_t *layout; /* the policy's `regions`; may be NULL */
+    int calibrate;             /* a calibration run: float sums take fp32 */
     unsigned count_bits;
+    rp_seg_t *cut;             /* a layout's cut of the call being replayed */
+    size_t cap_cut;
     rp_route_t route[NF_ROUTE_COUNT];
     rp_rule_t *rule;
     size_t nrule, caprule;
@@ -143,21 +148,28 @@ static void rp_decided(replay_t *rp, const nf_policy_action_t *a, nf_route_t rou
 
 /* ---- the decisions, as admission and the runner make them ---- */
 
-/* The route an action gives a segment: route = auto takes the profile's
- * route for the segment's name (a region, or buffer:BYTES for a whole
- * buffer; NULL for a gap), and the action's fp32 where it has none. */
-static nf_route_t rp_route_of(const replay_t *rp, const nf_policy_action_t *a, const char *segment)
+/* nf_unfit and nf_run_float (lib/core/run.c): fp32 and the low-bit routes
+ * take sums of 4-byte floats, MPI_FLOAT or a 4-byte REAL. */
+static int rp_fits(const rp_call_t *c, uint64_t bytes, uint64_t elements)
 {
-    const nf_profile_entry_t *e = a->route_auto && segment != NULL
-                                      ? nf_profile_find(rp->prof, segment) : NULL;
-    return e != NULL ? e->route : a->route;
+    return c->op == NF_OP_SUM && (c->dt == NF_DT_FLOAT || c->dt == NF_DT_REAL) &&
+           bytes == elements * sizeof(float);
 }
 
-static nf_route_t rp_route_whole(const replay_t *rp, const nf_policy_action_t *a, uint64_t bytes)
+/* nf_adm_auto and nf_calib_name (lib/admit): route = auto takes the
+ * profile's route for the segment (a region by name, anything else as
+ * buffer:BYTES), fp32 where the profile has none. */
+static nf_route_t rp_auto(const replay_t *rp, const nf_policy_action_t *a, const char *region,
+                          uint64_t elements)
 {
-    char name[32];
-    snprintf(name, sizeof(name), "buffer:%llu", (unsigned long long)bytes);
-    return rp_route_of(rp, a, name);
+    char buf[40];
+    if (!a->route_auto)
+        return a->route;
+    if (region == NULL)
+        snprintf(buf, sizeof(buf), "buffer:%llu",
+                 (unsigned long long)(elements * sizeof(float)));
+    const nf_profile_entry_t *e = nf_profile_find(rp->prof, region != NULL ? region : buf);
+    return e != NULL ? e->route : NF_ROUTE_FP32;
 }
 
 /* nf_adm_comm_check (lib/admit/admission.c): fewer than 2 ranks keep a call
@@ -177,12 +189,12 @@ static nf_route_t rp_lanes(const replay_t *rp, nf_route_t route, int comm_size)
     return route;
 }
 
-/* nf_run_plan and nf_unfit (lib/core/run.c): what a whole call on route
- * runs, as far as the call alone tells (not NaN, resources). */
+/* nf_run_plan (lib/core/run.c): what a whole call sent to route runs, as
+ * far as the call alone tells (not NaN, resources). */
 static nf_route_t rp_ran_whole(const replay_t *rp, const rp_call_t *c, nf_route_t route,
-                               uint64_t elements)
+                               uint64_t bytes, uint64_t elements)
 {
-    if (route == NF_ROUTE_PMPI || c->dt != NF_DT_FLOAT || c->op != NF_OP_SUM)
+    if (route == NF_ROUTE_PMPI || !rp_fits(c, bytes, elements))
         return NF_ROUTE_PMPI;
     if (elements == 0) /* counted on its route, nothing moves */
         return route;
@@ -194,36 +206,43 @@ static int rp_traced_fused(const rp_call_t *c)
     return c->n > 1 || c->seg[0].region != NULL || c->seg[0].offset > 0;
 }
 
-/* nf_admit_decide, unfused: the whole call on the policy's route. A call
- * traced whole on the route the replay gives ran what it ran then (NaN,
- * resources); otherwise what the call tells. */
+/* nf_admit_decide, a call run whole: the trace shows the whole call's route
+ * (after the communicator check), the runner takes route = auto's
+ * choice. Where the replay sends the call where the run did, it ran what
+ * it ran then (NaN, resources); otherwise what the call tells. */
 static void rp_whole(replay_t *rp, const rp_call_t *c, const nf_policy_action_t *a,
-                     uint64_t bytes, uint64_t elements)
+                     uint64_t bytes, uint64_t elements, int calibrate)
 {
-    nf_route_t route = rp_comm_check(rp_route_whole(rp, a, bytes), c->comm_size), ran;
-    if (!rp_traced_fused(c) && route == c->seg[0].route)
-        ran = c->seg[0].ran;
+    nf_route_t route = rp_comm_check(calibrate ? NF_ROUTE_FP32 : a->route, c->comm_size);
+    nf_route_t sent = route, ran;
+    if (route != NF_ROUTE_PMPI && !calibrate)
+        sent = rp_auto(rp, a, NULL, elements);
+    const rp_seg_t *t = &c->seg[0];
+    if (!rp_traced_fused(c) && (t->ran == sent || (t->route == route && !a->route_auto)))
+        ran = t->ran;
     else
-        ran = rp_ran_whole(rp, c, route, elements);
-    rp_decided(rp, a, route, bytes);
+        ran = rp_ran_whole(rp, c, sent, bytes, elements);
+    rp_decided(rp, a, sent, bytes);
     rp_count(rp, ran, bytes, c->comm_size);
 }
 
 /* nf_run_plan and nf_seg_stats (lib/core/run.c): inside a fused call a pmpi
- * segment runs fp32, each segment is counted on what it ran; the trace
- * shows those routes. A call whose every segment ran pmpi had no shared
- * buffer: it ran whole on PMPI, counted once. */
-static void rp_segments(replay_t *rp, const rp_call_t *c, uint64_t bytes)
+ * segment runs fp32 (a calibration run: every segment), each segment is
+ * counted on what it ran; the trace shows those routes. A traced call whose
+ * every segment ran pmpi had no shared buffer: it ran whole on PMPI,
+ * counted once. */
+static void rp_segments(replay_t *rp, const rp_call_t *c, const rp_seg_t *seg, size_t n,
+                        uint64_t bytes, int calibrate)
 {
     int whole_pmpi = 1;
-    for (size_t s = 0; s < c->n; s++)
-        whole_pmpi &= c->seg[s].ran == NF_ROUTE_PMPI;
-    for (size_t s = 0; s < c->n; s++) {
-        const rp_seg_t *g = &c->seg[s];
-        nf_route_t r = rp_lanes(rp, g->want == NF_ROUTE_PMPI ? NF_ROUTE_FP32 : g->want,
-                                c->comm_size);
+    for (size_t s = 0; s < n; s++)
+        whole_pmpi &= seg[s].ran == NF_ROUTE_PMPI;
+    for (size_t s = 0; s < n; s++) {
+        const rp_seg_t *g = &seg[s];
+        nf_route_t sent = calibrate || g->want == NF_ROUTE_PMPI ? NF_ROUTE_FP32 : g->want;
+        nf_route_t r = rp_lanes(rp, sent, c->comm_size);
         int same = g->route == r || g->route == g->want;
-        rp_decided(rp, &g->act, r, g->bytes);
+        rp_decided(rp, &g->act, sent, g->bytes);
         if (!whole_pmpi)
             rp_count(rp, same ? g->ran : r, g->bytes, c->comm_size);
     }
@@ -231,30 +250,73 @@ static void rp_segments(replay_t *rp, const rp_call_t *c, uint64_t bytes)
         rp_count(rp, NF_ROUTE_PMPI, bytes, c->comm_size);
 }
 
-/* nf_adm_fuse and nf_plan_match (lib/admit): each segment matched as a call
- * of its own; a call whose every segment says pmpi is not cut. 1 when the
- * call ran fused. */
-static int rp_fuse(replay_t *rp, rp_call_t *c, const nf_policy_query_t *q, uint64_t bytes)
+/* nf_plan_match and nf_adm_auto (lib/admit): each segment matched as a call
+ * of its own. 0 when every segment says pmpi: the call is not cut. */
+static int rp_match_segments(replay_t *rp, rp_seg_t *seg, size_t n, const nf_policy_query_t *q)
 {
     int any = 0;
-    for (size_t s = 0; s < c->n; s++) {
-        rp_seg_t *g = &c->seg[s];
+    for (size_t s = 0; s < n; s++) {
+        rp_seg_t *g = &seg[s];
         nf_policy_query_t sq = *q;
-        sq.region = g->region, sq.bytes = g->bytes;
+        sq.region = g->region, sq.bytes = g->elements * sizeof(float);
         nf_policy_match(rp->pol, &sq, &g->act);
-        g->want = rp_route_of(rp, &g->act, g->region);
+        g->want = g->act.route_auto ? rp_auto(rp, &g->act, g->region, g->elements) : g->act.route;
         any |= g->want != NF_ROUTE_PMPI;
     }
-    if (!any)
-        return 0;
-    rp_segments(rp, c, bytes);
-    return 1;
+    return any;
 }
 
-/* nf_admit_decide: the whole call is matched first (region NULL); a call the
- * trace shows cut is cut again unless that match says `segment = buffer`,
- * or the communicator keeps it on pmpi. A call traced whole is replayed
- * whole: the trace does not say where its regions were. */
+static void rp_cut_add(replay_t *rp, size_t *n, uint64_t off, uint64_t m, const char *name)
+{
+    if (*n == rp->cap_cut) {
+        rp->cap_cut = rp->cap_cut ? 2 * rp->cap_cut : 16;
+        rp->cut = xrealloc(rp->cut, rp->cap_cut * sizeof(*rp->cut));
+    }
+    rp->cut[(*n)++] = (rp_seg_t){.bytes = m * sizeof(float), .elements = m, .offset = off,
+                                 .route = NF_ROUTE_COUNT, .ran = NF_ROUTE_COUNT, .region = name};
+}
+
+/* nf_adm_cut_layout and nf_plan_cut_layout (lib/admit): the layout's
+ * regions for a call of this size, with the gaps between them. */
+static size_t rp_cut_layout(replay_t *rp, uint64_t bytes, uint64_t m)
+{
+    const nf_layout_entry_t *e;
+    size_t k = nf_layout_find(rp->layout, bytes, &e), n = 0;
+    uint64_t at = 0;
+    if (k == 0)
+        return 0;
+    for (size_t i = 0; i < k; i++) {
+        if (e[i].off < at || e[i].count == 0 || e[i].off + e[i].count > m)
+            continue;
+        if (e[i].off > at)
+            rp_cut_add(rp, &n, at, e[i].off - at, NULL);
+        rp_cut_add(rp, &n, e[i].off, e[i].count, e[i].name);
+        at = e[i].off + e[i].count;
+    }
+    if (at < m)
+        rp_cut_add(rp, &n, at, m - at, NULL);
+    return n;
+}
+
+/* nf_adm_fuse: a float sum is cut where the trace shows it cut (bound
+ * regions, or the recording policy's layout), else by the replay policy's
+ * layout for its size. 0 when it is not cut. */
+static size_t rp_cut(replay_t *rp, rp_call_t *c, uint64_t bytes, uint64_t elements,
+                     rp_seg_t **seg)
+{
+    if (rp_traced_fused(c)) {
+        *seg = c->seg;
+        return c->n;
+    }
+    size_t n = rp_cut_layout(rp, bytes, elements); /* may move rp->cut */
+    *seg = rp->cut;
+    return n;
+}
+
+/* nf_admit_decide: the whole call is matched first (region NULL); a float
+ * sum is cut unless that match says `segment = buffer`, and runs fused
+ * unless every segment says pmpi or the communicator keeps it on pmpi. A
+ * calibration run sends every float sum to fp32. */
 static void rp_replay(replay_t *rp, rp_call_t *c)
 {
     uint64_t bytes = 0, elements = 0;
@@ -265,10 +327,17 @@ static void rp_replay(replay_t *rp, rp_call_t *c)
     nf_policy_action_t whole;
     nf_policy_match(rp->pol, &q, &whole);
     rp->calls++;
-    if (rp_traced_fused(c) && whole.segment != NF_POLICY_SEGMENT_BUFFER &&
-        rp_comm_check(NF_ROUTE_FP32, c->comm_size) != NF_ROUTE_PMPI && rp_fuse(rp, c, &q, bytes))
+    int float_sum = rp_fits(c, bytes, elements) && elements > 0;
+    int calibrate = rp->calibrate && float_sum;
+    rp_seg_t *seg = NULL;
+    size_t n = float_sum && whole.segment != NF_POLICY_SEGMENT_BUFFER
+                   ? rp_cut(rp, c, bytes, elements, &seg) : 0;
+    if (n > 0 && rp_match_segments(rp, seg, n, &q) &&
+        rp_comm_check(NF_ROUTE_FP32, c->comm_size) != NF_ROUTE_PMPI) {
+        rp_segments(rp, c, seg, n, bytes, calibrate);
         return;
-    rp_whole(rp, c, &whole, bytes, elements);
+    }
+    rp_whole(rp, c, &whole, bytes, elements, calibrate);
 }
 
 /* ---- gathering a call's records ---- */
@@ -279,9 +348,11 @@ static void rp_seg_add(rp_call_t *c, const trace_rec_t *r)
         c->cap = c->cap ? 2 * c->cap : 8;
         c->seg = xrealloc(c->seg, c->cap * sizeof(*c->seg));
     }
-    c->seg[c->n++] = (rp_seg_t){.bytes = r->bytes, .elements = r->elements, .offset = r->offset,
-                                .route = r->route, .ran = r->ran,
-                                .region = r->region != NULL ? xstrdup(r->region) : NULL};
+    rp_seg_t *g = &c->seg[c->n++];
+    *g = (rp_seg_t){.bytes = r->bytes, .elements = r->elements, .offset = r->offset,
+                    .route = r->route, .ran = r->ran,
+                    .own = r->region != NULL ? xstrdup(r->region) : NULL};
+    g->region = g->own;
 }
 
 static void rp_flush(replay_t *rp, rp_call_t *c)
@@ -290,7 +361,7 @@ static void rp_flush(replay_t *rp, rp_call_t *c)
         return;
     rp_replay(rp, c);
     for (size_t s = 0; s < c->n; s++)
-        free(c->seg[s].region);
+        free(c->seg[s].own);
     free(c->comm);
     c->n = 0, c->comm = NULL, c->used = 0;
 }
@@ -393,6 +464,7 @@ static void rp_free(replay_t *rp)
         free(rp->open[i].seg);
     free(rp->rule);
     free(rp->rank);
+    free(rp->cut);
 }
 
 /* ---- output ---- */
@@ -593,6 +665,18 @@ static int rp_load_profile(rp_opts_t *o, const nf_policy_t *pol, nf_profile_t **
     return 0;
 }
 
+/* nf_admit_init (lib/admit/admission.c): a layout that does not load
+ * cuts nothing. */
+static nf_layout_t *rp_load_layout(const nf_policy_t *pol)
+{
+    const char *path = nf_policy_regions(pol);
+    nf_layout_t *l = NULL;
+    if (path != NULL && nf_layout_load(path, rp_diag, NULL, &l) != NF_OK)
+        fprintf(stderr, "nfcoll_replay: warning: the policy's region layout %s does not load "
+                "(see above): no call is cut by it, as in libnfcoll\n", path);
+    return l;
+}
+
 int main(int argc, char **argv)
 {
     rp_opts_t o = {NULL, NULL, 0, 0};
@@ -611,8 +695,11 @@ int main(int argc, char **argv)
         nf_policy_free(pol);
         return EXIT_PROBLEM;
     }
-    rp.pol = pol, rp.prof = prof;
-    rp.count_bits = nf_settings_load()->count_bits;
+    const nf_settings_t *set = nf_settings_load();
+    nf_layout_t *lay = rp_load_layout(pol);
+    rp.pol = pol, rp.prof = prof, rp.layout = lay;
+    rp.calibrate = set->calibrate != NULL || nf_policy_calibrate(pol) != NULL;
+    rp.count_bits = set->count_bits;
     for (int i = 0; i < o.ntraces; i++)
         if (rp_read(&rp, argv + optind, i) != 0)
             rc = EXIT_PROBLEM;
@@ -624,6 +711,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "nfcoll_replay: a trace could not be read: nothing reported\n");
     }
     rp_free(&rp);
+    nf_layout_free(lay);
     nf_profile_free(prof);
     nf_policy_free(pol);
     return rc;

@@ -201,18 +201,20 @@ static int tr_where_ok(const char *w)
     return c != NULL && c > w && tr_u64(c + 1, &line) == 0;
 }
 
-/* What the runtime guarantees: a segment is part of a float sum, and a
- * float call's bytes are 4 per element. */
+/* What the runtime guarantees: a float call's bytes are 4 per element, and
+ * a segment is part of a sum of 4-byte floats (float, or a 4-byte real). */
 static int tr_consistent(const trace_reader_t *r, const trace_rec_t *rec)
 {
     int seg = rec->region != NULL || rec->offset > 0;
-    if (seg && (rec->dt != NF_DT_FLOAT || rec->op != NF_OP_SUM))
+    int four = rec->elements <= UINT64_MAX / sizeof(float) &&
+               rec->bytes == rec->elements * sizeof(float);
+    if (seg && ((rec->dt != NF_DT_FLOAT && rec->dt != NF_DT_REAL) || rec->op != NF_OP_SUM))
         return tr_err(r, "a segment (region or offset) of a %s %s call: only float sums are "
                       "cut into segments", nf_dtype_name(rec->dt), nf_opkind_name(rec->op));
-    if (rec->dt == NF_DT_FLOAT &&
-        (rec->elements > UINT64_MAX / sizeof(float) || rec->bytes != rec->elements * sizeof(float)))
-        return tr_err(r, "bytes %llu is not 4 x elements %llu for a float call",
-                      (unsigned long long)rec->bytes, (unsigned long long)rec->elements);
+    if ((seg || rec->dt == NF_DT_FLOAT) && !four)
+        return tr_err(r, "bytes %llu is not 4 x elements %llu for a float %s",
+                      (unsigned long long)rec->bytes, (unsigned long long)rec->elements,
+                      seg ? "segment" : "call");
     return 0;
 }
 
