@@ -36,7 +36,14 @@ nf_status_t nf_pol_read_file(const char *path, const char *what, nf_policy_diag_
 {
     char why[160];
     nf_status_t rc = nf_file_read_all(path, NF_POL_MAX_DATA, text, len, why, sizeof(why));
-    if (rc != NF_OK)
+    if (rc == NF_OK)
+        return NF_OK;
+    /* "cannot open: ENOENT text" reads better as "cannot open WHAT: ..." */
+    if (strncmp(why, "cannot open: ", 13) == 0)
+        nf_pol_diagf(fn, arg, NF_POLICY_ERROR, path, 0, "cannot open %s: %s", what, why + 13);
+    else if (strncmp(why, "cannot read: ", 13) == 0)
+        nf_pol_diagf(fn, arg, NF_POLICY_ERROR, path, 0, "cannot read %s: %s", what, why + 13);
+    else
         nf_pol_diagf(fn, arg, NF_POLICY_ERROR, path, 0, "cannot read %s: %s", what, why);
     return rc == NF_ERR_CAPACITY ? NF_ERR_PARSE : rc;
 }
