@@ -251,7 +251,7 @@ static void rp_segments(replay_t *rp, const rp_call_t *c, const rp_seg_t *seg, s
 }
 
 /* nf_plan_match and nf_adm_auto (lib/admit): each segment matched as a call
- * of its own. 0 when every segment says pmpi: the call is not cut. */
+ * of its own. 0 when every segment says pmpi: the call runs whole on pmpi. */
 static int rp_match_segments(replay_t *rp, rp_seg_t *seg, size_t n, const nf_policy_query_t *q)
 {
     int any = 0;
@@ -315,8 +315,9 @@ static size_t rp_cut(replay_t *rp, rp_call_t *c, uint64_t bytes, uint64_t elemen
 
 /* nf_admit_decide: the whole call is matched first (region NULL); a float
  * sum is cut unless that match says `segment = buffer`, and runs fused
- * unless every segment says pmpi or the communicator keeps it on pmpi. A
- * calibration run sends every float sum to fp32. */
+ * unless the communicator keeps it on pmpi; a cut call whose every segment
+ * says pmpi runs whole on pmpi. A calibration run sends every float sum to
+ * fp32. */
 static void rp_replay(replay_t *rp, rp_call_t *c)
 {
     uint64_t bytes = 0, elements = 0;
@@ -332,10 +333,14 @@ static void rp_replay(replay_t *rp, rp_call_t *c)
     rp_seg_t *seg = NULL;
     size_t n = float_sum && whole.segment != NF_POLICY_SEGMENT_BUFFER
                    ? rp_cut(rp, c, bytes, elements, &seg) : 0;
-    if (n > 0 && rp_match_segments(rp, seg, n, &q) &&
-        rp_comm_check(NF_ROUTE_FP32, c->comm_size) != NF_ROUTE_PMPI) {
+    int any = n > 0 && rp_match_segments(rp, seg, n, &q);
+    if (any && rp_comm_check(NF_ROUTE_FP32, c->comm_size) != NF_ROUTE_PMPI) {
         rp_segments(rp, c, seg, n, bytes, calibrate);
         return;
+    }
+    if (n > 0 && !any) { /* cut, and every segment says pmpi: whole on pmpi */
+        whole.route = NF_ROUTE_PMPI;
+        whole.route_auto = 0;
     }
     rp_whole(rp, c, &whole, bytes, elements, calibrate);
 }

@@ -254,7 +254,8 @@ static void nf_adm_auto(nf_seg_t *g, const nf_policy_action_t *a)
 /* A float sum whose buffer holds bound regions (or the layout file's
  * regions for its size) is cut into segments, each matched as a call of
  * its own; `segment = buffer` keeps the call whole. 1 when the call is
- * fused (s->plan holds its segments). */
+ * fused (s->plan holds its segments), -1 when it was cut and every
+ * segment says pmpi (the call runs whole on pmpi), 0 when not cut. */
 static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
                        const nf_adm_entry_t *e, uint64_t call)
 {
@@ -272,7 +273,7 @@ static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
     nf_plan_match(&s->plan, nf_pol, &q);
     for (size_t i = 0; i < s->plan.n; i++)
         nf_adm_auto(&s->plan.seg[i], &s->plan.act[i]);
-    return !nf_plan_all_pmpi(&s->plan);
+    return nf_plan_all_pmpi(&s->plan) ? -1 : 1;
 }
 
 /* Fallbacks of the whole call that only the communicator can tell. */
@@ -326,9 +327,10 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     int fused = nf_adm_fuse(c, s, x, count, e, out->call);
     /* A calibration run reduces every float sum it can, whatever the rule. */
     int calib = nf_calib_on() && nf_adm_float_sum(e, count);
-    out->route = nf_adm_comm_check(c, fused || calib ? NF_ROUTE_FP32 : e->a.route);
+    nf_route_t want = fused > 0 || calib ? NF_ROUTE_FP32 : fused < 0 ? NF_ROUTE_PMPI : e->a.route;
+    out->route = nf_adm_comm_check(c, want);
     out->calibrate = calib && out->route != NF_ROUTE_PMPI;
-    if (fused && out->route != NF_ROUTE_PMPI) {
+    if (fused > 0 && out->route != NF_ROUTE_PMPI) {
         out->fused = 1;
         out->seg = s->plan.seg, out->nseg = s->plan.n;
         return;
