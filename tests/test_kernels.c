@@ -373,7 +373,8 @@ static fn_t entry(const nf_kernels_t *K, int i)
 {
     const fn_t f[] = {(fn_t)K->abs_sum, (fn_t)K->bin_pack, (fn_t)K->bin_pack_ef,
                       (fn_t)K->bin_finish, (fn_t)K->ter_pack, (fn_t)K->ter_finish,
-                      (fn_t)K->count_sum, (fn_t)K->count_merge, (fn_t)K->sum_f32};
+                      (fn_t)K->count_sum, (fn_t)K->count_merge, (fn_t)K->sum_f32,
+                      (fn_t)K->bf16_pack, (fn_t)K->sum_bf16, (fn_t)K->sum_bf16_f32};
     ck_assert_int_eq(nf_kernels_count(), (int)(sizeof(f) / sizeof(f[0])));
     return f[i];
 }
