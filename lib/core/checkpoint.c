@@ -487,6 +487,28 @@ static uint64_t nf_ckpt_new_id(void)
     return h != 0 ? h : 1;
 }
 
+/* The rename is durable once the directory is synced too. */
+static nf_status_t nf_ckpt_commit(nf_wfile_t *f)
+{
+    nf_status_t st = nf_wfile_commit(f);
+    char dir[sizeof(f->path)];
+    snprintf(dir, sizeof(dir), "%s", f->path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash != NULL)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof(dir), ".");
+    int fd = st == NF_OK ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        if (fsync(fd) != 0)
+            nf_log_warn("cannot sync directory %s after writing %s: %m", dir, f->path);
+        close(fd);
+    }
+    return st;
+}
+
 nf_status_t nf_ckpt_save(nf_comm_t *c, const char *prefix)
 {
     static const char op[] = "NF_Residuals_save";
@@ -508,7 +530,7 @@ nf_status_t nf_ckpt_save(nf_comm_t *c, const char *prefix)
     if (st != NF_OK && mine == NF_OK)
         nf_wfile_abort(&f);
     if (st == NF_OK)
-        st = nf_ckpt_agree(c, op, prefix, nf_wfile_commit(&f), 0,
+        st = nf_ckpt_agree(c, op, prefix, nf_ckpt_commit(&f), 0,
                            "the other ranks' files were replaced: the set mixes two saves, "
                            "which NF_Residuals_load refuses", &w);
     nf_residual_table_pin(&c->resid, 0);
