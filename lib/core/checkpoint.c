@@ -292,7 +292,8 @@ static nf_status_t nf_ckpt_regions(uint32_t *n, uint64_t *hash)
         return NF_ERR_NO_MEMORY;
     size_t got = nf_region_parts(NULL, all, p, want);
     got = got < want ? got : want;
-    qsort(p, got, sizeof(*p), nf_part_cmp);
+    if (got > 0)
+        qsort(p, got, sizeof(*p), nf_part_cmp);
     uint64_t h = NF_HASH_INIT;
     for (size_t i = 0; i < got; i++)
         h = nf_hash_u64(nf_hash_str(nf_hash_u64(h, strlen(p[i].name)), p[i].name), p[i].m);
@@ -465,9 +466,10 @@ static nf_status_t nf_ckpt_write(nf_comm_t *c, const char *path, uint64_t id, nf
     if (st == NF_OK)
         st = nf_wfile_open(f, path);
     if (st == NF_OK) {
-        if (t->n > 0)
+        if (t->n > 0) {
             memcpy(v, t->v, t->n * sizeof(*v));
-        qsort(v, t->n, sizeof(*v), nf_first_cmp);
+            qsort(v, t->n, sizeof(*v), nf_first_cmp);
+        }
         if ((st = nf_ckpt_put_all(f, &hd, v, t->n)) != NF_OK)
             nf_wfile_abort(f);
     } else if (st == NF_ERR_NO_MEMORY) {
