@@ -3,7 +3,7 @@
 # step stays within NFCOLL_RESIDUAL_MAX with one warning per process (5000
 # steps on one rank, 300 on two: a 1 MiB binary call takes milliseconds on
 # two shared cores); a call keeps the residuals it uses when the bound
-# cannot hold them all.
+# cannot hold them all; two threads drop each other's residuals.
 . "${srcdir:-.}/tests/mpi_common.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nfcoll-resmax.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -24,4 +24,9 @@ fresh 1 5000
 fresh 2 300
 run 2 NFCOLL_RESIDUAL_MAX=20M NFCOLL_POLICY=$srcdir/tests/policy_shim/ckpt.policy \
   ./tests/mpi/test_resmax call
+# Two threads drop each other's residuals (MPI_THREAD_MULTIPLE; skipped
+# within this script when the MPI library does not provide it).
+sh "$srcdir/tests/mpi_run.sh" 2 NFCOLL_RESIDUAL_MAX=8M ./tests/mpi/test_resmax threads
+rc=$?
+[ $rc -eq 0 ] || [ $rc -eq 77 ] || { echo "FAILED (exit $rc): test_resmax threads"; nf_failed=1; }
 finish

@@ -11,7 +11,11 @@
  *       two residuals fit: the call keeps the residuals it uses, so the
  *       first two regions run with error feedback and the third without,
  *       call after call, exactly as nf_ref.h says.
+ *   test_resmax threads   MPI_THREAD_MULTIPLE: two threads on two
+ *       communicators reduce fresh buffers at once, so each drops the
+ *       other's residuals while the other runs calls (for the sanitizers).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +46,16 @@ static unsigned long long budget(void)
     return v != NULL ? strtoull(v, NULL, 10) << 20 : 0; /* set in MiB: "16M" */
 }
 
+enum { M = 262144, SHIFT = 16 };
+
+static void fill(float *x, int k)
+{
+    for (size_t j = 0; j < M; j++)
+        x[j] = (float)((j * 2654435761u + (unsigned)k + (unsigned)rank * 7u) % 2001u) - 1000.0f;
+}
+
 static int fresh(void)
 {
-    enum { M = 262144, SHIFT = 16 };
     /* Buffer k starts 64 bytes after buffer k-1: a new address every step
      * without a new gigabyte every thousand steps. */
     float *arena = nft_keep(malloc(((size_t)M + (size_t)steps * SHIFT) * sizeof(float)));
@@ -53,8 +64,7 @@ static int fresh(void)
     int f = 0;
     for (int k = 0; k < steps && f == 0; k++) {
         float *x = arena + (size_t)k * SHIFT;
-        for (size_t j = 0; j < M; j++)
-            x[j] = (float)((j * 2654435761u + (unsigned)k + (unsigned)rank * 7u) % 2001u) - 1000.0f;
+        fill(x, k);
         int rc = NF_Allreduce_route(MPI_IN_PLACE, x, M, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
                                     NF_ROUTE_BINARY);
         f += nft_check(rc == MPI_SUCCESS, "fresh buffer", "step %d: %d", k, rc);
@@ -131,19 +141,71 @@ static int call_keeps(void)
     return f;
 }
 
+typedef struct worker {
+    MPI_Comm comm;
+    int fails;
+} worker_t;
+
+static void *work(void *arg)
+{
+    worker_t *w = arg;
+    float *arena = malloc(((size_t)M + 200 * SHIFT) * sizeof(float));
+    for (int k = 0; k < 200 && arena != NULL; k++) {
+        float *x = arena + (size_t)k * SHIFT;
+        fill(x, k);
+        int rc = NF_Allreduce_route(MPI_IN_PLACE, x, M, MPI_FLOAT, MPI_SUM, w->comm,
+                                    NF_ROUTE_BINARY);
+        uint64_t h = nft_hash(x, M * sizeof(float)), lo, hi;
+        MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, w->comm);
+        MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, w->comm);
+        w->fails += rc != MPI_SUCCESS || lo != hi;
+    }
+    free(arena);
+    return NULL;
+}
+
+static int threads(void)
+{
+    worker_t w[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &w[i].comm);
+        w[i].fails = 0;
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, work, &w[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++)
+        MPI_Comm_free(&w[i].comm);
+    return nft_check(w[0].fails + w[1].fails == 0, "threads", "%d calls failed or differed",
+                     w[0].fails + w[1].fails);
+}
+
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    const char *mode = argc >= 2 ? argv[1] : "fresh";
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     ref_nodes_init(n);
     if (argc >= 4)
         steps = atoi(argv[3]);
-    int f = argc >= 2 && strcmp(argv[1], "call") == 0 ? call_keeps() : fresh();
+    if (strcmp(mode, "threads") == 0 && provided < MPI_THREAD_MULTIPLE) {
+        if (rank == 0)
+            printf("SKIP: no MPI_THREAD_MULTIPLE\n");
+        MPI_Finalize();
+        return 77;
+    }
+    int f = strcmp(mode, "call") == 0      ? call_keeps()
+            : strcmp(mode, "threads") == 0 ? threads()
+                                           : fresh();
     int total = 0;
     MPI_Allreduce(&f, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    f = nft_finish(f, argc >= 2 && strcmp(argv[1], "call") == 0 ? "test_resmax call"
-                                                                 : "test_resmax fresh");
+    char name[64];
+    snprintf(name, sizeof(name), "test_resmax %s", mode);
+    f = nft_finish(f, name);
     if (rank == 0 && argc >= 3 && total == 0)
         f += check_stats(argv[2]);
     return f ? 1 : 0;
