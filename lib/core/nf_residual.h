@@ -51,7 +51,9 @@ typedef struct nf_residual {
  * all: a lookup that needs memory drops the least recently used residual of
  * any table that no running call holds (one warning). A call holds the
  * residuals it looked up: those stamped since its first lookup. A
- * zero-filled table is a valid empty one.
+ * zero-filled table is a valid empty one; a table that ever held a
+ * residual is on the list until nf_residual_table_free, which must run
+ * before its memory goes.
  */
 typedef struct nf_residual_table {
     nf_residual_t **v;    /* pointers stay valid while the table grows */
