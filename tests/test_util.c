@@ -186,6 +186,30 @@ START_TEST(test_hash_compose)
 }
 END_TEST
 
+/* ------------------------------------------------------------ size */
+
+typedef struct size_case { const char *s; int rc; uint64_t v; } size_case_t;
+
+static const size_case_t size_cases[] = {
+    {"0", 0, 0}, {"4096", 0, 4096}, {"1k", 0, 1024}, {"1K", 0, 1024}, {"64M", 0, 64ull << 20},
+    {"64MiB", 0, 64ull << 20}, {"64mb", 0, 64ull << 20}, {"2G", 0, 2ull << 30},
+    {"3T", 0, 3ull << 40}, {"100B", 0, 100}, {"18446744073709551615", 0, UINT64_MAX},
+    {"16777215T", 0, 16777215ull << 40},
+    {"18446744073709551616", -1, 0}, {"16777216T", -1, 0}, {"", -1, 0}, {"M", -1, 0},
+    {"-1", -1, 0}, {"+1", -1, 0}, {" 1", -1, 0}, {"1 ", -1, 0}, {"1P", -1, 0},
+    {"1.5G", -1, 0}, {"1MM", -1, 0}, {"1iB", -1, 0}, {"0x10", -1, 0}, {NULL, -1, 0},
+};
+
+START_TEST(test_size)
+{
+    const size_case_t *c = &size_cases[_i];
+    uint64_t v = 42;
+
+    ck_assert_msg(nf_parse_size(c->s, &v) == c->rc, "'%s': rc", c->s ? c->s : "NULL");
+    ck_assert_uint_eq(v, c->rc == 0 ? c->v : 42);
+}
+END_TEST
+
 #define NCASES(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* ------------------------------------------------------------ files */
@@ -323,6 +347,7 @@ static Suite *util_suite(void)
     tcase_add_loop_test(t, test_long, 0, NCASES(long_cases));
     tcase_add_loop_test(t, test_double, 0, NCASES(double_cases));
     tcase_add_loop_test(t, test_strcaseeq, 0, NCASES(case_eq_cases));
+    tcase_add_loop_test(t, test_size, 0, NCASES(size_cases));
     suite_add_tcase(s, t);
     t = tcase_create("locale");
     tcase_add_checked_fixture(t, locale_setup, NULL);

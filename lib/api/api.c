@@ -11,6 +11,7 @@
 #include "nf_admit.h"
 #include "nf_calib.h"
 #include "nf_api.h"
+#include "nf_checkpoint.h"
 #include "nf_ctx.h"
 #include "nf_export.h"
 #include "nf_placement.h"
@@ -160,3 +161,36 @@ NF_EXPORT uint64_t nf_stats_fallbacks(nf_fallback_t reason)
 }
 
 NF_EXPORT void nf_stats_reset(void) { nf_stats_zero(); }
+
+/* Residual checkpoints: collective on comm like a call, errors through its
+ * handler. Before MPI_Init or after MPI_Finalize there is no handler to
+ * call. */
+static int nf_api_residuals(MPI_Comm comm, const char *prefix, int load)
+{
+    nf_comm_t *c = NULL;
+    int up = 0, down = 0;
+    PMPI_Initialized(&up);
+    PMPI_Finalized(&down);
+    if (!up || down)
+        return MPI_ERR_OTHER;
+    if (comm == MPI_COMM_NULL)
+        return nf_api_raise(comm, MPI_ERR_COMM);
+    nf_status_t st = nf_init() == NF_OK && nf_ctx_ready() ? NF_OK : NF_ERR_UNSUPPORTED;
+    if (st == NF_OK)
+        st = nf_api_comm(comm, &c);
+    if (st == NF_OK)
+        st = load ? nf_ckpt_load(c, prefix) : nf_ckpt_save(c, prefix);
+    if (st == NF_OK)
+        return MPI_SUCCESS;
+    return nf_status_raised(st) ? nf_status_to_mpi(st) : nf_api_raise(comm, nf_status_to_mpi(st));
+}
+
+NF_EXPORT int NF_Residuals_save(MPI_Comm comm, const char *prefix)
+{
+    return nf_api_residuals(comm, prefix, 0);
+}
+
+NF_EXPORT int NF_Residuals_load(MPI_Comm comm, const char *prefix)
+{
+    return nf_api_residuals(comm, prefix, 1);
+}
