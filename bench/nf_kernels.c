@@ -39,7 +39,7 @@ typedef struct {
 static const row_t rows[] = {
     {"abs_sum", 1}, {"abs_sum", 0}, {"bin_pack", 1}, {"bin_pack", 0}, {"bin_pack_ef", 1},
     {"bin_finish", 1}, {"bin_finish", 0}, {"ter_pack", 1}, {"ter_pack", 0},
-    {"ter_finish", 1}, {"ter_finish", 0}, {"count_sum", -1}, {"count_merge", -1},
+    {"ter_y_ef", 1}, {"ter_finish", 1}, {"ter_finish", 0}, {"count_sum", -1}, {"count_merge", -1},
     {"sum_f32", -1}, {"bf16_pack", -1}, {"sum_bf16", -1}, {"sum_bf16_f32", -1},
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
@@ -90,6 +90,8 @@ static double traffic(const bench_t *b, const row_t *r)
         return r->has_e ? 16 + k / 8 : 4 + k / 8;
     if (!strcmp(r->name, "ter_pack"))
         return (r->has_e ? 8 : 4) + 2.0 / 8;
+    if (!strcmp(r->name, "ter_y_ef")) /* x, yprev in; ynew out */
+        return 12;
     if (!strcmp(r->name, "ter_finish"))
         return r->has_e ? 16 + 2 * k / 8 : 4 + 2 * k / 8;
     if (!strcmp(r->name, "count_sum"))
@@ -120,6 +122,8 @@ static void run_kernel(const nf_kernels_t *K, const bench_t *b, const row_t *r)
         K->bin_finish(out, e ? x : NULL, e, b->cnt, b->k, b->m, b->nranks, 1e-3, 1e-3f);
     else if (!strcmp(r->name, "ter_pack"))
         sink = K->ter_pack(x, e, b->m, 0.5f, b->plus, b->minus, &nin);
+    else if (!strcmp(r->name, "ter_y_ef"))
+        sink = K->ter_y_ef(x, b->e, 0.5f, 1e-3f, b->y, b->m);
     else if (!strcmp(r->name, "ter_finish"))
         K->ter_finish(out, e ? x : NULL, e, b->cnt, b->cnt2, b->k, b->m, 1e-3, 0.5f, 1e-3f);
     else if (!strcmp(r->name, "count_sum"))
@@ -217,7 +221,7 @@ static void usage(FILE *f)
             "usage: nf_kernels [-s BYTES] [-i ITERS] [-k KERNEL] [-I ISA] [-n RANKS] [-o FLOATS] [-p] [-h]\n"
             "  -s BYTES   size of the FP32 buffer (default 64M; suffixes K, M, G)\n"
             "  -i ITERS   timed repeats per row, median reported (default 11)\n"
-            "  -k KERNEL  only this kernel (abs_sum bin_pack bin_pack_ef bin_finish ter_pack ter_finish\n"
+            "  -k KERNEL  only this kernel (abs_sum bin_pack bin_pack_ef bin_finish ter_pack ter_y_ef ter_finish\n"
             "             count_sum count_merge sum_f32 bf16_pack sum_bf16 sum_bf16_f32)\n"
             "  -I ISA     only this ISA (scalar avx2 avx512), or the table nf_kernels_tuned\n"
             "             chose (tuned: rows labelled t- and the ISA chosen for the kernel)\n"

@@ -594,7 +594,8 @@ typedef void (*fn_t)(void);
 static fn_t entry(const nf_kernels_t *K, int i)
 {
     const fn_t f[] = {(fn_t)K->abs_sum, (fn_t)K->bin_pack, (fn_t)K->bin_pack_ef,
-                      (fn_t)K->bin_finish, (fn_t)K->ter_pack, (fn_t)K->ter_finish,
+                      (fn_t)K->bin_finish, (fn_t)K->ter_pack, (fn_t)K->ter_y_ef,
+                      (fn_t)K->ter_finish,
                       (fn_t)K->count_sum, (fn_t)K->count_merge, (fn_t)K->sum_f32,
                       (fn_t)K->bf16_pack, (fn_t)K->sum_bf16, (fn_t)K->sum_bf16_f32};
     ck_assert_int_eq(nf_kernels_count(), (int)(sizeof(f) / sizeof(f[0])));
@@ -770,6 +771,18 @@ static float *ynew_new(size_t m, unsigned char fill_byte)
     return p;
 }
 
+/* The first j where y[j] is not bitwise x[j] + e[j], or m: one assertion
+ * per check, as each ck_assert writes to Check's pipe. */
+static size_t first_bad_y(const float *x, const float *e, const float *y, size_t m)
+{
+    for (size_t j = 0; j < m; j++) {
+        float want = x[j] + e[j];
+        if (memcmp(&want, &y[j], sizeof(want)) != 0)
+            return j;
+    }
+    return m;
+}
+
 START_TEST(vs_bin_pack_ef)
 {
     const vcase_t *c = &cases[_i];
@@ -795,17 +808,50 @@ START_TEST(vs_bin_pack_ef)
             double ref = S->bin_pack(b.x.p, e, c->m, br);
             ck_assert_msg(same_double(ref, want), DIAG(c, "bin_pack_ef vs bin_pack sum", kind, (int)ai));
             ck_assert_msg(memcmp(br, bs, L * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack_ef vs bin_pack bits", kind, (int)ai));
-            size_t bad = c->m; /* one assertion: each ck_assert writes to Check's pipe */
-            for (size_t j = 0; j < c->m && bad == c->m; j++) {
-                float y = b.x.p[j] + e[j];
-                if (memcmp(&y, &ys[j], sizeof(y)) != 0)
-                    bad = j;
-            }
-            ck_assert_msg(bad == c->m, DIAG(c, "bin_pack_ef y", kind, (int)ai));
+            ck_assert_msg(first_bad_y(b.x.p, e, ys, c->m) == c->m,
+                          DIAG(c, "bin_pack_ef y", kind, (int)ai));
         }
         bufs_free(&b);
     }
     free(bs), free(bv), free(br), free(ys), free(yv), free(e);
+}
+END_TEST
+
+/* ter_y_ef keeps error feedback as the previous y, t and b: it must equal
+ * abs_sum and y = x + e on the e that form stands for, and every ISA must
+ * equal the scalar ter_y_ef (ynew included, streamed or not). */
+static const float ef_tb[][2] = {{0.0f, 0.0f}, {0.5f, 0.37f}, {INFINITY, 0.3f},
+                                 {1e-45f, 3e38f}, {0.0f, 1.0f}};
+
+START_TEST(vs_ter_y_ef)
+{
+    const vcase_t *c = &cases[_i];
+    float *ys = ynew_new(c->m, 0xA5), *yv = ynew_new(c->m, 0x5A);
+    float *e = malloc((c->m + 1) * sizeof(float));
+    for (int kind = 0; kind < KIND_COUNT; kind++) {
+        bufs_t b;
+        bufs_init(&b, c, kind);
+        for (size_t ti = 0; ti < sizeof(ef_tb) / sizeof(ef_tb[0]); ti++) {
+            float t = ef_tb[ti][0], bb = ef_tb[ti][1];
+            memset(ys, 0xA5, c->m * sizeof(float));
+            memset(yv, 0x5A, c->m * sizeof(float));
+            double want = S->ter_y_ef(b.x.p, b.e.p, t, bb, ys, c->m);
+            double got = c->K->ter_y_ef(b.x.p, b.e.p, t, bb, yv, c->m);
+            ck_assert_msg(same_double(want, got), DIAG(c, "ter_y_ef sum", kind, (int)ti));
+            ck_assert_msg(memcmp(ys, yv, c->m * sizeof(float)) == 0, DIAG(c, "ter_y_ef ynew", kind, (int)ti));
+            /* The scalar form against abs_sum on the e it stands for. */
+            for (size_t j = 0; j < c->m; j++) {
+                float p = b.e.p[j];
+                e[j] = p > t ? p - bb : p < -t ? p + bb : p;
+            }
+            double ref = S->abs_sum(b.x.p, e, c->m);
+            ck_assert_msg(same_double(ref, want), DIAG(c, "ter_y_ef vs abs_sum", kind, (int)ti));
+            ck_assert_msg(first_bad_y(b.x.p, e, ys, c->m) == c->m,
+                          DIAG(c, "ter_y_ef y", kind, (int)ti));
+        }
+        bufs_free(&b);
+    }
+    free(ys), free(yv), free(e);
 }
 END_TEST
 
@@ -1218,7 +1264,8 @@ static Suite *kernels_suite(void)
     } vs[] = {
         {"abs_sum", vs_abs_sum}, {"bin_pack", vs_bin_pack}, {"bin_pack_ef", vs_bin_pack_ef},
         {"bin_finish", vs_bin_finish},
-        {"ter_pack", vs_ter_pack}, {"ter_finish", vs_ter_finish}, {"count_sum", vs_count_sum},
+        {"ter_pack", vs_ter_pack}, {"ter_y_ef", vs_ter_y_ef},
+        {"ter_finish", vs_ter_finish}, {"count_sum", vs_count_sum},
         {"count_merge", vs_count_merge}, {"sum_f32", vs_sum_f32}, {"bf16_pack", vs_bf16_pack},
         {"sum_bf16", vs_sum_bf16},
     };

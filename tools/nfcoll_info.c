@@ -349,7 +349,7 @@ static void ckpt_entry_text(const nf_ckpt_entry_t *e)
         snprintf(key, sizeof(key), "unbound #%llu", (unsigned long long)e->order);
     else
         snprintf(key, sizeof(key), "region '%s'", e->name);
-    printf("    %-32s %12zu floats  form %s", key, e->count, e->form == NF_RES_Y ? "Y" : "E");
+    printf("    %-32s %12zu floats  form %s", key, e->count, e->form == NF_RES_Y ? "Y" : e->form == NF_RES_TY ? "TY" : "E");
     if (e->form == NF_RES_Y)
         printf("  a_prev %a", (double)e->aprev);
     printf("\n");
@@ -374,7 +374,7 @@ static void ckpt_json(const char *path, const nf_ckpt_head_t *h, const ckpt_list
                e->unbound ? "unbound" : "region");
         jstr(e->unbound ? NULL : e->name);
         printf(", \"order\": %llu, \"count\": %zu, \"form\": \"%s\", \"aprev\": %.9g}",
-               (unsigned long long)e->order, e->count, e->form == NF_RES_Y ? "Y" : "E",
+               (unsigned long long)e->order, e->count, e->form == NF_RES_Y ? "Y" : e->form == NF_RES_TY ? "TY" : "E",
                (double)e->aprev);
     }
     printf("\n  ]\n}\n");

@@ -200,7 +200,9 @@ static nf_status_t nf_rd_entry(nf_rd_t *rd, uint32_t i, nf_ckpt_entry_t *e)
     unsigned kind = b[0], form = b[1], namelen = (unsigned)b[2] | (unsigned)b[3] << 8;
     uint32_t abits = nf_get32(b + 4);
     uint64_t count = nf_get64(b + 8), left = rd->size - rd->pos;
-    if (kind > 1 || form > 1 || nf_get64(b + 24) != 0 || (kind == 1) != (namelen == 0) ||
+    uint32_t tbits = nf_get32(b + 24);
+    if (kind > 1 || form > 2 || (form != 2 && tbits != 0) || nf_get32(b + 28) != 0 ||
+        (kind == 1) != (namelen == 0) ||
         namelen >= NF_RES_NAME_MAX || count == 0 ||
         count > (left - (left < namelen + NF_CKPT_SUM ? left : namelen + NF_CKPT_SUM)) /
                     sizeof(float))
@@ -209,8 +211,9 @@ static nf_status_t nf_rd_entry(nf_rd_t *rd, uint32_t i, nf_ckpt_entry_t *e)
                          namelen, (unsigned long long)count, (unsigned long long)left);
     memset(e, 0, sizeof(*e));
     e->unbound = kind == 1;
-    e->form = form == 0 ? NF_RES_Y : NF_RES_E;
+    e->form = form == 0 ? NF_RES_Y : form == 1 ? NF_RES_E : NF_RES_TY;
     memcpy(&e->aprev, &abits, sizeof(abits));
+    memcpy(&e->tprev, &tbits, sizeof(tbits));
     e->count = (size_t)count;
     e->order = nf_get64(b + 16);
     if ((st = nf_rd_bytes(rd, e->name, namelen, "a region name")) != NF_OK)
@@ -401,11 +404,13 @@ static nf_status_t nf_ckpt_put_entry(nf_wfile_t *f, const nf_residual_t *r, uint
     size_t namelen = strlen(r->name);
     uint64_t h = NF_HASH_INIT;
     b[0] = r->name[0] == '\0';
-    b[1] = r->form == NF_RES_E;
+    b[1] = r->form == NF_RES_E ? 1 : r->form == NF_RES_TY ? 2 : 0;
     b[2] = (unsigned char)namelen, b[3] = (unsigned char)(namelen >> 8);
     nf_put32(b + 4, nf_float_bits(r->aprev));
     nf_put64(b + 8, r->count);
     nf_put64(b + 16, order);
+    if (r->form == NF_RES_TY)
+        nf_put32(b + 24, nf_float_bits(r->tprev));
     nf_status_t st = nf_ckpt_put(f, b, sizeof(b), &h);
     if (st == NF_OK)
         st = nf_ckpt_put(f, r->name, namelen, &h);
@@ -600,6 +605,7 @@ static float *nf_stage_take(void *arg, const nf_ckpt_head_t *head, const nf_ckpt
     r->first = sg->n;
     r->form = e->form;
     r->aprev = e->aprev;
+    r->tprev = e->tprev;
     sg->unbound += (uint64_t)e->unbound;
     sg->v[sg->n++] = r;
     return r->buf[r->cur];

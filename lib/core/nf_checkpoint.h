@@ -11,9 +11,11 @@
  *     bound regions (sorted names and counts), u32 bound regions, u32
  *     entries, u64 FNV-1a 64 of the 56 bytes before it.
  *   entries, in order of first use: u8 kind (0 region, 1 unbound), u8 form
- *     (0 Y, 1 E), u16 name bytes (region: 1..127, unbound: 0), u32 aprev
- *     (float bits), u64 count, u64 order (unbound: its place among the
- *     file's unbound residuals, 0, 1, ...; region: 0), u64 zero; the name;
+ *     (0 Y, 1 E, 2 TY), u16 name bytes (region: 1..127, unbound: 0), u32
+ *     aprev (float bits: a_i for Y, b_i for TY), u64 count, u64 order
+ *     (unbound: its place among the file's unbound residuals, 0, 1, ...;
+ *     region: 0), u32 tprev (TY: the gate's float bits; else 0), u32 zero;
+ *     the name;
  *     count floats (the current buffer); u64 FNV-1a 64 of all of the entry
  *     before it.
  */
@@ -57,6 +59,7 @@ typedef struct nf_ckpt_entry {
     size_t count;
     nf_res_form_t form;
     float aprev;
+    float tprev;                /* NF_RES_TY: the previous gate */
 } nf_ckpt_entry_t;
 
 /* Called with each entry (once the header is read into *head) before its

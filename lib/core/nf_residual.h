@@ -9,14 +9,15 @@
 #include "nfcoll.h"
 
 /*
- * A residual is kept in one of two forms. NF_RES_Y (binary): the previous
- * call's y and a_i, from which the pack kernel rebuilds e exactly, so the
- * final pass has no update to write; two buffers, the next y goes into the
- * other one and becomes current only when the call completes (a call that
- * falls back to fp32 leaves the residual as it was). NF_RES_E (ternary, or
- * binary after ternary): e itself, updated by the finish kernels.
+ * A residual is kept in one of three forms. NF_RES_Y (binary): the previous
+ * call's y and a_i; NF_RES_TY (ternary): its y, gate t and b_i. From these
+ * the pack kernels rebuild e exactly, so the final pass has no update to
+ * write; two buffers, the next y goes into the other one and becomes
+ * current only when the call completes (a call that falls back to fp32
+ * leaves the residual as it was). NF_RES_E: e itself, updated by the finish
+ * kernels (binary after ternary, a residual converted from Y form).
  */
-typedef enum nf_res_form { NF_RES_Y = 0, NF_RES_E = 1 } nf_res_form_t;
+typedef enum nf_res_form { NF_RES_Y = 0, NF_RES_E = 1, NF_RES_TY = 2 } nf_res_form_t;
 
 /* A residual belongs to a bound region (by name: a bucket rebuilt at
  * another address keeps it) or to an unbound buffer (by address). */
@@ -36,7 +37,8 @@ typedef struct nf_residual {
     size_t bytes;         /* mapped size of each buffer */
     unsigned cur;         /* buffer holding the state */
     nf_res_form_t form;
-    float aprev;          /* NF_RES_Y: the previous call's a_i (as float) */
+    float aprev;          /* NF_RES_Y: the previous call's a_i; NF_RES_TY: b_i (as float) */
+    float tprev;          /* NF_RES_TY: the previous call's gate */
     double resident_frac;
     uint64_t first;       /* order of first use in its table: an unbound
                              buffer's key in a checkpoint (its address is not) */
@@ -73,7 +75,7 @@ typedef struct nf_residual_table {
  * NF_RES_Y). NULL on allocation failure or when NFCOLL_RESIDUAL_MAX cannot
  * make room (logged). */
 nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count);
-/* e for the E-form kernels, converting a Y-form residual exactly. */
+/* e for the E-form kernels, converting a Y- or TY-form residual exactly. */
 float *nf_residual_e(nf_residual_t *r);
 void nf_residual_table_free(nf_residual_table_t *t);
 

@@ -12,6 +12,10 @@
 
 void nf_stats_count(nf_route_t route, uint64_t bytes, unsigned n, unsigned k);
 void nf_stats_fallback(nf_fallback_t reason);
+/* Bytes this rank handed to inter-node PMPI calls for a route's data (the
+ * leaders' exchanges, scales sent to ranks on other nodes). */
+void nf_stats_internode(nf_route_t route, uint64_t bytes);
+uint64_t nf_stats_read_internode(nf_route_t route);
 
 /* Memory placed for libnfcoll and how much of it was verified on the
  * placement node (bytes * resident fraction), for the report. */

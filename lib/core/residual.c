@@ -93,7 +93,7 @@ static nf_status_t nf_residual_alloc(nf_residual_t *r, size_t count)
     r->count = count;
     r->cur = 0;
     r->form = NF_RES_Y; /* zero y with a = 0 is the zero residual */
-    r->aprev = 0.0f;
+    r->aprev = r->tprev = 0.0f;
     r->resident_frac = (frac0 + frac1) / 2;
     nf_stats_placed(NF_PLACED_RESIDUAL, 2 * bytes, r->resident_frac);
     return NF_OK;
@@ -109,15 +109,19 @@ static void nf_res_destroy(nf_residual_t *r)
 }
 
 /* Y form to E form: e = y - a where y's sign bit is clear, y + a where set,
- * the update the binary route would have stored. Exact, in place. */
+ * the update the binary route would have stored; TY form: y - b above the
+ * gate, y + b below minus it, else y, the ternary route's. Exact, in place. */
 float *nf_residual_e(nf_residual_t *r)
 {
-    float *b = r->buf[r->cur];
+    float *b = r->buf[r->cur], a = r->aprev, t = r->tprev;
     if (r->form == NF_RES_Y) {
         for (size_t j = 0; j < r->count; j++)
-            b[j] = signbit(b[j]) ? b[j] + r->aprev : b[j] - r->aprev;
-        r->form = NF_RES_E;
+            b[j] = signbit(b[j]) ? b[j] + a : b[j] - a;
+    } else if (r->form == NF_RES_TY) {
+        for (size_t j = 0; j < r->count; j++)
+            b[j] = b[j] > t ? b[j] - a : b[j] < -t ? b[j] + a : b[j];
     }
+    r->form = NF_RES_E;
     return b;
 }
 

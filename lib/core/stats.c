@@ -15,7 +15,7 @@
 #include "nf_stats.h"
 
 typedef struct nf_route_ctr {
-    _Atomic uint64_t calls, bytes, upstream, total, ring;
+    _Atomic uint64_t calls, bytes, upstream, total, ring, internode;
 } nf_route_ctr_t;
 
 static nf_route_ctr_t nf_ctr[NF_ROUTE_COUNT];
@@ -63,6 +63,16 @@ void nf_stats_residual_dropped(void) { NF_ADD(nf_res_drops, 1); }
 uint64_t nf_stats_residual_peak(void) { return NF_GET(nf_res_peak); }
 uint64_t nf_stats_residual_drops(void) { return NF_GET(nf_res_drops); }
 
+void nf_stats_internode(nf_route_t route, uint64_t bytes)
+{
+    NF_ADD(nf_ctr[route].internode, bytes);
+}
+
+uint64_t nf_stats_read_internode(nf_route_t route)
+{
+    return NF_GET(nf_ctr[route].internode);
+}
+
 void nf_stats_placed(nf_place_kind_t kind, size_t bytes, double resident_frac)
 {
     NF_ADD(nf_placed[kind][0], bytes);
@@ -99,6 +109,7 @@ void nf_stats_zero(void)
         atomic_store(&c->upstream, 0);
         atomic_store(&c->total, 0);
         atomic_store(&c->ring, 0);
+        atomic_store(&c->internode, 0);
     }
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         atomic_store(&nf_fallbacks[f], 0);
@@ -110,7 +121,7 @@ void nf_stats_zero(void)
 
 /* ---- report at MPI_Finalize ---- */
 
-enum { NF_F_CALLS, NF_F_BYTES, NF_F_UP, NF_F_TOTAL, NF_F_RING, NF_F_N };
+enum { NF_F_CALLS, NF_F_BYTES, NF_F_UP, NF_F_TOTAL, NF_F_RING, NF_F_INTERNODE, NF_F_N };
 
 #define NF_V_PLACED (NF_ROUTE_COUNT * NF_F_N + NF_FALLBACK_COUNT)
 #define NF_V_DROPS (NF_V_PLACED + 4)
@@ -128,6 +139,7 @@ static void nf_stats_snapshot(uint64_t v[NF_V_N])
         o[NF_F_UP] = s.upstream_bytes;
         o[NF_F_TOTAL] = s.total_bytes;
         o[NF_F_RING] = s.fp32_ring_bytes;
+        o[NF_F_INTERNODE] = nf_stats_read_internode((nf_route_t)r);
     }
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         v[NF_ROUTE_COUNT * NF_F_N + f] = nf_stats_read_fallbacks((nf_fallback_t)f);
@@ -147,15 +159,15 @@ static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
 {
     fprintf(fp, "libnfcoll stats: %d rank%s, summed over ranks; %% of what an FP32 ring "
             "allreduce would move\n", nranks, nranks == 1 ? "" : "s");
-    fprintf(fp, "%-8s %10s %14s %14s %8s %14s %8s\n", "route", "calls", "bytes",
-            "upstream", "%ring", "total", "%ring");
+    fprintf(fp, "%-8s %10s %14s %14s %8s %14s %8s %14s\n", "route", "calls", "bytes",
+            "upstream", "%ring", "total", "%ring", "internode");
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
         const uint64_t *o = v + r * NF_F_N;
-        fprintf(fp, "%-8s %10llu %14llu %14llu %7.2f%% %14llu %7.2f%%\n",
+        fprintf(fp, "%-8s %10llu %14llu %14llu %7.2f%% %14llu %7.2f%% %14llu\n",
                 nf_route_name((nf_route_t)r), (unsigned long long)o[NF_F_CALLS],
                 (unsigned long long)o[NF_F_BYTES], (unsigned long long)o[NF_F_UP],
                 nf_pct(2 * o[NF_F_UP], o[NF_F_RING]), (unsigned long long)o[NF_F_TOTAL],
-                nf_pct(o[NF_F_TOTAL], o[NF_F_RING]));
+                nf_pct(o[NF_F_TOTAL], o[NF_F_RING]), (unsigned long long)o[NF_F_INTERNODE]);
     }
     fprintf(fp, "fallbacks:");
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
@@ -178,17 +190,24 @@ static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
 
 static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
 {
-    static const char *const keys[NF_F_N] = {"calls", "bytes", "upstream_bytes",
-                                             "total_bytes", "fp32_ring_bytes"};
+    /* "routes" holds what the traffic model and a replay of the trace can
+     * tell; the bytes handed to inter-node PMPI calls depend on the nodes
+     * and are a sibling object, by route. */
+    static const char *const keys[NF_F_INTERNODE] = {"calls", "bytes", "upstream_bytes",
+                                                     "total_bytes", "fp32_ring_bytes"};
     fprintf(fp, "{\n  \"ranks\": %d,\n  \"routes\": {", nranks);
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
         fprintf(fp, "%s\n    \"%s\": {", r ? "," : "", nf_route_name((nf_route_t)r));
-        for (int f = 0; f < NF_F_N; f++)
+        for (int f = 0; f < NF_F_INTERNODE; f++)
             fprintf(fp, "%s\"%s\": %llu", f ? ", " : "", keys[f],
                     (unsigned long long)v[r * NF_F_N + f]);
         fprintf(fp, "}");
     }
-    fprintf(fp, "\n  },\n  \"fallbacks\": {");
+    fprintf(fp, "\n  },\n  \"internode_bytes\": {");
+    for (int r = 0; r < NF_ROUTE_COUNT; r++)
+        fprintf(fp, "%s\"%s\": %llu", r ? ", " : "", nf_route_name((nf_route_t)r),
+                (unsigned long long)v[r * NF_F_N + NF_F_INTERNODE]);
+    fprintf(fp, "},\n  \"fallbacks\": {");
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         fprintf(fp, "%s\"%s\": %llu", f ? ", " : "", nf_fallback_name((nf_fallback_t)f),
                 (unsigned long long)v[NF_ROUTE_COUNT * NF_F_N + f]);

@@ -205,6 +205,54 @@ static double bin_pack_ef_avx2(const float *x, const float *yprev, float aprev, 
     return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 0);
 }
 
+/* ---- ter_y_ef ---- */
+
+AI void ter_y8(const float *x, const float *yprev, __m256 tv, __m256 ntv, __m256 bv,
+               float *ynew, size_t i, __m256i mk, int full, __m256d acc[4], unsigned half,
+               int nt)
+{
+    __m256 p = load8(yprev + i, mk, full);
+    __m256 gt = _mm256_cmp_ps(p, tv, _CMP_GT_OQ), lt = _mm256_cmp_ps(p, ntv, _CMP_LT_OQ);
+    __m256 e = _mm256_blendv_ps(p, _mm256_sub_ps(p, bv), gt);
+    e = _mm256_blendv_ps(e, _mm256_add_ps(p, bv), lt);
+    __m256 y = _mm256_add_ps(load8(x + i, mk, full), e);
+    if (!full) /* lanes past the end add nothing */
+        y = _mm256_and_ps(y, _mm256_castsi256_ps(mk));
+    if (full && nt)
+        _mm256_stream_ps(ynew + i, y);
+    else
+        store8(ynew + i, mk, full, y);
+    lane_add(acc, half, abs8(y));
+}
+
+AI double ter_y_ef_impl(const float *x, const float *yprev, float tprev, float bprev,
+                        float *ynew, size_t m, int nt)
+{
+    __m256d acc[4];
+    const __m256 tv = _mm256_set1_ps(tprev), ntv = _mm256_set1_ps(-tprev);
+    const __m256 bv = _mm256_set1_ps(bprev);
+    const __m256i none = _mm256_setzero_si256();
+    acc_zero(acc);
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16) {
+        ter_y8(x, yprev, tv, ntv, bv, ynew, j, none, 1, acc, 0, nt);
+        ter_y8(x, yprev, tv, ntv, bv, ynew, j + 8, none, 1, acc, 1, nt);
+    }
+    for (unsigned half = 0; j < m; j += 8, half++)
+        ter_y8(x, yprev, tv, ntv, bv, ynew, j, tail8(m - j), 0, acc, half, nt);
+    if (nt)
+        _mm_sfence();
+    return lane_fold(acc);
+}
+
+static double ter_y_ef_avx2(const float *x, const float *yprev, float tprev, float bprev,
+                            float *ynew, size_t m)
+{
+    if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 31) == 0)
+        return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 1);
+    return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 0);
+}
+
 /* ---- counters -> values, 32 elements at a time ---- */
 
 /* Counter values of elements j .. j+31 (j a multiple of 32) into c[0..3],
@@ -727,6 +775,7 @@ const nf_kernels_t nf_kernels_avx2 = {
     .bin_pack_ef = bin_pack_ef_avx2,
     .bin_finish = bin_finish_avx2,
     .ter_pack = ter_pack_avx2,
+    .ter_y_ef = ter_y_ef_avx2,
     .ter_finish = ter_finish_avx2,
     .count_sum = count_sum_avx2,
     .count_merge = count_merge_avx2,

@@ -175,6 +175,48 @@ static double bin_pack_ef_avx512(const float *x, const float *yprev, float aprev
     return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 0);
 }
 
+/* ---- ter_y_ef ---- */
+
+AI void ter_y16(const float *x, const float *yprev, __m512 tv, __m512 ntv, __m512 bv,
+                float *ynew, size_t i, __mmask16 mk, __m512d *lo, __m512d *hi, int nt)
+{
+    __m512 p = _mm512_maskz_loadu_ps(mk, yprev + i);
+    __mmask16 gt = _mm512_cmp_ps_mask(p, tv, _CMP_GT_OQ);
+    __mmask16 lt = _mm512_cmp_ps_mask(p, ntv, _CMP_LT_OQ);
+    __m512 e = _mm512_mask_sub_ps(p, gt, p, bv);
+    e = _mm512_mask_add_ps(e, lt, p, bv);
+    __m512 y = _mm512_maskz_add_ps(mk, _mm512_maskz_loadu_ps(mk, x + i), e);
+    if (nt && mk == 0xFFFF)
+        _mm512_stream_ps(ynew + i, y);
+    else
+        _mm512_mask_storeu_ps(ynew + i, mk, y);
+    lane_add(lo, hi, _mm512_abs_ps(y));
+}
+
+AI double ter_y_ef_impl(const float *x, const float *yprev, float tprev, float bprev,
+                        float *ynew, size_t m, int nt)
+{
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    const __m512 tv = _mm512_set1_ps(tprev), ntv = _mm512_set1_ps(-tprev);
+    const __m512 bv = _mm512_set1_ps(bprev);
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16)
+        ter_y16(x, yprev, tv, ntv, bv, ynew, j, 0xFFFF, &lo, &hi, nt);
+    if (j < m)
+        ter_y16(x, yprev, tv, ntv, bv, ynew, j, tail16(m - j), &lo, &hi, nt);
+    if (nt)
+        _mm_sfence();
+    return lane_fold(lo, hi);
+}
+
+static double ter_y_ef_avx512(const float *x, const float *yprev, float tprev, float bprev,
+                              float *ynew, size_t m)
+{
+    if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 63) == 0)
+        return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 1);
+    return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 0);
+}
+
 /* ---- counters -> values ---- */
 
 /* The 32 bits of each plane covering elements j .. j+31 (j a multiple of 32)
@@ -716,6 +758,7 @@ const nf_kernels_t nf_kernels_avx512 = {
     .bin_pack_ef = bin_pack_ef_avx512,
     .bin_finish = bin_finish_avx512,
     .ter_pack = ter_pack_avx512,
+    .ter_y_ef = ter_y_ef_avx512,
     .ter_finish = ter_finish_avx512,
     .count_sum = count_sum_avx512,
     .count_merge = count_merge_avx512,

@@ -82,6 +82,20 @@ static double bin_pack_ef_scalar(const float *x, const float *yprev, float aprev
     return lane_fold(lane);
 }
 
+static double ter_y_ef_scalar(const float *x, const float *yprev, float tprev, float bprev,
+                              float *ynew, size_t m)
+{
+    double lane[NF_LANES] = {0};
+    for (size_t j = 0; j < m; j++) {
+        float p = yprev[j];
+        float e = p > tprev ? p - bprev : p < -tprev ? p + bprev : p;
+        float y = x[j] + e;
+        ynew[j] = y;
+        lane[j % NF_LANES] += (double)fabsf(y);
+    }
+    return lane_fold(lane);
+}
+
 static void bin_finish_scalar(float *r, const float *x, float *e, const uint64_t *cnt,
                               unsigned k, size_t m, unsigned n, double a, float ai)
 {
@@ -237,6 +251,7 @@ const nf_kernels_t nf_kernels_scalar = {
     .bin_pack_ef = bin_pack_ef_scalar,
     .bin_finish = bin_finish_scalar,
     .ter_pack = ter_pack_scalar,
+    .ter_y_ef = ter_y_ef_scalar,
     .ter_finish = ter_finish_scalar,
     .count_sum = count_sum_scalar,
     .count_merge = count_merge_scalar,

@@ -50,11 +50,11 @@
 #define TUNE_ROUNDS 25
 #define TUNE_MARGIN 0.95    /* a lower ISA replaces a higher one only 5 % faster */
 
-enum { K_ABS_SUM, K_BIN_PACK, K_BIN_PACK_EF, K_BIN_FINISH, K_TER_PACK, K_TER_FINISH,
+enum { K_ABS_SUM, K_BIN_PACK, K_BIN_PACK_EF, K_BIN_FINISH, K_TER_PACK, K_TER_Y_EF, K_TER_FINISH,
        K_COUNT_SUM, K_COUNT_MERGE, K_SUM_F32, K_BF16_PACK, K_SUM_BF16, K_SUM_BF16_F32, K_COUNT };
 
 static const char *const kernel_names[K_COUNT] = {
-    "abs_sum", "bin_pack", "bin_pack_ef", "bin_finish", "ter_pack",
+    "abs_sum", "bin_pack", "bin_pack_ef", "bin_finish", "ter_pack", "ter_y_ef",
     "ter_finish", "count_sum", "count_merge", "sum_f32", "bf16_pack", "sum_bf16", "sum_bf16_f32",
 };
 _Static_assert(sizeof(nf_kernels_t) == offsetof(nf_kernels_t, abs_sum) + K_COUNT * sizeof(void (*)(void)),
@@ -89,6 +89,7 @@ static const probe_t probes[] = {
     {K_BIN_FINISH, 0, RB(R_R) | RB(R_CNT), TUNE_RANKS_BIG},
     {K_TER_PACK, 1, RB(R_X) | RB(R_E) | RB(R_PM), TUNE_RANKS},
     {K_TER_PACK, 0, RB(R_X) | RB(R_PM), TUNE_RANKS},
+    {K_TER_Y_EF, 1, RB(R_X) | RB(R_E) | RB(R_S), TUNE_RANKS},
     {K_TER_FINISH, 1, FINISH_E, TUNE_RANKS},
     {K_TER_FINISH, 0, RB(R_R) | RB(R_CNT), TUNE_RANKS},
     {K_TER_FINISH, 1, FINISH_E, TUNE_RANKS_BIG},
@@ -244,6 +245,7 @@ static void probe_run(const nf_kernels_t *K, const probe_t *p, const arena_t *a,
                       nf_count_planes(p->n), m, p->n, 1e-3, 1e-3f);
         break;
     case K_TER_PACK: tune_sink = K->ter_pack(a->x, e, m, 0.5f, a->plus, a->minus, &nin); break;
+    case K_TER_Y_EF: tune_sink = K->ter_y_ef(a->x, a->e, 0.5f, 1e-3f, a->s, m); break;
     case K_TER_FINISH:
         K->ter_finish(a->r, e ? a->x : NULL, p->has_e ? a->e : NULL, a->cnt, a->cnt2,
                       nf_count_planes(p->n), m, 1e-3, 0.5f, 1e-3f);
@@ -308,6 +310,7 @@ static void set_entry(nf_kernels_t *t, int i, const nf_kernels_t *s)
     case K_BIN_PACK_EF: t->bin_pack_ef = s->bin_pack_ef; break;
     case K_BIN_FINISH: t->bin_finish = s->bin_finish; break;
     case K_TER_PACK: t->ter_pack = s->ter_pack; break;
+    case K_TER_Y_EF: t->ter_y_ef = s->ter_y_ef; break;
     case K_TER_FINISH: t->ter_finish = s->ter_finish; break;
     case K_COUNT_SUM: t->count_sum = s->count_sum; break;
     case K_COUNT_MERGE: t->count_merge = s->count_merge; break;

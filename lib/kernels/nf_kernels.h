@@ -102,6 +102,19 @@ typedef struct nf_kernels {
     double (*ter_pack)(const float *x, const float *e, size_t m, float t,
                        uint64_t *plus, uint64_t *minus, size_t *nin);
 
+    /* G-Ternary pass 1 with error feedback kept as the previous call's y:
+     * per element, e = yprev - bprev if yprev > tprev, yprev + bprev if
+     * yprev < -tprev, else yprev (exactly the float e the previous call's
+     * ter_finish update produces with t = tprev, bi = bprev), then
+     * y = x + e. Writes y into ynew (64-byte aligned, aliasing neither x nor
+     * yprev; large buffers may be written with streaming stores) and
+     * returns the lane sum of |y|, from which the gate comes; ter_pack then
+     * reads ynew alone. yprev all +0.0 with tprev = bprev = 0 is the zero
+     * residual; an e buffer with tprev = +Inf is e itself. A call with error
+     * feedback then touches x, yprev, ynew (twice) and r once each. */
+    double (*ter_y_ef)(const float *x, const float *yprev, float tprev, float bprev,
+                       float *ynew, size_t m);
+
     /* G-Ternary final pass. v = P - M from the two counters (k planes each),
      * r = (float)(b * (double)v). When e != NULL: y = x + e; y > t: e = y - bi;
      * y < -t: e = y + bi; else e = y. x is not read when e == NULL. */
