@@ -78,7 +78,7 @@ static nf_residual_t *nf_seg_residual(nf_residual_table_t *t, const float *x,
 static void nf_lanes_check(nf_comm_t *c, nf_seg_t *seg, size_t n)
 {
     for (size_t s = 0; s < n; s++) {
-        if (seg[s].route == NF_ROUTE_FP32 || c->lowbit_ok)
+        if (!nf_route_lowbit(seg[s].route) || c->lowbit_ok)
             continue;
         nf_log_warn_once_root(c->rank == 0, "a communicator of %d ranks needs %u-bit sign "
                               "counts, more than NFCOLL_COUNT_BITS=%u: running fp32", c->size,
@@ -131,7 +131,7 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
     };
     nf_lanes_check(c, seg, nseg);
     for (size_t s = 0; s < nseg; s++)
-        seg[s].res = seg[s].route != NF_ROUTE_FP32 && seg[s].ef
+        seg[s].res = nf_route_lowbit(seg[s].route) && seg[s].ef
                          ? nf_seg_residual(&c->resid, call.x, &seg[s])
                          : NULL;
     nf_status_t st = nf_coll_run(c, &call);

@@ -109,11 +109,12 @@ static void nf_lint_rule(const nf_lint_t *l, int j)
     if (b->gamma >= 0 && b->route != NF_ROUTE_TERNARY && !b->route_auto)
         nf_lint_warn(l, b->key_line[K_GAMMA], "gamma has no effect on route %s (only ternary uses it)",
                      nf_route_name(b->route));
-    if ((b->route == NF_ROUTE_BINARY || b->route == NF_ROUTE_TERNARY) &&
+    if ((b->route == NF_ROUTE_BINARY || b->route == NF_ROUTE_TERNARY || b->route == NF_ROUTE_BF16) &&
         ((b->datatypes != 0 && !(b->datatypes & (NF_BIT(NF_DT_FLOAT) | NF_BIT(NF_DT_REAL)))) ||
          (b->ops != 0 && !(b->ops & NF_BIT(NF_OP_SUM)))))
         nf_lint_warn(l, b->line,
-                     "rule '%s' never runs %s: low-bit routes take only float sums (its calls go pmpi)",
+                     "rule '%s' never runs %s: low-bit and bf16 routes take only float sums "
+                     "(its calls go pmpi)",
                      b->name, nf_route_name(b->route));
     a = nf_shadowing_rule(l->p, j);
     if (a != NULL)

@@ -29,7 +29,7 @@
 #define NF_DEFAULT_KEYS "route|ef|gamma|segment"
 #define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|" \
     "admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth"
-#define NF_ROUTES "pmpi|fp32|binary|ternary|auto"
+#define NF_ROUTES "pmpi|fp32|binary|ternary|bf16|auto"
 
 /* "sum|prod|...|user" from the one table of ops, for messages. */
 #define NF_X_OP_NAME(e, s, h) "|" s
