@@ -15,7 +15,7 @@ top=$(cd "$(dirname "$0")" && pwd)
 # Everything the build, the tests and make check-cxl need, from Debian.
 packages="build-essential autoconf automake libtool pkg-config
   openmpi-bin libopenmpi-dev libhwloc-dev hwloc libnuma-dev numactl
-  check libinih-dev iproute2
+  check libinih-dev iproute2 gfortran
   qemu-system-x86 busybox-static cpio kmod
   clang libclang-rt-14-dev"
 

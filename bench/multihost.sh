@@ -79,8 +79,9 @@ while [ $p -le "$nodes" ]; do
     -x NFCOLL_RANKS_PER_NODE=1 -x NFCOLL_STATS="$js" "$bench" -r fp32,binary,ternary -m 4M:4M \
     -i 2 -x 0 > /dev/null 2>&1
   per() { # route -> internode bytes per element per rank
-    sed -n "s/.*\"$1\": {.*\"bytes\": \([0-9]*\),.*\"internode_bytes\": \([0-9]*\)}.*/\1 \2/p" "$js" |
-      awk '{ if ($1 > 0) printf "%.4f", $2 / ($1 / 4); else printf "n/a" }'
+    /usr/bin/python3 -c "import json, sys; d = json.load(open(sys.argv[1]))
+b, i = d['routes'][sys.argv[2]]['bytes'], d['internode_bytes'][sys.argv[2]]
+print('%.4f' % (i / (b / 4)) if b > 0 else 'n/a', end='')" "$js" "$1"
   }
   awk -v p=$p -v f="$(per fp32)" -v bi="$(per binary)" -v te="$(per ternary)" 'BEGIN {
         k = 0; while (2 ^ k < p + 1) k++

@@ -178,6 +178,19 @@ static int cmp_avg(const void *a, const void *b)
 
 /* Integer-valued inputs make every summation order exact; all ranks send
  * the same signs, so low-bit results must carry those signs. */
+/* x rounded to bfloat16, nearest with ties to even (the inputs here are
+ * finite). */
+static float bf16_of(float x)
+{
+    uint32_t u, lo;
+    memcpy(&u, &x, sizeof(u));
+    lo = u & 0xffff0000u;
+    u = (u & 0xffffu) > 0x8000u || ((u & 0xffffu) == 0x8000u && (lo & 0x10000u)) ? lo + 0x10000u
+                                                                                  : lo;
+    memcpy(&x, &u, sizeof(x));
+    return x;
+}
+
 static int validate(nf_route_t route, int count)
 {
     float *s = malloc((size_t)count * sizeof(float)), *r = malloc((size_t)count * sizeof(float));
@@ -187,9 +200,11 @@ static int validate(nf_route_t route, int count)
     NF_Allreduce_route(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, route);
     for (int j = 0; j < count && !bad; j++) {
         float sum = 0.0f;
-        for (int i = 0; i < nranks; i++)
-            sum += (float)(j % 7 - 3) * (float)(i + 1) + (j % 7 == 3 ? 0.5f : 0.0f);
-        if (route == NF_ROUTE_PMPI || route == NF_ROUTE_FP32)
+        for (int i = 0; i < nranks; i++) {
+            float v = (float)(j % 7 - 3) * (float)(i + 1) + (j % 7 == 3 ? 0.5f : 0.0f);
+            sum += route == NF_ROUTE_BF16 ? bf16_of(v) : v;
+        }
+        if (route == NF_ROUTE_PMPI || route == NF_ROUTE_FP32 || route == NF_ROUTE_BF16)
             bad = r[j] != sum;
         else
             bad = !isfinite(r[j]) || (s[j] > 0 && r[j] < 0) || (s[j] < 0 && r[j] > 0);

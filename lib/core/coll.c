@@ -53,13 +53,17 @@ typedef struct nf_shape {
     size_t slines;    /* lines the scales take after them */
     unsigned nlow;    /* low-bit segments */
     size_t fp32;      /* elements of fp32 segments */
+    size_t bf16;      /* elements of bf16 segments (a pass of their own) */
     int small;        /* one node, and everything fits a control block's area */
     unsigned parity;  /* of this call: which header and small area */
 } nf_shape_t;
 
 /* ---------------------------------------------------------------- layout */
 
-static int nf_lowbit(const nf_seg_t *g) { return g->route != NF_ROUTE_FP32; }
+static int nf_lowbit(const nf_seg_t *g)
+{
+    return g->route == NF_ROUTE_BINARY || g->route == NF_ROUTE_TERNARY;
+}
 
 static size_t nf_seg_lines(const nf_seg_t *g)
 {
@@ -74,6 +78,10 @@ static void nf_layout(const nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
     for (size_t s = 0; s < call->nseg; s++) {
         nf_seg_t *g = &call->seg[s];
         g->nonfinite = 0;
+        if (g->route == NF_ROUTE_BF16) {
+            sh->bf16 += g->m;
+            continue;
+        }
         if (!nf_lowbit(g)) {
             sh->fp32 += g->m;
             continue;
@@ -84,7 +92,7 @@ static void nf_layout(const nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
     }
     sh->slines = nf_up64(sh->nlow * sizeof(double)) / NF_LINE_BYTES;
     size_t bytes = (sh->lines + sh->slines) * NF_LINE_BYTES + sh->fp32 * sizeof(float);
-    sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES;
+    sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES && sh->bf16 == 0;
     sh->parity = (unsigned)(c->calls & 1u);
 }
 
@@ -362,8 +370,10 @@ static nf_status_t nf_lowbit_shared(nf_comm_t *c, nf_call_t *call, const nf_shap
 
 /* ---------------------------------------------------------------- fp32 */
 
-/* Which segments an fp32 pass takes. */
-typedef enum nf_take { NF_TAKE_ALL, NF_TAKE_REST, NF_TAKE_NONFINITE } nf_take_t;
+/* Which segments an fp32 pass takes; NF_TAKE_BF16 is the bf16 pass: the
+ * same pipeline with bf16 inputs (half the bytes into the slots) summed as
+ * floats (sum_bf16) into float results. */
+typedef enum nf_take { NF_TAKE_ALL, NF_TAKE_REST, NF_TAKE_NONFINITE, NF_TAKE_BF16 } nf_take_t;
 
 /* A cursor over the fp32 segments' elements, as if they were one vector. */
 typedef struct nf_fp32_it {
@@ -376,7 +386,8 @@ static int nf_fp32_takes(const nf_fp32_it_t *it, const nf_seg_t *g)
 {
     switch (it->take) {
     case NF_TAKE_ALL: return 1;
-    case NF_TAKE_REST: return !nf_lowbit(g) || g->nonfinite;
+    case NF_TAKE_REST: return g->route == NF_ROUTE_FP32 || g->nonfinite;
+    case NF_TAKE_BF16: return g->route == NF_ROUTE_BF16;
     default: return g->nonfinite;
     }
 }
@@ -393,7 +404,9 @@ static size_t nf_fp32_move(nf_fp32_it_t *it, float *buf, size_t len, int in)
         }
         size_t take = g->m - it->done < len - n ? g->m - it->done : len - n;
         size_t at = g->off + it->done;
-        if (in)
+        if (in && it->take == NF_TAKE_BF16)
+            nf_ctx.k->bf16_pack(it->call->x + at, (uint16_t *)buf + n, take);
+        else if (in)
             memcpy(buf + n, it->call->x + at, take * sizeof(float));
         else
             memcpy(it->call->r + at, buf + n, take * sizeof(float));
@@ -421,13 +434,21 @@ static void nf_fp32_share(const nf_comm_t *c, size_t len, size_t *j0, size_t *j1
 
 /* Sum my share of chunk k (input buffer k & 1) over every slot, in local
  * rank order, into result buffer res. */
-static void nf_fp32_sum_share(nf_comm_t *c, unsigned k, float *res, size_t len)
+static void nf_fp32_sum_share(nf_comm_t *c, unsigned k, float *res, size_t len, int bf16)
 {
-    const float **in = (const float **)c->ptrs;
     size_t j0, j1;
     nf_fp32_share(c, len, &j0, &j1);
     if (j1 <= j0)
         return;
+    if (bf16) { /* the chunk's input buffer holds len bf16 values */
+        const uint16_t **in = (const uint16_t **)c->ptrs;
+        for (int i = 0; i < c->lsize; i++)
+            in[i] = (const uint16_t *)((const float *)nf_slot(c, i) +
+                                       (size_t)(k & 1u) * nf_fp32_chunk(c)) + j0;
+        nf_ctx.k->sum_bf16(res + j0, in, (unsigned)c->lsize, j1 - j0);
+        return;
+    }
+    const float **in = (const float **)c->ptrs;
     for (int i = 0; i < c->lsize; i++)
         in[i] = (const float *)nf_slot(c, i) + (size_t)(k & 1u) * nf_fp32_chunk(c) + j0;
     nf_ctx.k->sum_f32(res + j0, in, (unsigned)c->lsize, j1 - j0);
@@ -466,7 +487,8 @@ static nf_status_t nf_fp32_pipe(nf_comm_t *c, const nf_call_t *call, nf_take_t t
             lead->stage_status[s & 1u] = st; /* read after this barrier, rewritten two later */
         }
         if (s >= 1 && len[(s - 1) % nres] > 0)
-            nf_fp32_sum_share(c, (unsigned)(s - 1), nf_fp32_res(c, s - 1), len[(s - 1) % nres]);
+            nf_fp32_sum_share(c, (unsigned)(s - 1), nf_fp32_res(c, s - 1), len[(s - 1) % nres],
+                              take == NF_TAKE_BF16);
         len[s % nres] = nf_fp32_move(&in, mine + (s & 1u) * nf_fp32_chunk(c), nf_fp32_chunk(c), 1);
         size_t busy = 0;
         for (size_t i = 0; i < nres; i++)
@@ -481,12 +503,19 @@ static nf_status_t nf_fp32_pipe(nf_comm_t *c, const nf_call_t *call, nf_take_t t
 
 static nf_status_t nf_fp32_pass(nf_comm_t *c, const nf_call_t *call, nf_take_t take)
 {
-    if (c->size == 1) { /* identity read-back: byte-exact */
+    if (c->size == 1) { /* identity read-back: byte-exact (bf16: rounded, widened) */
         nf_fp32_it_t in = {.call = call, .take = take}, out = in;
-        float *mine = (float *)nf_slot(c, 0);
+        float *mine = (float *)nf_slot(c, 0), *res = c->fp32_res;
         size_t len;
-        while ((len = nf_fp32_move(&in, mine, nf_fp32_chunk(c), 1)) > 0)
-            nf_fp32_move(&out, mine, len, 0);
+        while ((len = nf_fp32_move(&in, mine, nf_fp32_chunk(c), 1)) > 0) {
+            if (take == NF_TAKE_BF16) {
+                const uint16_t *one[1] = {(const uint16_t *)mine};
+                nf_ctx.k->sum_bf16(res, one, 1, len);
+                nf_fp32_move(&out, res, len, 0);
+            } else {
+                nf_fp32_move(&out, mine, len, 0);
+            }
+        }
         return NF_OK;
     }
     return nf_fp32_pipe(c, call, take);
@@ -585,7 +614,7 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
     }
     if (sh.nlow > 0 && (st = nf_lowbit_shared(c, call, &sh, &marked)) != NF_OK)
         return st;
-    if (sh.fp32 == 0 && !marked)
-        return NF_OK;
-    return nf_fp32_pass(c, call, NF_TAKE_REST);
+    if ((sh.fp32 > 0 || marked) && (st = nf_fp32_pass(c, call, NF_TAKE_REST)) != NF_OK)
+        return st;
+    return sh.bf16 > 0 ? nf_fp32_pass(c, call, NF_TAKE_BF16) : NF_OK;
 }

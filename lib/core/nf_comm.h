@@ -86,6 +86,8 @@ typedef struct nf_comm {
     float *gate;         /* nscales: this rank's ternary gates */
     unsigned nscales;    /* capacity, low-bit segments per call */
     nf_residual_table_t resid;
+    nf_residual_table_t shadow[2]; /* calibration: binary's and ternary's, as if
+                                      that route had run all along */
 
     /* State a layer above keeps per communicator (admission's decision
      * cache), freed with this one. */

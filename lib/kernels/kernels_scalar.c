@@ -197,6 +197,52 @@ static void sum_f32_scalar(float *out, const float *const *in, unsigned nin, siz
     }
 }
 
+/* A NaN is truncated, not rounded (the carry could run into the sign), and
+ * quieted (truncation alone turns a NaN with a low-half payload into Inf). */
+static uint16_t bf16_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u)
+        return (uint16_t)((u >> 16) | 0x0040u);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+static float f32_of_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+static void bf16_pack_scalar(const float *x, uint16_t *out, size_t m)
+{
+    for (size_t j = 0; j < m; j++)
+        out[j] = bf16_of(x[j]);
+}
+
+static void sum_bf16_f32_scalar(float *out, const float *acc, const uint16_t *const *in,
+                                unsigned nin, size_t m)
+{
+    for (size_t j = 0; j < m; j++) {
+        float s = acc[j];
+        for (unsigned i = 0; i < nin; i++)
+            s += f32_of_bf16(in[i][j]);
+        out[j] = s;
+    }
+}
+
+static void sum_bf16_scalar(float *out, const uint16_t *const *in, unsigned nin, size_t m)
+{
+    for (size_t j = 0; j < m; j++) {
+        float s = f32_of_bf16(in[0][j]);
+        for (unsigned i = 1; i < nin; i++)
+            s += f32_of_bf16(in[i][j]);
+        out[j] = s;
+    }
+}
+
 const nf_kernels_t nf_kernels_scalar = {
     .isa = NF_ISA_SCALAR,
     .name = "scalar",
@@ -210,4 +256,7 @@ const nf_kernels_t nf_kernels_scalar = {
     .count_sum = count_sum_scalar,
     .count_merge = count_merge_scalar,
     .sum_f32 = sum_f32_scalar,
+    .bf16_pack = bf16_pack_scalar,
+    .sum_bf16 = sum_bf16_scalar,
+    .sum_bf16_f32 = sum_bf16_f32_scalar,
 };

@@ -189,6 +189,12 @@ int nf_place_node(void) { return nf_pl.node; }
 const char *nf_place_reason(void) { return nf_pl.reason; }
 const char *nf_place_detail(void) { return nf_pl.detail; }
 
+uint64_t nf_place_node_bytes(void)
+{
+    long long bytes = nf_pl.node >= 0 ? numa_node_size64(nf_pl.node, NULL) : 0;
+    return bytes > 0 ? (uint64_t)bytes : 0;
+}
+
 /* Fraction of the pages of [addr, addr + len) that sit on node. */
 static double nf_place_verify(char *addr, size_t len, size_t page, int node)
 {

@@ -12,6 +12,7 @@ static const char *const nf_route_names[NF_ROUTE_COUNT] = {
     [NF_ROUTE_FP32] = "fp32",
     [NF_ROUTE_BINARY] = "binary",
     [NF_ROUTE_TERNARY] = "ternary",
+    [NF_ROUTE_BF16] = "bf16",
 };
 
 NF_EXPORT const char *nf_route_name(nf_route_t route)

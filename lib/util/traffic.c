@@ -32,6 +32,10 @@ void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, 
         t->upstream = 2 * lines + sizeof(double);
         t->total = t->upstream + 2 * k * lines + n * sizeof(double);
         break;
+    case NF_ROUTE_BF16: /* half of fp32's up, float results back */
+        t->upstream = n > 1 ? fp32 / 2 : 0;
+        t->total = t->upstream + (n > 1 ? fp32 : 0);
+        break;
     default:
         t->upstream = ring_up;
         t->total = t->ring;

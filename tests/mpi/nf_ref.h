@@ -147,6 +147,36 @@ static inline void ref_nodes_init(int n)
     MPI_Comm_free(&node);
 }
 
+/* x rounded to bfloat16 (nearest, ties to the even neighbour; a NaN keeps
+ * its sign and top payload bits and is made quiet), as a float. */
+static inline float ref_bf16(float x)
+{
+    uint32_t u, lo, hi;
+    memcpy(&u, &x, sizeof(u));
+    if (isnan(x)) {
+        u = (u & 0xffff0000u) | 0x00400000u;
+    } else {
+        lo = u & 0xffff0000u, hi = lo + 0x10000u; /* the two bf16 neighbours (hi may be Inf) */
+        uint32_t rest = u & 0xffffu;
+        u = rest > 0x8000u || (rest == 0x8000u && (lo & 0x10000u)) ? hi : lo;
+    }
+    memcpy(&x, &u, sizeof(x));
+    return x;
+}
+
+static inline void ref_fp32(float *r, const float *xs, int n, size_t m);
+
+/* The bf16 route: every rank's input rounded to bf16, then the fp32 route's
+ * sum of those values. */
+static inline void ref_bf16_sum(float *r, const float *xs, int n, size_t m)
+{
+    float *b = malloc((size_t)n * m * sizeof(float) + 1);
+    for (size_t k = 0; k < (size_t)n * m; k++)
+        b[k] = ref_bf16(xs[k]);
+    ref_fp32(r, b, n, m);
+    free(b);
+}
+
 /* Exact FP32 sum: in rank order within a node, starting from the node's
  * first rank, then the node sums in the order of their first ranks. */
 static inline void ref_fp32(float *r, const float *xs, int n, size_t m)

@@ -38,6 +38,8 @@ static void expect(const tcase_t *t, float *ref, const float *xs, float *es, int
 {
     if (t->route == NF_ROUTE_FP32)
         ref_fp32(ref, xs, n, t->m);
+    else if (t->route == NF_ROUTE_BF16)
+        ref_bf16_sum(ref, xs, n, t->m);
     else if (t->route == NF_ROUTE_BINARY)
         ref_binary(ref, xs, es, n, t->m);
     else
@@ -104,15 +106,15 @@ int main(int argc, char **argv)
     if (given)
         ncounts = given;
     unsigned seed = 1;
-    for (int r = NF_ROUTE_FP32; r <= NF_ROUTE_TERNARY; r++)
+    for (int r = NF_ROUTE_FP32; r <= NF_ROUTE_BF16; r++)
         for (int c = 0; c < ncounts; c++)
             for (int ip = 0; ip < 2; ip++) {
                 tcase_t t = {(nf_route_t)r, counts[c], ip, seed++};
                 fails += run_case(&t, rank, n);
             }
     static const nf_route_t seq[] = {NF_ROUTE_BINARY, NF_ROUTE_TERNARY, NF_ROUTE_TERNARY,
-                                     NF_ROUTE_BINARY, NF_ROUTE_FP32,    NF_ROUTE_TERNARY,
-                                     NF_ROUTE_BINARY, NF_ROUTE_BINARY};
+                                     NF_ROUTE_BINARY, NF_ROUTE_FP32,    NF_ROUTE_BF16,
+                                     NF_ROUTE_TERNARY, NF_ROUTE_BINARY, NF_ROUTE_BINARY};
     for (int c = 0; c < ncounts; c++) {
         tcase_t t = {NF_ROUTE_BINARY, counts[c], c & 1, seed++};
         fails += run_calls(&t, seq, (int)(sizeof(seq) / sizeof(seq[0])), rank, n);

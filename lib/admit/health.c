@@ -1,0 +1,190 @@
+/* Training-health monitoring (nf_health.h). */
+#include "config.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_health.h"
+#include "nf_log.h"
+#include "nf_regstats.h"
+#include "nf_util.h"
+
+static const char *const nf_health_names[NF_HEALTH_N] = {
+    [NF_HEALTH_NONFINITE] = "nonfinite",
+    [NF_HEALTH_EF_GROWTH] = "ef_growth",
+    [NF_HEALTH_LOSS_SPIKE] = "loss_spike",
+};
+
+const char *nf_health_signal_name(nf_health_signal_t s)
+{
+    return (unsigned)s < NF_HEALTH_N ? nf_health_names[s] : "unknown";
+}
+
+static nf_policy_health_t nf_hcfg;
+static pthread_mutex_t nf_hloss_lock = PTHREAD_MUTEX_INITIALIZER;
+static double nf_hloss_sum;
+static unsigned nf_hloss_n;
+
+void nf_health_init(const nf_policy_health_t *cfg)
+{
+    nf_hcfg = cfg != NULL ? *cfg : nf_policy_health_defaults;
+}
+
+int nf_health_on(void) { return nf_hcfg.on; }
+
+void nf_health_report(double loss)
+{
+    pthread_mutex_lock(&nf_hloss_lock);
+    nf_hloss_sum += loss, nf_hloss_n++;
+    pthread_mutex_unlock(&nf_hloss_lock);
+}
+
+double nf_health_take_loss(void)
+{
+    pthread_mutex_lock(&nf_hloss_lock);
+    double v = nf_hloss_n > 0 ? nf_hloss_sum / nf_hloss_n : NAN;
+    nf_hloss_sum = 0.0, nf_hloss_n = 0;
+    pthread_mutex_unlock(&nf_hloss_lock);
+    return v;
+}
+
+/* One segment's state, keyed like its residual: by region name, or by
+ * the buffer's address and size. */
+typedef struct nf_hseg {
+    char key[NF_REGION_NAME_MAX + 32];
+    uint64_t hash;
+    unsigned left;        /* calls of fp32 still to run */
+    unsigned len;         /* length of the last cool-down */
+    unsigned since;       /* calls since the last cool-down ended */
+    nf_health_signal_t why;
+} nf_hseg_t;
+
+#define NF_HSEG_MAX 4096 /* segments watched per communicator */
+
+struct nf_health_comm {
+    nf_hseg_t *v;
+    size_t n, cap;
+    double *losses;       /* the last loss_window agreed losses, a ring */
+    unsigned nloss, at;
+};
+
+nf_health_comm_t *nf_health_comm_new(void) { return calloc(1, sizeof(nf_health_comm_t)); }
+
+void nf_health_comm_free(nf_health_comm_t *h)
+{
+    if (h == NULL)
+        return;
+    free(h->v);
+    free(h->losses);
+    free(h);
+}
+
+static void nf_hkey(const nf_seg_t *g, char *key, size_t len)
+{
+    if (g->name != NULL)
+        snprintf(key, len, "%s", g->name);
+    else
+        snprintf(key, len, "buffer:%zu@%llx", g->m * sizeof(float),
+                 (unsigned long long)g->tag);
+}
+
+static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *g, int make)
+{
+    char key[NF_REGION_NAME_MAX + 32];
+    nf_hkey(g, key, sizeof(key));
+    uint64_t hash = nf_hash_str(NF_HASH_INIT, key);
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].hash == hash && strcmp(h->v[i].key, key) == 0)
+            return &h->v[i];
+    if (!make || h->n >= NF_HSEG_MAX)
+        return NULL;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 32;
+        nf_hseg_t *v = realloc(h->v, cap * sizeof(*v));
+        if (v == NULL)
+            return NULL;
+        h->v = v, h->cap = cap;
+    }
+    nf_hseg_t *s = &h->v[h->n++];
+    memset(s, 0, sizeof(*s));
+    snprintf(s->key, sizeof(s->key), "%s", key);
+    s->hash = hash;
+    return s;
+}
+
+void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n, const char **why)
+{
+    for (size_t i = 0; i < n; i++) {
+        why[i] = NULL;
+        nf_hseg_t *s = h != NULL && seg[i].route != NF_ROUTE_FP32 &&
+                               seg[i].route != NF_ROUTE_PMPI
+                           ? nf_hseg(h, &seg[i], 0)
+                           : NULL;
+        if (s == NULL)
+            continue;
+        if (s->left == 0) {
+            s->since++;
+            continue;
+        }
+        why[i] = nf_health_names[s->why];
+        seg[i].route = NF_ROUTE_FP32;
+        seg[i].cooling = 1;
+        if (--s->left == 0)
+            s->since = 0;
+    }
+}
+
+/* A loss above loss_spike times the average of the window is a spike;
+ * the loss joins the window either way. */
+static int nf_health_spike(nf_health_comm_t *h, double loss)
+{
+    unsigned w = nf_hcfg.loss_window;
+    if (isnan(loss))
+        return 0;
+    if (h->losses == NULL && (h->losses = calloc(w, sizeof(double))) == NULL)
+        return 0;
+    double sum = 0.0;
+    for (unsigned i = 0; i < h->nloss; i++)
+        sum += h->losses[i];
+    int spike = h->nloss > 0 && loss > nf_hcfg.loss_spike * (sum / h->nloss);
+    h->losses[h->at] = loss;
+    h->at = (h->at + 1) % w;
+    if (h->nloss < w)
+        h->nloss++;
+    return spike;
+}
+
+static void nf_health_start(nf_hseg_t *s, const nf_seg_t *g, nf_health_signal_t why)
+{
+    /* A repeat within a cool-down's length of the last one doubles it. */
+    unsigned len = s->len == 0 || s->since > s->len ? nf_hcfg.cooldown : 2 * s->len;
+    s->len = len < nf_hcfg.cooldown_max ? len : nf_hcfg.cooldown_max;
+    s->left = s->len, s->why = why, s->since = 0;
+    nf_regstats_health(g->name != NULL ? g->name : s->key, nf_health_names[why]);
+    nf_log_info(1, "segment %s unhealthy (%s): fp32 for %u calls", s->key, nf_health_names[why],
+                s->len);
+}
+
+void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, size_t n, double loss)
+{
+    if (h == NULL)
+        return;
+    int spike = nf_health_spike(h, loss);
+    for (size_t i = 0; i < n; i++) {
+        nf_seg_t *g = &seg[i];
+        if (g->route == NF_ROUTE_FP32 || g->cooling)
+            continue; /* only a segment that ran (or tried) low-bit */
+        nf_health_signal_t why = g->nonfinite ? NF_HEALTH_NONFINITE
+                                 : g->ef_ratio > nf_hcfg.ef_growth ? NF_HEALTH_EF_GROWTH
+                                 : spike ? NF_HEALTH_LOSS_SPIKE : NF_HEALTH_N;
+        nf_hseg_t *s = why != NF_HEALTH_N ? nf_hseg(h, g, 1) : NULL;
+        if (s == NULL)
+            continue;
+        nf_health_start(s, g, why);
+        if (why == NF_HEALTH_EF_GROWTH && g->res != NULL)
+            nf_residual_zero(g->res); /* what grew: start it over */
+    }
+}

@@ -1,0 +1,46 @@
+/*
+ * Training-health monitoring (health.c): per communicator and low-bit
+ * segment, signals agreed across ranks (a NaN or Inf, error-feedback
+ * growth, a loss spike) send the segment to fp32 for a cool-down, then back
+ * to its route; a repeat doubles the cool-down up to a cap.
+ * docs/design.md, "Health".
+ */
+#ifndef NF_HEALTH_H
+#define NF_HEALTH_H
+
+#include <stdint.h>
+
+#include "nf_coll.h"
+#include "nf_policy.h"
+
+typedef enum nf_health_signal {
+    NF_HEALTH_NONFINITE = 0,
+    NF_HEALTH_EF_GROWTH,
+    NF_HEALTH_LOSS_SPIKE,
+    NF_HEALTH_N
+} nf_health_signal_t;
+
+const char *nf_health_signal_name(nf_health_signal_t s);
+
+/* Process-wide: the policy's settings (NULL or health off: nothing
+ * watched) and the loss reports waiting for the next low-bit call. */
+void nf_health_init(const nf_policy_health_t *cfg);
+int nf_health_on(void);
+void nf_health_report(double loss);
+/* The loss reported since the last call took it, NAN when none. */
+double nf_health_take_loss(void);
+
+typedef struct nf_health_comm nf_health_comm_t;
+nf_health_comm_t *nf_health_comm_new(void);
+void nf_health_comm_free(nf_health_comm_t *h);
+
+/* Before a call: segments cooling down run fp32; the trace's signal for
+ * each (NULL when healthy) goes to why[s]. */
+void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n, const char **why);
+
+/* After a call: the agreed signals of its low-bit segments (their
+ * nonfinite flag and ef ratio) and the agreed mean loss (NAN when no rank
+ * reported one) start cool-downs, counted in the stats. */
+void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, size_t n, double loss);
+
+#endif
