@@ -32,7 +32,7 @@ nf_hosts_down() {
 }
 
 nf_shape() { # DEV RATE [netns]
-  if [ -n "$3" ]; then
+  if [ -n "${3:-}" ]; then
     ip netns exec "$3" tc qdisc replace dev "$1" root tbf rate "$2" burst 4mb latency 50ms
   else
     tc qdisc replace dev "$1" root tbf rate "$2" burst 4mb latency 50ms

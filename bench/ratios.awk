@@ -18,7 +18,7 @@ END {
             r = order[j]
             if (!((r, s) in t)) continue
             p = ratio("pmpi", r); f = ratio("fp32", r)
-            if (tsv) { printf "%s\t%s\t%.4f\t%s\t%s\n", s, r, t[r, s] / 1000, p, f; continue }
+            if (tsv) { printf "%s\t%s\t%.6f\t%s\t%s\n", s, r, t[r, s] / 1000, p, f; continue }
             printf "  %s %.3g ms", r, t[r, s] / 1000
             sep = " ("
             if (p != "") { printf "%spmpi/%s %.2f", sep, r, p; sep = ", " }

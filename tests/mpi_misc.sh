@@ -6,4 +6,6 @@ for np in 1 2 3; do
 done
 run 3 NFCOLL_COUNT_BITS=1 ./tests/mpi/test_misc --capacity
 run 2 NFCOLL_EF=maybe ./tests/mpi/test_misc --bad-env
+# The verdict across pretend nodes (counts that differ on one node only).
+run 4 NFCOLL_RANKS_PER_NODE=2 ./tests/mpi/test_misc
 finish

@@ -106,12 +106,12 @@ void nf_comm_finalize(void)
 static void nf_comm_layout(nf_comm_t *c, size_t cap, size_t *slot, size_t *cnt, size_t *total)
 {
     size_t nlines = nf_lines(cap);
-    size_t fp32 = 2 * (size_t)NF_FP32_CHUNK * sizeof(float);
+    size_t fp32 = 2 * nf_fp32_chunk(c) * sizeof(float);
     size_t lowbit = 2 * nlines * NF_LINE_BYTES;
     *slot = nf_align_up(lowbit > fp32 ? lowbit : fp32, 4096);
     *cnt = nf_align_up(2 * nlines * c->k * NF_LINE_BYTES, 4096);
     *total = (size_t)c->lsize * (NF_CTL_BYTES + *slot) + *cnt +
-             nf_fp32_nres(c) * (size_t)NF_FP32_CHUNK * sizeof(float);
+             nf_fp32_nres(c) * nf_fp32_chunk(c) * sizeof(float);
 }
 
 /* A new segment for cap elements. The old one stays mapped until the new

@@ -38,8 +38,8 @@ size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap)
     size_t wl = p * kn <= kn + k ? nl : NF_XNODE_WHOLE_MAX / (kn * NF_LINE_BYTES);
     size_t cwhole = (wl * kn + p * wl * kn + wl * k) * NF_LINE_BYTES;
     size_t csplit = (nl * kn + (nl + p) * kn + (nl / p + 1) * k) * NF_LINE_BYTES;
-    size_t fl = p == 2 ? NF_FP32_CHUNK : NF_XNODE_WHOLE_MAX / sizeof(float);
-    size_t fwhole = p * fl * sizeof(float), fsplit = (NF_FP32_CHUNK + p) * sizeof(float);
+    size_t fl = p == 2 ? nf_fp32_chunk(c) : NF_XNODE_WHOLE_MAX / sizeof(float);
+    size_t fwhole = p * fl * sizeof(float), fsplit = (nf_fp32_chunk(c) + p) * sizeof(float);
     return nf_max(nf_max(cwhole, csplit), nf_max(fwhole, fsplit)) + NF_HDR_WORDS * 8 * p;
 }
 

@@ -54,6 +54,37 @@ static int test_errors(void)
     return f;
 }
 
+/* Ranks that pass different counts: MPI_ERR_COUNT on every rank, whichever
+ * path each rank's own count would take (a small call against a large one
+ * too), and the communicator works on afterwards. */
+static int test_count_mismatch(void)
+{
+    static const int counts[][2] = {{7, 8}, {100, 300000}, {300000, 300001}};
+    size_t most = 300001;
+    float *b = malloc(most * sizeof(float)), *r = malloc(most * sizeof(float));
+    int f = 0;
+    for (size_t j = 0; j < most; j++)
+        b[j] = (float)(j % 5) - 2.0f;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    for (int route = NF_ROUTE_FP32; route <= NF_ROUTE_TERNARY; route++)
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+            int m = counts[i][rank == n - 1];
+            int rc = NF_Allreduce_route(b, r, m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                        (nf_route_t)route);
+            char what[96];
+            snprintf(what, sizeof(what), "%s counts %d/%d differ", nf_route_name((nf_route_t)route),
+                     counts[i][0], counts[i][1]);
+            f += nft_check(n == 1 ? rc == MPI_SUCCESS : rc == MPI_ERR_COUNT, what, "returned %d", rc);
+            rc = NF_Allreduce_route(b, r, 513, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32);
+            f += nft_check(rc == MPI_SUCCESS && r[3] == (float)n, "a call after the mismatch",
+                           "returned %d, r[3] = %g", rc, (double)r[3]);
+        }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    free(b);
+    free(r);
+    return f;
+}
+
 /* Forced low-bit on what it cannot take: PMPI's answer, counted by reason. */
 static int test_passthrough(void)
 {
@@ -263,6 +294,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--bad-env") == 0)
         return nft_finish(test_bad_env(), "test_misc --bad-env");
     f += test_errors();
+    f += test_count_mismatch();
     f += test_passthrough();
     f += test_nonfinite(NF_ROUTE_BINARY);
     f += test_nonfinite(NF_ROUTE_TERNARY);
