@@ -16,7 +16,7 @@ top=$(cd "$(dirname "$0")" && pwd)
 # with its training check (make train-check) need, from Debian.
 packages="build-essential autoconf automake libtool pkg-config
   openmpi-bin libopenmpi-dev libhwloc-dev hwloc libnuma-dev numactl
-  check libinih-dev iproute2
+  check libinih-dev iproute2 gfortran
   qemu-system-x86 busybox-static cpio kmod
   clang libclang-rt-14-dev
   python3-torch python3-mpi4py python3-numpy python3-matplotlib dataset-fashion-mnist"

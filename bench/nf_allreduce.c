@@ -2,12 +2,14 @@
  * nf_allreduce: osu_allreduce-style latency of NF_Allreduce_route per route.
  *
  *   mpirun -np 2 nf_allreduce [-r ROUTES] [-m [MIN:]MAX] [-i ITERS] [-x WARMUP]
- *                             [-R REPEATS] [-c] [-h]
+ *                             [-R REPEATS] [-c] [-F] [-h]
  *
  * Sizes are bytes of float data, powers of two from MIN to MAX. Each row is
  * OSU's: the per-rank average latency over the iterations, then the average,
  * minimum and maximum of that over the ranks; with -R the row is the repeat
- * whose average latency is the median.
+ * whose average latency is the median. With -F, each size first times its
+ * first call (new residuals, perhaps a larger segment) and prints it next
+ * to the steady row, with the largest peak RSS over the ranks.
  */
 #include <getopt.h>
 #include <math.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <nfcoll.h>
 
@@ -23,7 +26,7 @@
 typedef struct opts {
     int routes[NF_ROUTE_COUNT];
     size_t min, max;
-    int iters, iters_large, warmup, repeats, validate;
+    int iters, iters_large, warmup, repeats, validate, first;
 } opts_t;
 
 static int rank, nranks;
@@ -40,6 +43,8 @@ static void usage(FILE *fp)
             "  -R REPEATS   repeat each size, report the median repeat (default 1)\n"
             "  -c           validate results before timing (identical on all ranks,\n"
             "               exact sums for pmpi/fp32, signs for binary/ternary)\n"
+            "  -F           time each size's first call (new residuals; one route per run),\n"
+            "               print it and the peak RSS (largest over ranks) after its row\n"
             "  -h           this help\n"
             "Environment: NFCOLL_EF, NFCOLL_SIMD, NFCOLL_CXL... (see libnfcoll(7)).\n");
 }
@@ -86,7 +91,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
     *o = (opts_t){.min = 4, .max = 4 << 20, .iters = 1000, .warmup = 10, .repeats = 1};
     for (int i = 0; i < NF_ROUTE_COUNT; i++)
         o->routes[i] = 1;
-    while ((c = getopt(argc, argv, "r:m:i:x:R:ch")) != -1) {
+    while ((c = getopt(argc, argv, "r:m:i:x:R:cFh")) != -1) {
         switch (c) {
         case 'r':
             if (parse_routes(optarg, o) != 0)
@@ -107,6 +112,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
         case 'x': o->warmup = atoi(optarg); break;
         case 'R': o->repeats = atoi(optarg); break;
         case 'c': o->validate = 1; break;
+        case 'F': o->first = 1; break;
         case 'h': if (rank == 0) usage(stdout); return 1;
         default: if (rank == 0) usage(stderr); return -1;
         }
@@ -137,6 +143,31 @@ static void time_size(nf_route_t route, const float *s, float *r, int count, int
     MPI_Reduce(&lat, &out[2], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&lat, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     out[0] = sum / nranks;
+}
+
+/* The first call of this size on the timing buffers (new residuals: a
+ * residual is kept per address and count, and routes share it, so run one
+ * route per process for a clean figure; perhaps a larger segment): the
+ * slowest rank's time in us. */
+static double time_first(nf_route_t route, const float *s, float *r, int count)
+{
+    double lat, worst = 0.0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    NF_Allreduce_route(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, route);
+    lat = (MPI_Wtime() - t0) * 1e6;
+    MPI_Reduce(&lat, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    return worst;
+}
+
+static double peak_rss_mib(void)
+{
+    struct rusage ru;
+    double mine = 0.0, most = 0.0;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        mine = (double)ru.ru_maxrss / 1024.0;
+    MPI_Reduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    return most;
 }
 
 static int cmp_avg(const void *a, const void *b)
@@ -232,12 +263,17 @@ static int run_route(nf_route_t route, const opts_t *o, float *s, float *r)
             free(rows);
             return 1;
         }
+        double first = o->first ? time_first(route, s, r, count) : 0.0;
         for (int k = 0; k < o->repeats; k++)
             time_size(route, s, r, count, iters, o->warmup, rows[k]);
         qsort(rows, (size_t)o->repeats, sizeof(*rows), cmp_avg);
         double *med = rows[o->repeats / 2];
+        double rss = o->first ? peak_rss_mib() : 0.0;
         if (rank == 0)
             printf("%-10zu %18.2f %18.2f %18.2f %12d\n", bytes, med[0], med[1], med[2], iters);
+        if (rank == 0 && o->first)
+            printf("# First call: %.2f us (%.2fx the steady average); peak RSS "
+                   "%.0f MiB\n", first, first / med[0], rss);
         fflush(stdout);
     }
     placement(route);
@@ -262,6 +298,7 @@ int main(int argc, char **argv)
     float *s = malloc(maxc * sizeof(float)), *r = malloc(maxc * sizeof(float));
     for (size_t j = 0; j < maxc; j++)
         s[j] = sinf((float)j * 0.001f + (float)rank) * 0.01f;
+    memset(r, 0, maxc * sizeof(float)); /* the user's page faults are not ours to time */
     if (rank == 0)
         printf("# libnfcoll %s NF_Allreduce latency, %d ranks, MPI_FLOAT MPI_SUM\n\n",
                nf_version(NULL, NULL, NULL), nranks);

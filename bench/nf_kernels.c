@@ -27,6 +27,7 @@ typedef struct {
     int inplace;
     float *x, *e, *r, *y, *src, *dst; /* x, r at the -o offset; y (ynew) aligned */
     float **in;      /* sum_f32 inputs */
+    uint16_t **hin;  /* bf16: sum_bf16 inputs, hin[0] bf16_pack's output (at -o halves) */
     uint64_t *bits, *plus, *minus, *cnt, *cnt2, **bin;
 } bench_t;
 
@@ -38,8 +39,8 @@ typedef struct {
 static const row_t rows[] = {
     {"abs_sum", 1}, {"abs_sum", 0}, {"bin_pack", 1}, {"bin_pack", 0}, {"bin_pack_ef", 1},
     {"bin_finish", 1}, {"bin_finish", 0}, {"ter_pack", 1}, {"ter_pack", 0},
-    {"ter_finish", 1}, {"ter_finish", 0}, {"count_sum", -1}, {"count_merge", -1},
-    {"sum_f32", -1},
+    {"ter_y_ef", 1}, {"ter_finish", 1}, {"ter_finish", 0}, {"count_sum", -1}, {"count_merge", -1},
+    {"sum_f32", -1}, {"bf16_pack", -1}, {"sum_bf16", -1}, {"sum_bf16_f32", -1},
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
@@ -89,12 +90,20 @@ static double traffic(const bench_t *b, const row_t *r)
         return r->has_e ? 16 + k / 8 : 4 + k / 8;
     if (!strcmp(r->name, "ter_pack"))
         return (r->has_e ? 8 : 4) + 2.0 / 8;
+    if (!strcmp(r->name, "ter_y_ef")) /* x, yprev in; ynew out */
+        return 12;
     if (!strcmp(r->name, "ter_finish"))
         return r->has_e ? 16 + 2 * k / 8 : 4 + 2 * k / 8;
     if (!strcmp(r->name, "count_sum"))
         return n / 8 + k / 8;
     if (!strcmp(r->name, "count_merge"))
         return 3 * k / 8;
+    if (!strcmp(r->name, "bf16_pack"))
+        return 4 + 2;
+    if (!strcmp(r->name, "sum_bf16"))
+        return 2 * n + 4;
+    if (!strcmp(r->name, "sum_bf16_f32")) /* in place: r read and written */
+        return 2 * n + 8;
     return 4 * n + 4; /* sum_f32 */
 }
 
@@ -113,14 +122,22 @@ static void run_kernel(const nf_kernels_t *K, const bench_t *b, const row_t *r)
         K->bin_finish(out, e ? x : NULL, e, b->cnt, b->k, b->m, b->nranks, 1e-3, 1e-3f);
     else if (!strcmp(r->name, "ter_pack"))
         sink = K->ter_pack(x, e, b->m, 0.5f, b->plus, b->minus, &nin);
+    else if (!strcmp(r->name, "ter_y_ef"))
+        sink = K->ter_y_ef(x, b->e, 0.5f, 1e-3f, b->y, b->m);
     else if (!strcmp(r->name, "ter_finish"))
         K->ter_finish(out, e ? x : NULL, e, b->cnt, b->cnt2, b->k, b->m, 1e-3, 0.5f, 1e-3f);
     else if (!strcmp(r->name, "count_sum"))
         K->count_sum(b->cnt, b->k, (const uint64_t *const *)b->bin, b->nranks, nf_lines(b->m));
     else if (!strcmp(r->name, "count_merge"))
         K->count_merge(b->cnt, b->cnt2, b->k, nf_lines(b->m));
-    else
+    else if (!strcmp(r->name, "sum_f32"))
         K->sum_f32(b->r, (const float *const *)b->in, b->nranks, b->m);
+    else if (!strcmp(r->name, "bf16_pack"))
+        K->bf16_pack(x, b->hin[0], b->m);
+    else if (!strcmp(r->name, "sum_bf16"))
+        K->sum_bf16(b->r, (const uint16_t *const *)b->hin, b->nranks, b->m);
+    else
+        K->sum_bf16_f32(b->r, b->r, (const uint16_t *const *)b->hin, b->nranks, b->m);
 }
 
 /* Median seconds of `iters` timed runs of the kernel and of memcpy, the two
@@ -161,6 +178,12 @@ static void fill(bench_t *b)
     for (unsigned i = 0; i < b->nranks; i++)
         for (size_t w = 0; w < L * NF_LINE_WORDS; w++)
             b->bin[i][w] = b->cnt[w] ^ (b->cnt2[w] >> i);
+    for (unsigned i = 0; i < b->nranks; i++) /* bf16 of x, truncated */
+        for (size_t j = 0; j < b->m; j++) {
+            uint32_t u;
+            memcpy(&u, &b->x[j], sizeof(u));
+            b->hin[i][j] = (uint16_t)(u >> 16);
+        }
 }
 
 static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace, unsigned off)
@@ -179,13 +202,15 @@ static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace, unsign
     b->cnt = xalloc(L * b->k * NF_LINE_BYTES), b->cnt2 = xalloc(L * b->k * NF_LINE_BYTES);
     b->bin = malloc(nranks * sizeof(*b->bin));
     b->in = malloc(nranks * sizeof(*b->in));
-    if (!b->bin || !b->in) {
+    b->hin = malloc(nranks * sizeof(*b->hin));
+    if (!b->bin || !b->in || !b->hin) {
         fprintf(stderr, "nf_kernels: out of memory\n");
         exit(EXIT_FAILURE);
     }
     for (unsigned i = 0; i < nranks; i++) {
         b->bin[i] = xalloc(L * NF_LINE_BYTES);
         b->in[i] = i == 0 ? b->x : i == 1 ? b->e : xalloc(fb);
+        b->hin[i] = (uint16_t *)xalloc(fb / 2 + 64) + off;
     }
     fill(b);
 }
@@ -196,14 +221,14 @@ static void usage(FILE *f)
             "usage: nf_kernels [-s BYTES] [-i ITERS] [-k KERNEL] [-I ISA] [-n RANKS] [-o FLOATS] [-p] [-h]\n"
             "  -s BYTES   size of the FP32 buffer (default 64M; suffixes K, M, G)\n"
             "  -i ITERS   timed repeats per row, median reported (default 11)\n"
-            "  -k KERNEL  only this kernel (abs_sum bin_pack bin_pack_ef bin_finish ter_pack ter_finish\n"
-            "             count_sum count_merge sum_f32)\n"
+            "  -k KERNEL  only this kernel (abs_sum bin_pack bin_pack_ef bin_finish ter_pack ter_y_ef ter_finish\n"
+            "             count_sum count_merge sum_f32 bf16_pack sum_bf16 sum_bf16_f32)\n"
             "  -I ISA     only this ISA (scalar avx2 avx512), or the table nf_kernels_tuned\n"
             "             chose (tuned: rows labelled t- and the ISA chosen for the kernel)\n"
-            "  -n RANKS   ranks counted (count_sum inputs, sum_f32 inputs, n of the\n"
-            "             finish kernels; default 4)\n"
-            "  -o FLOATS  x and r start this many floats past a 64-byte boundary (0..15,\n"
-            "             default 0; large malloc blocks give 4)\n"
+            "  -n RANKS   ranks counted (count_sum inputs, sum_f32 and sum_bf16 inputs, n of\n"
+            "             the finish kernels; default 4)\n"
+            "  -o FLOATS  x and r start this many floats past a 64-byte boundary, the bf16\n"
+            "             buffers this many halves (0..15, default 0; large malloc blocks give 4)\n"
             "  -p         finish kernels in place (r = x, as MPI_IN_PLACE)\n"
             "Each row: median time, ns per element, FP32 GB/s (4 B x elements / time), bytes\n"
             "read + written per element, that traffic in GB/s and as %% of a memcpy of the\n"

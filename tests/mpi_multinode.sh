@@ -5,4 +5,8 @@
 run 4 NFCOLL_RANKS_PER_NODE=2 ./tests/mpi/test_routes -c 1 -c 513 -c 300007
 run 3 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_routes -c 7 -c 513 -c 300007
 run 3 NFCOLL_RANKS_PER_NODE=2 NFCOLL_EF=off ./tests/mpi/test_routes -c 7 -c 1048579
+# Uneven nodes (3 + 1 ranks) and four one-rank nodes; fp32 node sums past
+# 8 Ki floats and counters past 32 KiB go by reduce-scatter + allgather.
+run 4 NFCOLL_RANKS_PER_NODE=3 ./tests/mpi/test_routes -c 2049 -c 8193 -c 300007
+run 4 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_routes -c 7 -c 8193 -c 300007
 finish

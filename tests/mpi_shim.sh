@@ -18,21 +18,6 @@ trap 'rm -rf "$tmp"' EXIT
 san=$(ldd "$lib" | awk '/libasan|libubsan/ {printf "%s:", $3}')
 lib="$san$lib"
 
-# mode_args MODE: the program under each of the two ways in.
-out() { # out FILE NP [VAR=VAL]... PROG ARGS: run, stdout to FILE
-  f=$1; shift
-  sh "$srcdir/tests/mpi_run.sh" "$@" > "$f" 2> "$f.err"
-  rc=$?
-  [ $rc -eq 0 ] || { echo "FAILED (exit $rc): $*"; cat "$f" "$f.err"; nf_failed=1; }
-}
-same() {
-  if cmp -s "$1" "$2"; then echo "ok - $3"; else echo "FAIL - $3"; diff "$1" "$2"; nf_failed=1; fi
-}
-field() { # field JSON ROUTE KEY
-  tr -d '\n ' < "$1" | sed -n "s/.*\"$2\":{[^}]*\"$3\":\([0-9]*\).*/\1/p"
-}
-fallback() { tr -d '\n ' < "$1" | sed -n "s/.*\"fallbacks\":{[^}]*\"$2\":\([0-9]*\).*/\1/p"; }
-
 for np in 1 2 3; do
   out "$tmp/plain.$np" $np $plain transparency
   out "$tmp/pre.$np" $np LD_PRELOAD=$lib $plain transparency

@@ -3,6 +3,9 @@
  * every kernel of every available ISA against the reference, bit for bit, on
  * odd sizes, unaligned starts, with and without error feedback, in place and
  * not, on ordinary, special (+-0, denormal, near FLT_MAX) and non-finite data.
+ * The bf16 rounding is also checked against hand-worked rows and against
+ * nearest-even worked out in double at every rounding boundary, every NaN
+ * encoding against turning into Inf or zero, the sums against a plain loop.
  * An ISA this build or CPU lacks prints a SKIP line with the reason.
  */
 #include "config.h"
@@ -344,6 +347,225 @@ START_TEST(ref_sum_f32)
 }
 END_TEST
 
+/* ------------------------------------------------------------ bf16 cases */
+
+static uint32_t f_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+static float widen_bf16(uint16_t h)
+{
+    return bits_f((uint32_t)h << 16);
+}
+
+/* Every ISA's bf16_pack against hand-worked roundings: each row fills 70
+ * elements (every lane of a vector, and a tail) and checks each output. */
+static const struct {
+    uint32_t x;
+    uint16_t want;
+    const char *what;
+} bf16_rows[] = {
+    {0x00000000u, 0x0000, "+0"},
+    {0x80000000u, 0x8000, "-0"},
+    {0x00000001u, 0x0000, "smallest denormal: to +0"},
+    {0x80000001u, 0x8000, "-smallest denormal: to -0"},
+    {0x00008000u, 0x0000, "denormal tie, even below: down to +0"},
+    {0x00008001u, 0x0001, "denormal just above a tie: up"},
+    {0x00010000u, 0x0001, "bf16 denormal, exact"},
+    {0x00018000u, 0x0002, "denormal tie, odd below: up"},
+    {0x80018000u, 0x8002, "negative denormal tie, odd below: up in magnitude"},
+    {0x007E8000u, 0x007E, "denormal tie below FLT_MIN, even: down"},
+    {0x007F7FFFu, 0x007F, "just below the last denormal tie: largest bf16 denormal"},
+    {0x007F8000u, 0x0080, "tie between the largest bf16 denormal and FLT_MIN: up"},
+    {0x007FFFFFu, 0x0080, "largest denormal: to FLT_MIN"},
+    {0x807FFFFFu, 0x8080, "-largest denormal: to -FLT_MIN"},
+    {0x00800000u, 0x0080, "FLT_MIN"},
+    {0x3F800000u, 0x3F80, "1"},
+    {0x3F807FFFu, 0x3F80, "just below a tie: down"},
+    {0x3F808000u, 0x3F80, "tie, even below: down"},
+    {0x3F808001u, 0x3F81, "just above a tie: up"},
+    {0x3F818000u, 0x3F82, "tie, odd below: up"},
+    {0xBF818000u, 0xBF82, "negative tie, odd below: up in magnitude"},
+    {0xBF808000u, 0xBF80, "negative tie, even below: down in magnitude"},
+    {0x3FFF8000u, 0x4000, "tie at the end of a binade: carries into the exponent"},
+    {0x3FFF7FFFu, 0x3FFF, "just below it"},
+    {0x7F7E8000u, 0x7F7E, "tie below the largest finite bf16, even: down"},
+    {0x7F7F0000u, 0x7F7F, "largest finite bf16, exact"},
+    {0x7F7F7FFFu, 0x7F7F, "just below the overflow tie: largest finite bf16"},
+    {0x7F7F8000u, 0x7F80, "overflow tie, odd below: +Inf"},
+    {0x7F7FFFFFu, 0x7F80, "FLT_MAX: +Inf"},
+    {0xFF7FFFFFu, 0xFF80, "-FLT_MAX: -Inf"},
+    {0xFF7F7FFFu, 0xFF7F, "-(just below the overflow tie): -largest finite bf16"},
+    {0x7F800000u, 0x7F80, "+Inf"},
+    {0xFF800000u, 0xFF80, "-Inf"},
+    {0x7FC00000u, 0x7FC0, "quiet NaN"},
+    {0xFFC00000u, 0xFFC0, "negative quiet NaN"},
+    {0x7FC00001u, 0x7FC0, "quiet NaN, payload in the low half"},
+    {0x7FC18000u, 0x7FC1, "quiet NaN at a tie: truncated, not rounded"},
+    {0x7FFFFFFFu, 0x7FFF, "quiet NaN, all ones: rounding would carry into the sign"},
+    {0xFFFFFFFFu, 0xFFFF, "negative quiet NaN, all ones"},
+    {0x7F800001u, 0x7FC0, "signalling NaN, payload in the low half: quieted, not Inf"},
+    {0xFF800001u, 0xFFC0, "negative signalling NaN, low payload: quieted, not -Inf"},
+    {0x7F808000u, 0x7FC0, "signalling NaN at a tie: quieted, not Inf"},
+    {0x7F80FFFFu, 0x7FC0, "signalling NaN that would round to 0x7F81: quieted"},
+    {0x7FA00000u, 0x7FE0, "signalling NaN with a payload: quieted, payload kept"},
+    {0x7FBFFFFFu, 0x7FFF, "signalling NaN, all payload bits: quieted"},
+    {0xFF810000u, 0xFFC1, "negative signalling NaN, payload 1: quieted, sign kept"},
+};
+#define NBF16_ROWS (sizeof(bf16_rows) / sizeof(bf16_rows[0]))
+
+START_TEST(ref_bf16_pack)
+{
+    float x[70];
+    uint16_t out[71];
+    for (size_t j = 0; j < 70; j++)
+        x[j] = bits_f(bf16_rows[_i].x);
+    for (int isa = 0; isa < NF_ISA_COUNT; isa++) {
+        const nf_kernels_t *K = nf_kernels_for((nf_isa_t)isa);
+        if (!K)
+            continue;
+        memset(out, 0xA5, sizeof(out));
+        K->bf16_pack(x, out, 70);
+        size_t bad = 70;
+        for (size_t j = 0; j < 70 && bad == 70; j++)
+            if (out[j] != bf16_rows[_i].want)
+                bad = j;
+        ck_assert_msg(bad == 70, "%s bf16_pack(0x%08x) = 0x%04x, not 0x%04x (%s)", K->name,
+                      bf16_rows[_i].x, out[bad], bf16_rows[_i].want, bf16_rows[_i].what);
+        ck_assert_uint_eq(out[70], 0xA5A5);
+    }
+}
+END_TEST
+
+/* Round to nearest, ties to even, worked out in double, independently of
+ * the reference's carry trick: the two bf16 around x (a magnitude beyond
+ * the largest finite one counts as 2^128, which rounds to Inf), the nearer
+ * one, on a tie the one with the even encoding. NaN: truncated, quieted. */
+static uint16_t bf16_nearest(uint32_t u)
+{
+    const uint16_t lo = (uint16_t)(u >> 16), hi = (uint16_t)(lo + 1);
+    if (isnan(bits_f(u)))
+        return lo | 0x0040;
+    const double x = bits_f(u), a = widen_bf16(lo);
+    if (x == a)
+        return lo;
+    const double b = (hi & 0x7FFF) == 0x7F80 ? copysign(ldexp(1.0, 128), x) : widen_bf16(hi);
+    const double da = fabs(x - a), db = fabs(b - x);
+    return da < db || (da == db && !(lo & 1)) ? lo : hi;
+}
+
+/* Every top half (every sign, exponent, bf16 mantissa) with the low halves
+ * at and around the rounding boundaries, then random encodings: every ISA
+ * against the double-arithmetic rounding. Loop i takes top halves
+ * [4096 i, 4096 i + 4096). */
+static const uint16_t bf16_lows[] = {0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF};
+#define NLOWS (sizeof(bf16_lows) / sizeof(bf16_lows[0]))
+
+START_TEST(ref_bf16_nearest)
+{
+    const size_t n = 4096 * NLOWS + 65536;
+    float *x = malloc(n * sizeof(float));
+    uint16_t *want = malloc(n * sizeof(uint16_t)), *got = malloc(n * sizeof(uint16_t));
+    ck_assert(x && want && got);
+    seed(1000 + (uint64_t)_i);
+    for (size_t j = 0; j < n; j++) {
+        uint32_t top = 4096u * (uint32_t)_i + (uint32_t)(j / NLOWS);
+        uint32_t u = j < 4096 * NLOWS ? top << 16 | bf16_lows[j % NLOWS] : (uint32_t)rnd();
+        x[j] = bits_f(u);
+        want[j] = bf16_nearest(u);
+    }
+    for (int isa = 0; isa < NF_ISA_COUNT; isa++) {
+        const nf_kernels_t *K = nf_kernels_for((nf_isa_t)isa);
+        if (!K)
+            continue;
+        K->bf16_pack(x, got, n);
+        size_t bad = n;
+        for (size_t j = 0; j < n && bad == n; j++)
+            if (got[j] != want[j])
+                bad = j;
+        ck_assert_msg(bad == n, "%s bf16_pack(0x%08x) = 0x%04x, nearest even is 0x%04x", K->name,
+                      bad < n ? f_bits(x[bad]) : 0, bad < n ? got[bad] : 0, bad < n ? want[bad] : 0);
+    }
+    free(x), free(want), free(got);
+}
+END_TEST
+
+/* A NaN never becomes Inf or zero: every NaN encoding (both signs, every
+ * payload, 2^24 - 2 of them) through every ISA's bf16_pack comes out a
+ * quiet NaN of the same sign; and a NaN among the inputs of a sum, first,
+ * last or in the partial sum, gives NaN whatever else is added (Inf too). */
+START_TEST(ref_bf16_nan)
+{
+    const size_t chunk = 1u << 16;
+    float *x = malloc(chunk * sizeof(float)), *r = malloc(chunk * sizeof(float));
+    uint16_t *h = malloc(chunk * sizeof(uint16_t)), *f = malloc(chunk * sizeof(uint16_t));
+    ck_assert(x && r && h && f);
+    for (int isa = 0; isa < NF_ISA_COUNT; isa++) {
+        const nf_kernels_t *K = nf_kernels_for((nf_isa_t)isa);
+        if (!K)
+            continue;
+        size_t bad = 0;
+        uint32_t first = 0;
+        for (uint32_t p0 = 0; p0 < 2u << 23; p0 += (uint32_t)chunk) {
+            for (size_t j = 0; j < chunk; j++) { /* payload p0 + j of sign p0 >> 23; payload 0 is Inf */
+                uint32_t p = p0 + (uint32_t)j, pl = p & 0x7FFFFF;
+                x[j] = bits_f((p >> 23) << 31 | 0x7F800000u | (pl ? pl : 0x400000u));
+            }
+            K->bf16_pack(x, h, chunk);
+            for (size_t j = 0; j < chunk; j++) {
+                int ok = (h[j] & 0x7FC0) == 0x7FC0 && (h[j] >> 15) == (f_bits(x[j]) >> 31);
+                if (!ok && bad++ == 0)
+                    first = f_bits(x[j]);
+            }
+        }
+        ck_assert_msg(bad == 0, "%s: %zu NaNs not quiet NaNs of their sign, first 0x%08x", K->name,
+                      bad, first);
+        /* the last chunk's NaNs (negative) against finite values, +-0, +-Inf */
+        for (size_t j = 0; j < chunk; j++)
+            f[j] = (uint16_t)(j % 0x7F80 | (j & 0x8000)); /* every non-NaN class but -Inf */
+        f[0] = 0x7F80, f[1] = 0xFF80;
+        const uint16_t *nan_first[2] = {h, f}, *nan_last[2] = {f, h};
+        for (int order = 0; order < 3; order++) {
+            if (order < 2)
+                K->sum_bf16(r, order ? nan_last : nan_first, 2, chunk);
+            else /* NaN partial sum continued by finite and infinite values */
+                K->sum_bf16_f32(r, x, nan_last, 1, chunk);
+            bad = chunk;
+            for (size_t j = 0; j < chunk && bad == chunk; j++)
+                if (!isnan(r[j]))
+                    bad = j;
+            ck_assert_msg(bad == chunk, "%s sum with a NaN (order %d) is not NaN at %zu", K->name,
+                          order, bad);
+        }
+    }
+    free(x), free(r), free(h), free(f);
+}
+END_TEST
+
+START_TEST(ref_sum_bf16)
+{
+    /* 2^24 + 1 + 1 from the left: each 1 is lost to the tie-to-even, so not
+     * 2^24 + 2; -0.0 and a signalling NaN widen exactly with one input */
+    const uint16_t a[3] = {0x4B80, 0x8000, 0x7F81}, b[3] = {0x3F80, 0x3F80, 0x3F80};
+    const uint16_t *in[3] = {a, b, b};
+    float out[3], acc[3] = {16777216.0f, -0.0f, bits_f(0x7F800001u)};
+    S->sum_bf16(out, in, 3, 1);
+    ck_assert(out[0] == 16777216.0f);
+    S->sum_bf16(out, in, 1, 3);
+    ck_assert(f_bits(out[0]) == 0x4B800000u && f_bits(out[1]) == 0x80000000u &&
+              f_bits(out[2]) == 0x7F810000u);
+    S->sum_bf16_f32(out, acc, in + 1, 2, 1);
+    ck_assert(out[0] == 16777216.0f);
+    S->sum_bf16_f32(out, acc, in, 0, 3); /* nin 0: a copy of acc, bits kept */
+    ck_assert(memcmp(out, acc, sizeof(acc)) == 0);
+    S->sum_bf16_f32(acc, acc, in, 2, 2); /* in place: 2^24 + 2^24 + 1, -0 + -0 + 1 */
+    ck_assert(acc[0] == 33554432.0f && acc[1] == 1.0f);
+}
+END_TEST
+
 START_TEST(dispatch)
 {
     ck_assert_str_eq(nf_isa_name(NF_ISA_SCALAR), "scalar");
@@ -372,8 +594,10 @@ typedef void (*fn_t)(void);
 static fn_t entry(const nf_kernels_t *K, int i)
 {
     const fn_t f[] = {(fn_t)K->abs_sum, (fn_t)K->bin_pack, (fn_t)K->bin_pack_ef,
-                      (fn_t)K->bin_finish, (fn_t)K->ter_pack, (fn_t)K->ter_finish,
-                      (fn_t)K->count_sum, (fn_t)K->count_merge, (fn_t)K->sum_f32};
+                      (fn_t)K->bin_finish, (fn_t)K->ter_pack, (fn_t)K->ter_y_ef,
+                      (fn_t)K->ter_finish,
+                      (fn_t)K->count_sum, (fn_t)K->count_merge, (fn_t)K->sum_f32,
+                      (fn_t)K->bf16_pack, (fn_t)K->sum_bf16, (fn_t)K->sum_bf16_f32};
     ck_assert_int_eq(nf_kernels_count(), (int)(sizeof(f) / sizeof(f[0])));
     return f[i];
 }
@@ -547,6 +771,18 @@ static float *ynew_new(size_t m, unsigned char fill_byte)
     return p;
 }
 
+/* The first j where y[j] is not bitwise x[j] + e[j], or m: one assertion
+ * per check, as each ck_assert writes to Check's pipe. */
+static size_t first_bad_y(const float *x, const float *e, const float *y, size_t m)
+{
+    for (size_t j = 0; j < m; j++) {
+        float want = x[j] + e[j];
+        if (memcmp(&want, &y[j], sizeof(want)) != 0)
+            return j;
+    }
+    return m;
+}
+
 START_TEST(vs_bin_pack_ef)
 {
     const vcase_t *c = &cases[_i];
@@ -572,17 +808,50 @@ START_TEST(vs_bin_pack_ef)
             double ref = S->bin_pack(b.x.p, e, c->m, br);
             ck_assert_msg(same_double(ref, want), DIAG(c, "bin_pack_ef vs bin_pack sum", kind, (int)ai));
             ck_assert_msg(memcmp(br, bs, L * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack_ef vs bin_pack bits", kind, (int)ai));
-            size_t bad = c->m; /* one assertion: each ck_assert writes to Check's pipe */
-            for (size_t j = 0; j < c->m && bad == c->m; j++) {
-                float y = b.x.p[j] + e[j];
-                if (memcmp(&y, &ys[j], sizeof(y)) != 0)
-                    bad = j;
-            }
-            ck_assert_msg(bad == c->m, DIAG(c, "bin_pack_ef y", kind, (int)ai));
+            ck_assert_msg(first_bad_y(b.x.p, e, ys, c->m) == c->m,
+                          DIAG(c, "bin_pack_ef y", kind, (int)ai));
         }
         bufs_free(&b);
     }
     free(bs), free(bv), free(br), free(ys), free(yv), free(e);
+}
+END_TEST
+
+/* ter_y_ef keeps error feedback as the previous y, t and b: it must equal
+ * abs_sum and y = x + e on the e that form stands for, and every ISA must
+ * equal the scalar ter_y_ef (ynew included, streamed or not). */
+static const float ef_tb[][2] = {{0.0f, 0.0f}, {0.5f, 0.37f}, {INFINITY, 0.3f},
+                                 {1e-45f, 3e38f}, {0.0f, 1.0f}};
+
+START_TEST(vs_ter_y_ef)
+{
+    const vcase_t *c = &cases[_i];
+    float *ys = ynew_new(c->m, 0xA5), *yv = ynew_new(c->m, 0x5A);
+    float *e = malloc((c->m + 1) * sizeof(float));
+    for (int kind = 0; kind < KIND_COUNT; kind++) {
+        bufs_t b;
+        bufs_init(&b, c, kind);
+        for (size_t ti = 0; ti < sizeof(ef_tb) / sizeof(ef_tb[0]); ti++) {
+            float t = ef_tb[ti][0], bb = ef_tb[ti][1];
+            memset(ys, 0xA5, c->m * sizeof(float));
+            memset(yv, 0x5A, c->m * sizeof(float));
+            double want = S->ter_y_ef(b.x.p, b.e.p, t, bb, ys, c->m);
+            double got = c->K->ter_y_ef(b.x.p, b.e.p, t, bb, yv, c->m);
+            ck_assert_msg(same_double(want, got), DIAG(c, "ter_y_ef sum", kind, (int)ti));
+            ck_assert_msg(memcmp(ys, yv, c->m * sizeof(float)) == 0, DIAG(c, "ter_y_ef ynew", kind, (int)ti));
+            /* The scalar form against abs_sum on the e it stands for. */
+            for (size_t j = 0; j < c->m; j++) {
+                float p = b.e.p[j];
+                e[j] = p > t ? p - bb : p < -t ? p + bb : p;
+            }
+            double ref = S->abs_sum(b.x.p, e, c->m);
+            ck_assert_msg(same_double(ref, want), DIAG(c, "ter_y_ef vs abs_sum", kind, (int)ti));
+            ck_assert_msg(first_bad_y(b.x.p, e, ys, c->m) == c->m,
+                          DIAG(c, "ter_y_ef y", kind, (int)ti));
+        }
+        bufs_free(&b);
+    }
+    free(ys), free(yv), free(e);
 }
 END_TEST
 
@@ -775,6 +1044,150 @@ START_TEST(vs_sum_f32)
 }
 END_TEST
 
+/* bf16 buffers are float buffers seen as halves, so that the sentinels and
+ * comparisons above serve: m halves at `off` halves (0..31; odd: 2 bytes
+ * off a float) past a 64-byte boundary. */
+static fbuf_t hb_new(size_t m, unsigned off)
+{
+    return fb_new(m / 2 + 1, off / 2);
+}
+
+static uint16_t *hb_at(const fbuf_t *b, unsigned off)
+{
+    return (uint16_t *)b->p + (off & 1);
+}
+
+/* Inputs of the bf16 kernels beyond fill()'s kinds: raw encodings (NaNs of
+ * every payload among them), a random top half with a low half at a
+ * rounding boundary, and the hand-worked rows. */
+static uint32_t rnd_bf16_bits(void)
+{
+    uint64_t u = rnd();
+    switch (u & 3) {
+    case 0: return (uint32_t)(u >> 32);
+    case 1: return (uint32_t)(u >> 48) << 16 | bf16_lows[(u >> 8) % NLOWS];
+    case 2: return bf16_rows[(u >> 8) % NBF16_ROWS].x;
+    default: return f_bits(rnd_normal());
+    }
+}
+
+#define KIND_BITS KIND_COUNT /* the bf16 tests' extra kind: rnd_bf16_bits() */
+
+static const char *bf16_kind(int kind)
+{
+    return kind == KIND_BITS ? "bits" : kind_name[kind];
+}
+
+START_TEST(vs_bf16_pack)
+{
+    const vcase_t *c = &cases[_i];
+    for (int kind = 0; kind <= KIND_BITS; kind++) {
+        bufs_t b;
+        bufs_init(&b, c, kind == KIND_BITS ? KIND_NORMAL : kind);
+        for (size_t j = 0; kind == KIND_BITS && j < c->m; j++)
+            b.x.p[j] = bits_f(rnd_bf16_bits());
+        for (unsigned ho = c->off; ho < 2 * OFF_MAX; ho += OFF_MAX + 1) { /* out even and odd */
+            fbuf_t hs = hb_new(c->m, ho), hv = hb_new(c->m, ho);
+            fb_copy(&hv, &hs);
+            S->bf16_pack(b.x.p, hb_at(&hs, ho), c->m);
+            c->K->bf16_pack(b.x.p, hb_at(&hv, ho), c->m);
+            ck_assert_msg(fb_same(&hs, &hv), "%s bf16_pack m=%zu off=%u out+%u halves kind=%s at %zu",
+                          c->K->name, c->m, c->off, ho, bf16_kind(kind), first_diff(&hs, &hv));
+            free(hs.base), free(hv.base);
+        }
+        bufs_free(&b);
+    }
+}
+END_TEST
+
+/* The sum written out plainly: widen each bf16 by a shift, add left to
+ * right (acc == NULL: from in[0]). */
+static void naive_sum_bf16(float *out, const float *acc, const uint16_t *const *in, unsigned nin,
+                           size_t m)
+{
+    for (size_t j = 0; j < m; j++) {
+        float s = acc ? acc[j] : widen_bf16(in[0][j]);
+        for (unsigned i = acc ? 0 : 1; i < nin; i++)
+            s = s + widen_bf16(in[i][j]);
+        out[j] = s;
+    }
+}
+
+/* Some ISA's sum (acc == NULL: sum_bf16) into a fresh buffer at the case's
+ * start; out = acc's buffer instead when in place. */
+static fbuf_t run_sum_bf16(const nf_kernels_t *K, const vcase_t *c, const fbuf_t *acc, int inplace,
+                           const uint16_t *const *in, unsigned nin)
+{
+    fbuf_t o = fb_new(c->m, c->off);
+    if (inplace)
+        fb_copy(&o, acc);
+    if (acc)
+        K->sum_bf16_f32(o.p, inplace ? o.p : acc->p, in, nin, c->m);
+    else
+        K->sum_bf16(o.p, in, nin, c->m);
+    return o;
+}
+
+/* Floats equal, or both NaN: a NaN's payload and sign may follow the
+ * compiler's operand order in the test's own loop. */
+static size_t naive_diff(const fbuf_t *a, const float *naive, size_t m)
+{
+    for (size_t j = 0; j < m; j++)
+        if (memcmp(&a->p[j], &naive[j], sizeof(float)) && !(isnan(a->p[j]) && isnan(naive[j])))
+            return j;
+    return m;
+}
+
+/* nin 1..5 inputs, each at its own start (odd ones 2 bytes off a float):
+ * sum_bf16, sum_bf16_f32 from a separate acc and in place (nin 0..5), each
+ * against the scalar bit for bit and the naive loop; and the split: the
+ * first k inputs by sum_bf16, continued by sum_bf16_f32, equal the sum of
+ * all. */
+START_TEST(vs_sum_bf16)
+{
+    const vcase_t *c = &cases[_i];
+    const int big = c->m >= BIG;
+    fbuf_t hin[5], acc = fb_new(c->m, c->off), spare = fb_new(c->m, 0);
+    const uint16_t *in[5];
+    float *naive = malloc((c->m + 1) * sizeof(float));
+    seed(c->m * 7 + c->off);
+    fill(acc.p, spare.p, c->m, KIND_SPECIAL);
+    for (unsigned i = 0; i < 5; i++) {
+        unsigned ho = (c->off + 7 * i) % (2 * OFF_MAX);
+        hin[i] = hb_new(c->m, ho);
+        uint16_t *h = hb_at(&hin[i], ho);
+        for (size_t j = 0; j < c->m; j++) /* mostly sums of ordinary values */
+            h[j] = (uint16_t)((rnd() & 7 ? f_bits(rnd_normal()) : rnd_bf16_bits()) >> 16);
+        in[i] = h;
+    }
+    for (unsigned nin = 0; nin <= 5; nin += big ? 2 : 1) {
+        for (int mode = 0; mode < 3; mode++) { /* sum_bf16, from acc, from acc in place */
+            if (mode == 0 && nin == 0)
+                continue;
+            fbuf_t os = run_sum_bf16(S, c, mode ? &acc : NULL, mode == 2, in, nin);
+            fbuf_t ov = run_sum_bf16(c->K, c, mode ? &acc : NULL, mode == 2, in, nin);
+            ck_assert_msg(fb_same(&os, &ov), "%s sum_bf16 nin=%u mode=%d m=%zu off=%u at %zu",
+                          c->K->name, nin, mode, c->m, c->off, first_diff(&os, &ov));
+            naive_sum_bf16(naive, mode ? acc.p : NULL, in, nin, c->m);
+            size_t d = naive_diff(&os, naive, c->m);
+            ck_assert_msg(d == c->m, "scalar sum_bf16 nin=%u mode=%d m=%zu: not the naive sum at %zu",
+                          nin, mode, c->m, d);
+            for (unsigned k = 1; mode == 0 && k < nin; k++) {
+                fbuf_t part = run_sum_bf16(c->K, c, NULL, 0, in, k);
+                fbuf_t all = run_sum_bf16(c->K, c, &part, 1, in + k, nin - k);
+                ck_assert_msg(fb_same(&all, &ov), "%s sum_bf16 nin=%u split at %u m=%zu off=%u",
+                              c->K->name, nin, k, c->m, c->off);
+                free(part.base), free(all.base);
+            }
+            free(os.base), free(ov.base);
+        }
+    }
+    for (unsigned i = 0; i < 5; i++)
+        free(hin[i].base);
+    free(acc.base), free(spare.base), free(naive);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ suite */
 
 static const char *skip_reason(nf_isa_t isa)
@@ -832,6 +1245,10 @@ static Suite *kernels_suite(void)
     tcase_add_loop_test(ref, ref_count_sum_full, 0, NF_COUNT_PLANES_MAX);
     tcase_add_test(ref, ref_count_merge);
     tcase_add_test(ref, ref_sum_f32);
+    tcase_add_loop_test(ref, ref_bf16_pack, 0, (int)NBF16_ROWS);
+    tcase_add_loop_test(ref, ref_bf16_nearest, 0, 16);
+    tcase_add_test(ref, ref_bf16_nan);
+    tcase_add_test(ref, ref_sum_bf16);
     tcase_add_test(ref, dispatch);
     tcase_add_test(ref, tuned_threads);
     tcase_set_timeout(ref, 60);
@@ -847,8 +1264,10 @@ static Suite *kernels_suite(void)
     } vs[] = {
         {"abs_sum", vs_abs_sum}, {"bin_pack", vs_bin_pack}, {"bin_pack_ef", vs_bin_pack_ef},
         {"bin_finish", vs_bin_finish},
-        {"ter_pack", vs_ter_pack}, {"ter_finish", vs_ter_finish}, {"count_sum", vs_count_sum},
-        {"count_merge", vs_count_merge}, {"sum_f32", vs_sum_f32},
+        {"ter_pack", vs_ter_pack}, {"ter_y_ef", vs_ter_y_ef},
+        {"ter_finish", vs_ter_finish}, {"count_sum", vs_count_sum},
+        {"count_merge", vs_count_merge}, {"sum_f32", vs_sum_f32}, {"bf16_pack", vs_bf16_pack},
+        {"sum_bf16", vs_sum_bf16},
     };
     for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]) && ncases > 0; i++) {
         TCase *tc = tcase_create(vs[i].name);

@@ -5,11 +5,15 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "nf_policy.h"
 
@@ -76,7 +80,7 @@ static const bad_case_t bad_cases[] = {
      "t.policy:3: binary data (byte 0x7f at column 1)"},
     {"NUL byte", HDR "[rule a]\nroute = fp\0" "32\n", LOAD_FAILS, "t.policy:4: binary data (byte 0x00 at column 11)"},
     {"unknown route", HDR "\n[rule a]\nbytes = 1M-\nroute = quaternary\n", RULE_DROPPED,
-     "t.policy:6: unknown route 'quaternary' (expected pmpi|fp32|binary|ternary); rule 'a' disabled"},
+     "t.policy:6: unknown route 'quaternary' (expected pmpi|fp32|binary|ternary|auto); rule 'a' disabled"},
     {"unknown key", HDR "[rule a]\nbyte = 1M-\nroute = fp32\n", RULE_DROPPED,
      "t.policy:4: unknown key 'byte' (expected region|comm|comm_size|datatype|op|bytes|calls|route|ef|gamma|segment); rule 'a' disabled"},
     {"bad number", HDR "[rule a]\nbytes = 12Q\nroute = fp32\n", RULE_DROPPED,
@@ -110,14 +114,38 @@ static const bad_case_t bad_cases[] = {
      "t.policy:6: duplicate key 'route' (first set at line 4)"},
     {"empty value", HDR "[rule a]\nroute =\n", RULE_DROPPED, "t.policy:4: empty value for 'route'"},
     {"no route", HDR "[rule a]\nbytes = 1K\n", RULE_DROPPED,
-     "t.policy:3: rule 'a' has no route (expected route = pmpi|fp32|binary|ternary); rule 'a' disabled"},
+     "t.policy:3: rule 'a' has no route (expected route = pmpi|fp32|binary|ternary|auto); rule 'a' disabled"},
     {"duplicate rule name", HDR "[rule a]\nroute = fp32\n[rule a]\nroute = binary\n", RULE_DROPPED,
      "t.policy:5: duplicate rule name 'a' (first at line 3)"},
     {"match key in default", HDR "[default]\nbytes = 1M-\nroute = fp32\n", RULE_DROPPED,
      "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|gamma|segment); [default] disabled"},
     {"unknown policy key", HDR "colour = blue\n", RULE_DROPPED,
-     "t.policy:3: unknown key 'colour' in [policy] (expected version|cxl_node|stats|trace); ignored"},
+     "t.policy:3: unknown key 'colour' in [policy] (expected version|cxl_node|stats|trace|regions|calibrate|"
+     "calibrate_calls|admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth); "
+     "ignored"},
+    {"health maybe", HDR "health = maybe\n", RULE_DROPPED,
+     "t.policy:3: bad health 'maybe' (expected on|off); setting ignored"},
+    {"cooldown zero", HDR "cooldown = 0\n", RULE_DROPPED,
+     "t.policy:3: bad cooldown '0' (expected an integer from 1 to 1000000); setting ignored"},
+    {"loss_window word", HDR "loss_window = ten\n", RULE_DROPPED, "t.policy:3: bad loss_window 'ten'"},
+    {"loss_spike zero", HDR "loss_spike = 0\n", RULE_DROPPED,
+     "t.policy:3: bad loss_spike '0' (expected a number > 0, such as 2.0); setting ignored"},
+    {"ef_growth comma", HDR "ef_growth = 4,5\n", RULE_DROPPED, "t.policy:3: bad ef_growth '4,5'"},
     {"bad cxl_node", HDR "cxl_node = -3\n", RULE_DROPPED, "t.policy:3: bad cxl_node '-3'"},
+    {"calibrate_calls zero", HDR "calibrate_calls = 0\n", RULE_DROPPED,
+     "t.policy:3: bad calibrate_calls '0' (expected an integer from 1 to 4294967295); setting ignored"},
+    {"calibrate_calls word", HDR "calibrate_calls = many\n", RULE_DROPPED, "t.policy:3: bad calibrate_calls 'many'"},
+    {"calibrate_calls huge", HDR "calibrate_calls = 4294967296\n", RULE_DROPPED,
+     "t.policy:3: bad calibrate_calls '4294967296'"},
+    {"calibrate_calls suffix", HDR "calibrate_calls = 1K\n", RULE_DROPPED, "t.policy:3: bad calibrate_calls '1K'"},
+    {"admit_cosine above 1", HDR "admit_cosine = 1.01\n", RULE_DROPPED,
+     "t.policy:3: bad admit_cosine '1.01' (expected a number from -1 to 1, such as 0.5); setting ignored"},
+    {"admit_cosine below -1", HDR "admit_cosine = -2\n", RULE_DROPPED, "t.policy:3: bad admit_cosine '-2'"},
+    {"admit_cosine nan", HDR "admit_cosine = nan\n", RULE_DROPPED, "t.policy:3: bad admit_cosine 'nan'"},
+    {"admit_cosine comma", HDR "admit_cosine = 0,5\n", RULE_DROPPED, "t.policy:3: bad admit_cosine '0,5'"},
+    {"empty regions", HDR "regions =\n", RULE_DROPPED, "t.policy:3: empty value for 'regions'; setting ignored"},
+    {"empty calibrate", HDR "calibrate = \n", RULE_DROPPED, "t.policy:3: empty value for 'calibrate'"},
+    {"empty profile", HDR "profile =  ; none\n", RULE_DROPPED, "t.policy:3: empty value for 'profile'"},
     {"shadowed rule", HDR "[rule big]\nbytes = 1M-\nroute = binary\n\n[rule huge]\nbytes = 64M-128M\nroute = fp32\n",
      WARNS, "t.policy:7: rule 'huge' is never used: rule 'big' (line 3) matches every call it matches"},
     {"shadowed by glob", HDR "[rule fc]\nregion = *.fc.*\nroute = fp32\n[rule one]\nregion = net.fc.w\nroute = binary\n",
@@ -126,6 +154,10 @@ static const bad_case_t bad_cases[] = {
      "t.policy:5: gamma has no effect on route binary"},
     {"low-bit on doubles", HDR "[rule a]\ndatatype = double\nroute = binary\n", WARNS,
      "t.policy:3: rule 'a' never runs binary: low-bit routes take only float sums"},
+    {"auto without profile", HDR "regions = m.layout\n[rule a]\nbytes = 1M-\n\nroute = auto\n", WARNS,
+     "t.policy:7: route = auto without a profile: every segment takes fp32"},
+    {"auto default without profile", HDR "[default]\nroute = Auto\n", WARNS,
+     "t.policy:4: route = auto without a profile: every segment takes fp32"},
 };
 
 START_TEST(test_malformed)
@@ -176,6 +208,19 @@ START_TEST(test_bad_rule_rest_loads)
     nf_policy_match(p, &q, &a);
     ck_assert_str_eq(a.rule, "b");
     ck_assert_int_eq(a.route, NF_ROUTE_FP32);
+    nf_policy_free(p);
+}
+END_TEST
+
+/* Fortran's REAL is a float: a low-bit rule on real sums draws no warning. */
+START_TEST(test_lowbit_real_clean)
+{
+    static const char text[] = HDR "[rule r]\ndatatype = real\nop = sum\nroute = binary\n";
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "a binary rule on real sums should be clean, got %s", g.text);
     nf_policy_free(p);
 }
 END_TEST
@@ -239,7 +284,7 @@ START_TEST(test_files)
     memset(&g, 0, sizeof(g));
     ck_assert_int_eq(nf_policy_load("/nonexistent/x.policy", collect, &g, &p), NF_ERR_IO);
     ck_assert_ptr_null(p);
-    ck_assert_msg(strstr(g.text, "/nonexistent/x.policy:0: cannot open policy file: No such file") != NULL,
+    ck_assert_msg(strstr(g.text, "/nonexistent/x.policy:0: cannot open: No such file") != NULL,
                   "got %s", g.text);
 
     memset(&g, 0, sizeof(g));
@@ -262,6 +307,62 @@ START_TEST(test_files)
     ck_assert_str_eq(nf_policy_stats(p), "1");
     ck_assert_ptr_null(nf_policy_trace(p));
     nf_policy_free(p);
+}
+END_TEST
+
+/* Paths that are not regular files are refused at once, by name: a FIFO
+ * must not block the open (it used to hang MPI_Init on every rank), a
+ * device must not be read forever. Check's timeout catches a hang. */
+static const struct special_case {
+    const char *path; /* "@fifo", "@dir", "@big": made in a temp directory */
+    nf_status_t status;
+    const char *message;
+} special_cases[] = {
+    {"@fifo", NF_ERR_IO, ":0: not a regular file (a FIFO)"},
+    {"@dir", NF_ERR_IO, ":0: not a regular file (a directory)"},
+    {"/dev/zero", NF_ERR_IO, "/dev/zero:0: not a regular file (a character device)"},
+    {"/dev/null", NF_ERR_IO, "/dev/null:0: not a regular file (a character device)"},
+    {"@big", NF_ERR_PARSE, ":0: larger than 1048576 bytes"},
+};
+
+static const char *special_path(const char *what, char *dir, char *path, size_t n)
+{
+    if (what[0] != '@')
+        return what;
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, n, "%s/%s", dir, what + 1);
+    if (strcmp(what, "@fifo") == 0) {
+        ck_assert_int_eq(mkfifo(path, 0600), 0);
+    } else if (strcmp(what, "@dir") == 0) {
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+    } else {
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        for (int i = 0; i <= (1 << 20) / 16; i++)
+            fputs("# padding line.\n", f); /* 16 bytes */
+        fclose(f);
+    }
+    return path;
+}
+
+START_TEST(test_special_files)
+{
+    const struct special_case *c = &special_cases[_i];
+    char dir[] = "/tmp/nfpolXXXXXX", buf[256];
+    const char *path = special_path(c->path, dir, buf, sizeof(buf));
+    nf_policy_t *p = NULL;
+    diags_t g;
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_policy_load(path, collect, &g, &p), c->status);
+    ck_assert_ptr_null(p);
+    ck_assert_int_eq(g.count[NF_POLICY_ERROR], 1);
+    ck_assert_msg(strstr(g.text, path) == g.text && strstr(g.text, c->message) != NULL,
+                  "%s: got %s", path, g.text);
+    if (path == buf) {
+        if (remove(buf) != 0 || rmdir(dir) != 0)
+            ck_abort_msg("cannot clean up %s", dir);
+    }
 }
 END_TEST
 
@@ -625,6 +726,21 @@ END_TEST
 
 /* ------------------------------------------------------------ hash */
 
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Texts that must hash as base does, and texts that must not. */
+static void check_hashes(uint64_t (*hash)(const char *), const char *base, const char *const *same,
+                         size_t nsame, const char *const *differ, size_t ndiffer)
+{
+    uint64_t h = hash(base);
+
+    ck_assert(h != 0);
+    for (size_t i = 0; i < nsame; i++)
+        ck_assert_msg(hash(same[i]) == h, "same[%zu] hashes differently", i);
+    for (size_t i = 0; i < ndiffer; i++)
+        ck_assert_msg(hash(differ[i]) != h, "differ[%zu] hashes the same", i);
+}
+
 static uint64_t hash_of(const char *text)
 {
     nf_policy_t *p;
@@ -664,10 +780,73 @@ START_TEST(test_hash)
     ck_assert(h != 0);
     ck_assert(nf_policy_hash(NULL) == 0);
     ck_assert(hash_of(base) == h);
-    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
-        ck_assert_msg(hash_of(same[i]) == h, "same[%zu] hashes differently", i);
-    for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++)
-        ck_assert_msg(hash_of(differ[i]) != h, "differ[%zu] hashes the same", i);
+    check_hashes(hash_of, base, same, NELEM(same), differ, NELEM(differ));
+}
+END_TEST
+
+/* route = auto: the action says so, with fp32 for what the profile lacks. */
+typedef struct auto_case {
+    const char *text;
+    int warnings;          /* route = auto without a profile */
+    nf_route_t route;
+    int route_auto;
+    const char *rule;
+} auto_case_t;
+
+static const auto_case_t auto_cases[] = {
+    {HDR "[rule a]\nroute = auto\n", 1, NF_ROUTE_FP32, 1, "a"},
+    {HDR "profile = m.profile\n[rule a]\nroute = AUTO\n", 0, NF_ROUTE_FP32, 1, "a"},
+    {"[rule a]\nroute = auto\n" HDR "profile = m.profile\n", 0, NF_ROUTE_FP32, 1, "a"},
+    {HDR "profile = m.profile\n[rule a]\nroute = fp32\n", 0, NF_ROUTE_FP32, 0, "a"},
+    {HDR "[rule a]\nroute = binary\n", 0, NF_ROUTE_BINARY, 0, "a"},
+    {HDR "[default]\nroute = auto\n", 1, NF_ROUTE_FP32, 1, "default"},
+    {HDR "profile = m.profile\n[default]\nroute = auto\n", 0, NF_ROUTE_FP32, 1, "default"},
+    /* gamma may apply: auto can pick ternary */
+    {HDR "profile = m.profile\n[rule a]\nroute = auto\ngamma = 0.7\n", 0, NF_ROUTE_FP32, 1, "a"},
+    /* a dropped rule says nothing about auto; [default] decides */
+    {HDR "[rule a]\nroute = auto\nef = maybe\n[default]\nroute = pmpi\n", 0, NF_ROUTE_PMPI, 0, "default"},
+};
+
+START_TEST(test_route_auto)
+{
+    const auto_case_t *c = &auto_cases[_i];
+    nf_policy_query_t q = {NULL, "w", 4, NF_DT_FLOAT, NF_OP_SUM, 4096, 0};
+    nf_policy_action_t a;
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(parse(c->text, strlen(c->text), &g, &p), NF_OK);
+    ck_assert_msg(g.count[NF_POLICY_WARNING] == c->warnings, "case %d: %s", _i, g.text);
+    ck_assert_msg((strstr(g.text, "route = auto without a profile") != NULL) == (c->warnings > 0), "case %d: %s",
+                  _i, g.text);
+    nf_policy_match(p, &q, &a);
+    ck_assert_str_eq(a.rule, c->rule);
+    ck_assert_int_eq(a.route, c->route);
+    ck_assert_int_eq(a.route_auto, c->route_auto);
+    nf_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_route_auto_explain_hash)
+{
+    static const char text[] = HDR "profile = m.profile\n[rule a]\nroute = auto\nef = on\n";
+    nf_policy_query_t q = {NULL, "w", 4, NF_DT_FLOAT, NF_OP_SUM, 4096, 0};
+    nf_policy_action_t a;
+    nf_policy_t *p;
+    diags_t g;
+    char buf[1024];
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "=> route auto (ef on, gamma inherit, segment inherit) from rule a (t.policy:4)\n"
+                              "   auto: each segment takes the profile's route; fp32 where the profile has none\n"),
+                  "%s", buf);
+    nf_policy_free(p);
+    nf_policy_match(NULL, &q, &a);
+    ck_assert_int_eq(a.route_auto, 0);
+    ck_assert(hash_of(HDR "[rule a]\nroute = auto\n") != hash_of(HDR "[rule a]\nroute = fp32\n"));
+    ck_assert(hash_of(HDR "[default]\nroute = auto\n") != hash_of(HDR "[default]\nroute = fp32\n"));
+    ck_assert(hash_of(HDR "[rule a]\nroute = auto\n") == hash_of(HDR "profile = x\n[rule a]\nroute = Auto\n"));
 }
 END_TEST
 
@@ -696,6 +875,155 @@ START_TEST(test_settings)
     ck_assert_uint_eq(v, UINT64_C(2) << 30);
     ck_assert_int_eq(nf_policy_parse_size("1 K", &v), NF_ERR_INVALID);
     ck_assert_int_eq(nf_policy_parse_size("-1", &v), NF_ERR_INVALID);
+}
+END_TEST
+
+/* ------------------------------------------------- model-aware settings */
+
+/* Unset, and a NULL policy: no paths, the documented defaults. */
+START_TEST(test_model_defaults)
+{
+    static const char text[] = HDR "[default]\nroute = fp32\n";
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_ptr_null(nf_policy_regions(NULL));
+    ck_assert_ptr_null(nf_policy_calibrate(NULL));
+    ck_assert_ptr_null(nf_policy_profile(NULL));
+    ck_assert_uint_eq(nf_policy_calibrate_calls(NULL), 20);
+    ck_assert(nf_policy_admit_cosine(NULL) == 0.5);
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_ptr_null(nf_policy_regions(p));
+    ck_assert_ptr_null(nf_policy_calibrate(p));
+    ck_assert_ptr_null(nf_policy_profile(p));
+    ck_assert_uint_eq(nf_policy_calibrate_calls(p), NF_POLICY_CALIBRATE_CALLS);
+    ck_assert(nf_policy_admit_cosine(p) == NF_POLICY_ADMIT_COSINE);
+    nf_policy_free(p);
+}
+END_TEST
+
+/* A bad value is ignored: the default stays, or the earlier good value. */
+START_TEST(test_model_values)
+{
+    static const char text[] = HDR "calibrate_calls = 7\nadmit_cosine = -0.25\nadmit_cosine = 2\n"
+                               "calibrate_calls = 0\n[default]\nroute = fp32\n";
+    static const char edges[] = HDR "calibrate_calls = 4294967295\nadmit_cosine = 1\n";
+    nf_policy_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_int_eq(g.count[NF_POLICY_DISABLED], 2);
+    ck_assert_msg(strstr(g.text, "t.policy:5: bad admit_cosine '2'") != NULL, "%s", g.text);
+    ck_assert_msg(strstr(g.text, "t.policy:6: bad calibrate_calls '0'") != NULL, "%s", g.text);
+    ck_assert_uint_eq(nf_policy_calibrate_calls(p), 7);
+    ck_assert(nf_policy_admit_cosine(p) == -0.25);
+    nf_policy_free(p);
+    ck_assert_int_eq(parse(edges, strlen(edges), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "%s", g.text);
+    ck_assert_uint_eq(nf_policy_calibrate_calls(p), 4294967295u);
+    ck_assert(nf_policy_admit_cosine(p) == 1.0);
+    nf_policy_free(p);
+}
+END_TEST
+
+/* health and its numbers: defaults, values, and the hash tells them apart. */
+START_TEST(test_health_keys)
+{
+    static const char text[] = HDR "health = on\ncooldown = 3\ncooldown_max = 12\nloss_spike = 1.5\n"
+                               "loss_window = 4\nef_growth = 2.5\n[default]\nroute = binary\n";
+    static const char plain[] = HDR "[default]\nroute = binary\n";
+    nf_policy_t *p, *q;
+    diags_t g;
+
+    const nf_policy_health_t *d = nf_policy_health(NULL);
+    ck_assert(!d->on && d->cooldown == 50 && d->cooldown_max == 800 && d->loss_spike == 2.0 &&
+              d->loss_window == 20 && d->ef_growth == 4.0);
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "%s", g.text);
+    const nf_policy_health_t *h = nf_policy_health(p);
+    ck_assert(h->on && h->cooldown == 3 && h->cooldown_max == 12 && h->loss_spike == 1.5 &&
+              h->loss_window == 4 && h->ef_growth == 2.5);
+    ck_assert_int_eq(parse(plain, strlen(plain), &g, &q), NF_OK);
+    ck_assert(!nf_policy_health(q)->on);
+    ck_assert(nf_policy_hash(p) != nf_policy_hash(q));
+    nf_policy_free(p);
+    nf_policy_free(q);
+}
+END_TEST
+
+/* Relative paths are taken from the policy file's directory. */
+typedef struct path_case { const char *policy, *value, *expect; } path_case_t;
+
+static const path_case_t path_cases[] = {
+    {"/etc/nfcoll/train.policy", "model.layout", "/etc/nfcoll/model.layout"},
+    {"/etc/nfcoll/train.policy", "sub/dir/x", "/etc/nfcoll/sub/dir/x"},
+    {"/etc/nfcoll/train.policy", "../p", "/etc/nfcoll/../p"},
+    {"/etc/nfcoll/train.policy", "/abs/path.profile", "/abs/path.profile"},
+    {"/train.policy", "x", "/x"},
+    {"conf/train.policy", "x.layout", "conf/x.layout"},
+    {"./train.policy", "x.layout", "./x.layout"},
+    {"train.policy", "x.layout", "x.layout"},
+    {"train.policy", "/x.layout", "/x.layout"},
+};
+
+START_TEST(test_model_paths)
+{
+    const path_case_t *c = &path_cases[_i];
+    char text[256];
+    nf_policy_t *p = NULL;
+    diags_t g;
+
+    memset(&g, 0, sizeof(g));
+    snprintf(text, sizeof(text), HDR "regions = %s\ncalibrate = %s\nprofile = %s\n", c->value, c->value,
+             c->value);
+    ck_assert_int_eq(nf_policy_parse(text, strlen(text), c->policy, collect, &g, &p), NF_OK);
+    ck_assert_str_eq(nf_policy_regions(p), c->expect);
+    ck_assert_str_eq(nf_policy_calibrate(p), c->expect);
+    ck_assert_str_eq(nf_policy_profile(p), c->expect);
+    nf_policy_free(p);
+}
+END_TEST
+
+/* The same through nf_policy_load: the fixture's paths land next to it. */
+START_TEST(test_model_paths_load)
+{
+    char expect[1024];
+    nf_policy_t *p = NULL;
+    diags_t g;
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_policy_load(fixture("model.policy"), collect, &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "model.policy should be clean, got %s", g.text);
+    snprintf(expect, sizeof(expect), "%s/model.layout", NF_POLICY_FIXTURES);
+    ck_assert_str_eq(nf_policy_regions(p), expect);
+    snprintf(expect, sizeof(expect), "%s/model.profile", NF_POLICY_FIXTURES);
+    ck_assert_str_eq(nf_policy_profile(p), expect);
+    snprintf(expect, sizeof(expect), "%s/calibrated/model.profile", NF_POLICY_FIXTURES);
+    ck_assert_str_eq(nf_policy_calibrate(p), expect);
+    ck_assert_uint_eq(nf_policy_calibrate_calls(p), 10);
+    ck_assert(nf_policy_admit_cosine(p) == 0.8);
+    nf_policy_free(p);
+}
+END_TEST
+
+/* calibrate_calls and admit_cosine change behaviour: they enter the hash.
+ * The paths do not (the caller hashes what they name); nor do defaults
+ * written out. */
+START_TEST(test_model_hash)
+{
+    static const char base[] = HDR "[default]\nroute = fp32\n";
+    static const char *const same[] = {
+        HDR "regions = a.layout\nprofile = a.profile\ncalibrate = b.profile\n[default]\nroute = fp32\n",
+        HDR "calibrate_calls = 20\nadmit_cosine = 0.50\n[default]\nroute = fp32\n",
+        HDR "admit_cosine = 5e-1\ncalibrate_calls = 0\n[default]\nroute = fp32\n",
+    };
+    static const char *const differ[] = {
+        HDR "calibrate_calls = 21\n[default]\nroute = fp32\n",
+        HDR "admit_cosine = 0.6\n[default]\nroute = fp32\n",
+        HDR "admit_cosine = -0.5\n[default]\nroute = fp32\n",
+    };
+    check_hashes(hash_of, base, same, NELEM(same), differ, NELEM(differ));
+    ck_assert(hash_of(HDR "admit_cosine = 0\n") == hash_of(HDR "admit_cosine = -0.0\n"));
 }
 END_TEST
 
@@ -732,6 +1060,718 @@ START_TEST(test_names)
 }
 END_TEST
 
+/* ------------------------------------------------------------ layout files */
+
+static nf_status_t layout(const char *text, size_t len, diags_t *g, nf_layout_t **l)
+{
+    memset(g, 0, sizeof(*g));
+    *l = NULL;
+    return nf_layout_parse(text, len, "t.layout", collect, g, l);
+}
+
+#define N8 "nnnnnnnn"
+#define N64 N8 N8 N8 N8 N8 N8 N8 N8
+#define N127 N64 N8 N8 N8 N8 N8 N8 N8 "nnnnnnn"  /* 64 + 56 + 7 */
+
+typedef struct layout_case {
+    const char *what, *text;
+    size_t entries;        /* loaded */
+    int dropped;           /* NF_POLICY_DISABLED diagnostics */
+    const char *expect;    /* substring of the diagnostics, or NULL: none at all */
+} layout_case_t;
+
+static const layout_case_t layout_cases[] = {
+    {"one entry", "4096 a 0 1024\n", 1, 0, NULL},
+    {"no final newline", "4096 a 0 1024", 1, 0, NULL},
+    {"comments and blanks", "# c\n\n   # indented\n\t\n4096 a 0 10\n", 1, 0, NULL},
+    {"CRLF and tabs", "4K\tw\t0\t10\r\n4K  b  10  10\r\n", 2, 0, NULL},
+    {"size suffixes", "1M big 0 262144\n64KiB x 16383 1\n", 2, 0, NULL},
+    {"name of every printable", "4096 !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ 0 1\n", 1, 0, NULL},
+    {"name of 127 bytes", "4096 " N127 " 0 1\n", 1, 0, NULL},
+    {"same name, other size", "4096 a 0 100\n8192 a 0 100\n", 2, 0, NULL},
+    {"adjacent ranges", "4096 a 0 100\n4096 b 100 100\n4096 c 200 824\n", 3, 0, NULL},
+    {"range to the end", "4096 a 1000 24\n", 1, 0, NULL},
+    {"too few fields", "4096 a 0 1\n4096 b 0\n", 1, 1,
+     "t.layout:2: expected BYTES NAME OFFSET COUNT, found 3 fields; entry dropped"},
+    {"too many fields", "4096 a 0 10 # no trailing comments\n", 0, 1,
+     "t.layout:1: expected BYTES NAME OFFSET COUNT, found 8 fields; entry dropped"},
+    {"one field", "junk\n", 0, 1, "t.layout:1: expected BYTES NAME OFFSET COUNT, found 1 field; entry dropped"},
+    {"bad BYTES", "\n40x96 a 0 1\n", 0, 1,
+     "t.layout:2: bad BYTES '40x96' (expected a size such as 4096, 64K or 1M); entry dropped"},
+    {"negative BYTES", "-4 a 0 1\n", 0, 1, "t.layout:1: bad BYTES '-4'"},
+    {"BYTES overflow", "99999999999999999999 a 0 1\n", 0, 1, "t.layout:1: bad BYTES '99999999999999999999'"},
+    {"BYTES not floats", "4098 a 0 1\n", 0, 1,
+     "t.layout:1: BYTES 4098 is not a positive multiple of 4 (a whole number of floats); entry dropped"},
+    {"BYTES zero", "0 a 0 1\n", 0, 1, "t.layout:1: BYTES 0 is not a positive multiple of 4"},
+    {"name too long", "4096 " N127 "n 0 1\n", 0, 1, "t.layout:1: NAME too long (128 bytes; at most 127); entry dropped"},
+    {"name with control byte", "4096 a\001b 0 1\n", 0, 1,
+     "t.layout:1: NAME 'a?b' has byte 0x01 (expected printable ASCII, no spaces); entry dropped"},
+    {"name in UTF-8", "4096 caf\xc3\xa9 0 1\n", 0, 1, "t.layout:1: NAME 'caf?" "?' has byte 0xc3"},
+    {"name with DEL", "4096 a\x7f 0 1\n", 0, 1, "t.layout:1: NAME 'a?' has byte 0x7f"},
+    {"bad OFFSET", "4096 a -1 1\n", 0, 1,
+     "t.layout:1: bad OFFSET '-1' (expected a decimal element index); entry dropped"},
+    {"OFFSET with suffix", "4096 a 1K 1\n", 0, 1, "t.layout:1: bad OFFSET '1K'"},
+    {"bad COUNT", "4096 a 0 ten\n", 0, 1,
+     "t.layout:1: bad COUNT 'ten' (expected a decimal number of elements, at least 1); entry dropped"},
+    {"COUNT zero", "4096 a 0 0\n", 0, 1, "t.layout:1: bad COUNT '0'"},
+    {"COUNT with plus", "4096 a 0 +1\n", 0, 1, "t.layout:1: bad COUNT '+1'"},
+    {"past the end", "4096 a 1000 25\n", 0, 1,
+     "t.layout:1: 'a' ends past the call: OFFSET 1000 + COUNT 25 is more than the 1024 floats of 4096 bytes; "
+     "entry dropped"},
+    {"OFFSET past the end", "4096 a 1025 1\n", 0, 1, "t.layout:1: 'a' ends past the call: OFFSET 1025"},
+    {"no wrap-around", "4096 a 1 18446744073709551615\n", 0, 1, "t.layout:1: 'a' ends past the call"},
+    {"overlap", "4096 a 0 100\n# b starts inside a\n4096 b 50 100\n", 1, 1,
+     "t.layout:3: 'b' [50, 150) overlaps 'a' [0, 100) of line 1 in 4096-byte calls; entry dropped"},
+    {"overlap after", "4096 b 100 100\n4096 a 50 60\n", 1, 1,
+     "t.layout:2: 'a' [50, 110) overlaps 'b' [100, 200) of line 1 in 4096-byte calls"},
+    {"overlap same start", "4096 a 10 1\n4096 b 10 1\n", 1, 1, "t.layout:2: 'b' [10, 11) overlaps 'a' [10, 11) of line 1"},
+    {"overlap inside", "4096 a 0 1024\n4096 b 500 1\n", 1, 1, "t.layout:2: 'b' [500, 501) overlaps 'a' [0, 1024)"},
+    {"overlap around", "4096 b 500 1\n4096 a 0 1024\n", 1, 1, "t.layout:2: 'a' [0, 1024) overlaps 'b' [500, 501)"},
+    /* a dropped line holds nothing: c overlaps only the dropped b */
+    {"overlap chain", "4096 a 0 100\n4096 b 50 100\n4096 c 120 10\n", 2, 1, "t.layout:2: 'b' [50, 150) overlaps 'a'"},
+    {"duplicate name", "4096 a 0 10\n4096 b 10 10\n4096 a 20 10\n", 2, 1,
+     "t.layout:3: NAME 'a' appears twice for 4096-byte calls (first at line 1); entry dropped"},
+    {"bad line, rest loads", "4096 a 0 10\nxyz\n4096 b 10 10\n", 2, 1, "t.layout:2: expected BYTES NAME"},
+    {"binary junk", "\x7f" "ELF\x02\x01\x01\x00\x00\n", 0, 1, "t.layout:1: expected BYTES NAME OFFSET COUNT"},
+    {"empty file", "", 0, 0,
+     "t.layout:0: no layout entries (expected lines of BYTES NAME OFFSET COUNT): no buffer gets regions"},
+    {"only comments", "# nothing\n\n", 0, 0, "t.layout:0: no layout entries"},
+};
+
+START_TEST(test_layout_lines)
+{
+    const layout_case_t *c = &layout_cases[_i];
+    size_t len = strlen(c->text);
+    nf_layout_t *l;
+    diags_t g;
+
+    if (strcmp(c->what, "binary junk") == 0)
+        len = 10;
+    ck_assert_int_eq(layout(c->text, len, &g, &l), NF_OK);
+    ck_assert_msg(nf_layout_count(l) == c->entries, "%s: %zu entries:\n%s", c->what, nf_layout_count(l), g.text);
+    ck_assert_msg(g.count[NF_POLICY_DISABLED] == c->dropped, "%s: %d dropped:\n%s", c->what,
+                  g.count[NF_POLICY_DISABLED], g.text);
+    ck_assert_int_eq(g.count[NF_POLICY_ERROR], 0);
+    if (c->expect == NULL)
+        ck_assert_msg(g.text[0] == '\0', "%s: expected no diagnostics:\n%s", c->what, g.text);
+    else
+        ck_assert_msg(strstr(g.text, c->expect) != NULL, "%s: expected '%s' in:\n%s", c->what, c->expect, g.text);
+    ck_assert(nf_layout_hash(l) != 0);
+    nf_layout_free(l);
+}
+END_TEST
+
+/* Lookups by exact size, sorted by offset, whatever the file order. */
+START_TEST(test_layout_find)
+{
+    static const char text[] = "8192 z 2000 48\n4096 c 200 10\n4096 a 0 100\n16 tiny 0 4\n4096 b 100 100\n"
+                               "8192 y 0 2000\n";
+    static const struct { uint64_t bytes; size_t n; const char *names[3]; uint64_t off[3]; } cases[] = {
+        {4096, 3, {"a", "b", "c"}, {0, 100, 200}},
+        {8192, 2, {"y", "z"}, {0, 2000}},
+        {16, 1, {"tiny"}, {0}},
+        {0, 0, {NULL}, {0}},
+        {4092, 0, {NULL}, {0}},
+        {4100, 0, {NULL}, {0}},
+        {UINT64_MAX, 0, {NULL}, {0}},
+    };
+    const nf_layout_entry_t *e;
+    nf_layout_t *l;
+    diags_t g;
+
+    ck_assert_int_eq(layout(text, strlen(text), &g, &l), NF_OK);
+    ck_assert_uint_eq(nf_layout_count(l), 6);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = nf_layout_find(l, cases[i].bytes, &e);
+        ck_assert_msg(n == cases[i].n, "%" PRIu64 " bytes: %zu entries", cases[i].bytes, n);
+        if (n == 0)
+            ck_assert_ptr_null(e);
+        for (size_t j = 0; j < n; j++) {
+            ck_assert_str_eq(e[j].name, cases[i].names[j]);
+            ck_assert_uint_eq(e[j].off, cases[i].off[j]);
+            ck_assert_uint_eq(e[j].bytes, cases[i].bytes);
+        }
+    }
+    ck_assert_uint_eq(nf_layout_find(l, 4096, &e), 3);
+    ck_assert_uint_eq(e[1].count, 100);
+    ck_assert_int_eq(e[1].line, 5);
+    nf_layout_free(l);
+    ck_assert_uint_eq(nf_layout_find(NULL, 4096, &e), 0);
+    ck_assert_ptr_null(e);
+    ck_assert_uint_eq(nf_layout_count(NULL), 0);
+    ck_assert(nf_layout_hash(NULL) == 0);
+    nf_layout_free(NULL);
+}
+END_TEST
+
+static uint64_t layout_hash_of(const char *text)
+{
+    nf_layout_t *l;
+    diags_t g;
+    uint64_t h;
+
+    ck_assert_int_eq(layout(text, strlen(text), &g, &l), NF_OK);
+    h = nf_layout_hash(l);
+    nf_layout_free(l);
+    return h;
+}
+
+/* What a layout binds, not how the file says it. */
+START_TEST(test_layout_hash)
+{
+    static const char base[] = "4096 a 0 100\n4096 b 100 100\n8192 a 0 10\n";
+    static const char *const same[] = {
+        "# c\n8192 a 0 10\n\n4096   b 100\t100\r\n4K a 0 100\n",
+        "4096 a 0 100\n4096 b 100 100\n8KiB a 0 10\n4096 b 150 1\n",   /* a dropped line counts for nothing */
+    };
+    static const char *const differ[] = {
+        "4096 a 0 100\n4096 c 100 100\n8192 a 0 10\n",
+        "4096 a 0 100\n4096 b 100 101\n8192 a 0 10\n",
+        "4096 a 0 100\n4096 b 101 100\n8192 a 0 10\n",
+        "4096 a 0 100\n4096 b 100 100\n8196 a 0 10\n",
+        "4096 a 0 100\n4096 b 100 100\n",
+        "4096 ab 0 100\n8192 a 0 10\n",
+    };
+    check_hashes(layout_hash_of, base, same, NELEM(same), differ, NELEM(differ));
+    ck_assert(layout_hash_of("") != 0);
+}
+END_TEST
+
+START_TEST(test_layout_files)
+{
+    static const char *const bad_expect[] = {
+        "bad.layout:3: 'b' [256, 768) overlaps 'a' [0, 512) of line 2 in 4096-byte calls; entry dropped",
+        "bad.layout:4: BYTES 4098 is not a positive multiple of 4",
+        "bad.layout:5: NAME 'a' appears twice for 4096-byte calls (first at line 2)",
+        "bad.layout:6: 'd' ends past the call: OFFSET 0 + COUNT 2049 is more than the 2048 floats of 8192 bytes",
+        "bad.layout:7: expected BYTES NAME OFFSET COUNT, found 3 fields",
+    };
+    const nf_layout_entry_t *e;
+    nf_layout_t *l = NULL;
+    nf_policy_t *p = NULL;
+    char fifo[64];
+    diags_t g;
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_layout_load("/nonexistent/x.layout", collect, &g, &l), NF_ERR_IO);
+    ck_assert_ptr_null(l);
+    ck_assert_msg(strstr(g.text, "/nonexistent/x.layout:0: cannot open layout file: No such file") != NULL,
+                  "got %s", g.text);
+    ck_assert_int_eq(g.count[NF_POLICY_ERROR], 1);
+
+    /* Not regular files: refused at once, without blocking on a FIFO. */
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_layout_load(NF_POLICY_FIXTURES, collect, &g, &l), NF_ERR_IO);
+    ck_assert_msg(strstr(g.text, ":0: cannot read layout file: not a regular file") != NULL, "got %s", g.text);
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_layout_load("/dev/null", collect, &g, &l), NF_ERR_IO);
+    ck_assert_msg(strstr(g.text, "/dev/null:0: cannot read layout file: not a regular file") != NULL, "got %s", g.text);
+    snprintf(fifo, sizeof(fifo), "/tmp/nf_test_layout_fifo.%d", (int)getpid());
+    unlink(fifo);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_layout_load(fifo, collect, &g, &l), NF_ERR_IO);
+    ck_assert_msg(strstr(g.text, "not a regular file") != NULL, "got %s", g.text);
+    unlink(fifo);
+    ck_assert_ptr_null(l);
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_layout_load(fixture("bad.layout"), collect, &g, &l), NF_OK);
+    for (size_t i = 0; i < sizeof(bad_expect) / sizeof(bad_expect[0]); i++)
+        ck_assert_msg(strstr(g.text, bad_expect[i]) != NULL, "expected '%s' in:\n%s", bad_expect[i], g.text);
+    ck_assert_int_eq(g.count[NF_POLICY_DISABLED], 5);
+    ck_assert_uint_eq(nf_layout_find(l, 4096, &e), 2);
+    ck_assert_str_eq(e[0].name, "a");
+    ck_assert_str_eq(e[1].name, "f");
+    nf_layout_free(l);
+
+    /* The policy's relative `regions` path finds the fixture next to it. */
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_policy_load(fixture("model.policy"), collect, &g, &p), NF_OK);
+    ck_assert_int_eq(nf_layout_load(nf_policy_regions(p), collect, &g, &l), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "model.layout should be clean, got %s", g.text);
+    ck_assert_uint_eq(nf_layout_count(l), 6);
+    ck_assert_uint_eq(nf_layout_find(l, 136744, &e), 4);
+    ck_assert_str_eq(e[0].name, "fc2.weight");
+    ck_assert_str_eq(e[3].name, "head.bias");
+    ck_assert_uint_eq(e[3].off + e[3].count, 136744 / 4);
+    nf_layout_free(l);
+    nf_policy_free(p);
+}
+END_TEST
+
+static void count_only(const nf_policy_diag_t *d, void *arg)
+{
+    ((int *)arg)[d->severity]++;
+}
+
+/* Many entries in reverse order: the overlap check is not quadratic, and
+ * every odd one but the first (overlapping the next even one) is dropped. */
+START_TEST(test_layout_many)
+{
+    size_t n = 20000, cap = n * 40, used = 0;
+    char *text = malloc(cap);
+    const nf_layout_entry_t *e;
+    nf_layout_t *l;
+    int count[3] = {0, 0, 0};
+
+    for (size_t i = n; i-- > 0;)
+        used += (size_t)snprintf(text + used, cap - used, "4M r%zu %zu %d\n", i, i * 10, i % 2 ? 15 : 10);
+    ck_assert_int_eq(nf_layout_parse(text, used, "many.layout", count_only, count, &l), NF_OK);
+    ck_assert_int_eq(count[NF_POLICY_DISABLED], (int)(n / 2 - 1));
+    ck_assert_uint_eq(nf_layout_find(l, 4u << 20, &e), n / 2 + 1);
+    for (size_t i = 1; i < n / 2 + 1; i++)
+        ck_assert_uint_le(e[i - 1].off + e[i - 1].count, e[i].off);
+    nf_layout_free(l);
+    free(text);
+}
+END_TEST
+
+/* ------------------------------------------------------------ profiles */
+
+#define PROF_HDR "# libnfcoll profile v1\n"
+#define PROF_COLS "# segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route\n"
+#define PROF_FC1 "fc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary\n"
+#define PROF_HEAD "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32\n"
+
+static nf_status_t profile(const char *text, size_t len, diags_t *g, nf_profile_t **p)
+{
+    memset(g, 0, sizeof(*g));
+    *p = NULL;
+    return nf_profile_parse(text, len, "t.profile", collect, g, p);
+}
+
+typedef struct profile_case {
+    const char *what, *text;
+    size_t entries;        /* loaded; (size_t)-1: does not load */
+    int errors;
+    const char *expect;    /* substring of the diagnostics, or NULL: none at all */
+} profile_case_t;
+
+#define NO_LOAD ((size_t)-1)
+static const profile_case_t profile_cases[] = {
+    {"the example", PROF_HDR PROF_COLS PROF_FC1 PROF_HEAD, 2, 0, NULL},
+    {"header only", PROF_HDR, 0, 0, NULL},
+    {"header, no newline", "# libnfcoll profile v1", 0, 0, NULL},
+    {"comments and blanks", PROF_HDR "\n# more\n  # indented\n" PROF_FC1 "\n\n", 1, 0, NULL},
+    {"CRLF", "# libnfcoll profile v1\r\nfc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary\r\n", 1, 0, NULL},
+    {"tabs, no final newline", PROF_HDR "a\t1\t2\t0.5\t0.5\t0\t0\tternary", 1, 0, NULL},
+    {"buffer segment", PROF_HDR "buffer:4096 1024 20 0.7 0.75 0.6 0.55 binary\n", 1, 0, NULL},
+    {"bounds", PROF_HDR "a 0 0 -1 1 0 0.0000 fp32\nb 18446744073709551615 1 1.0000 -1.0 1e3 -0.0 fp32\n", 2, 0, NULL},
+    {"empty file", "", NO_LOAD, 1,
+     "t.profile:1: empty file: not a libnfcoll profile (expected '# libnfcoll profile v1' first)"},
+    {"other version", "# libnfcoll profile v2\n" PROF_FC1, NO_LOAD, 1,
+     "t.profile:1: not a libnfcoll profile: the first line must be '# libnfcoll profile v1' "
+     "(found '# libnfcoll profile v2')"},
+    {"header after a comment", "# comment\n" PROF_HDR, NO_LOAD, 1, "t.profile:1: not a libnfcoll profile"},
+    {"indented header", " " PROF_HDR, NO_LOAD, 1, "t.profile:1: not a libnfcoll profile"},
+    {"header with a tail", "# libnfcoll profile v1 extra\n", NO_LOAD, 1, "t.profile:1: not a libnfcoll profile"},
+    {"a policy file", "[policy]\nversion = 1\n", NO_LOAD, 1, "(found '[policy]')"},
+    {"binary junk", "\x7f" "ELF\x02\x01\x01\n", NO_LOAD, 1, "(found '?ELF\?\?\?')"},
+    {"too few fields", PROF_HDR PROF_COLS "fc1.weight 200704 20 0.9312 0.9501 0.3671 binary\n", NO_LOAD, 1,
+     "t.profile:3: expected 8 fields (segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary "
+     "route), found 7"},
+    {"too many fields", PROF_HDR "a 1 1 0.5 0.5 0.5 0.5 fp32 # no\n", NO_LOAD, 1, "t.profile:2: expected 8 fields"},
+    {"bad elements", PROF_HDR "a -5 20 0.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: bad elements '-5' (expected an unsigned decimal integer)"},
+    {"bad calls", PROF_HDR "a 5 2e1 0.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1, "t.profile:2: bad calls '2e1'"},
+    {"cos_binary above 1", PROF_HDR "a 5 20 1.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: bad cos_binary '1.5' (expected a number from -1 to 1)"},
+    {"cos_ternary below -1", PROF_HDR "a 5 20 0.5 -1.0001 0.5 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: bad cos_ternary '-1.0001' (expected a number from -1 to 1)"},
+    {"negative relerr", PROF_HDR "a 5 20 0.5 0.5 -0.1 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: bad relerr_binary '-0.1' (expected a number >= 0)"},
+    {"relerr nan", PROF_HDR "a 5 20 0.5 0.5 0.5 nan fp32\n", NO_LOAD, 1, "t.profile:2: bad relerr_ternary 'nan'"},
+    {"decimal comma", PROF_HDR "a 5 20 0,5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1, "t.profile:2: bad cos_binary '0,5'"},
+    {"route pmpi", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 pmpi\n", NO_LOAD, 1,
+     "t.profile:2: bad route 'pmpi' (expected binary|ternary|fp32)"},
+    {"route auto", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 auto\n", NO_LOAD, 1, "t.profile:2: bad route 'auto'"},
+    {"route in capitals", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 Binary\n", NO_LOAD, 1, "t.profile:2: bad route 'Binary'"},
+    {"segment with control byte", PROF_HDR "a\002 5 20 0.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: segment 'a?' has byte 0x02 (expected printable ASCII, no spaces)"},
+    {"segment too long", PROF_HDR N127 "n 5 20 0.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1,
+     "t.profile:2: segment too long (128 bytes; at most 127)"},
+    {"every bad field", PROF_HDR "a\001 x y 2 2 -1 -1 warp\n", NO_LOAD, 8, "t.profile:2: bad route 'warp'"},
+    {"duplicate segment", PROF_HDR PROF_COLS PROF_FC1 PROF_HEAD "\n" PROF_FC1, NO_LOAD, 1,
+     "t.profile:6: duplicate segment 'fc1.weight' (first at line 3)"},
+    {"same name, other case", PROF_HDR "a 1 1 0 0 0 0 fp32\nA 1 1 0 0 0 0 fp32\n", 2, 0, NULL},
+    {"bad line and duplicate", PROF_HDR "a 1 1 0 0 0 0 fp32\nb 1 1 0 0 0 0 fp\na 1 1 0 0 0 0 fp32\n", NO_LOAD, 2,
+     "t.profile:4: duplicate segment 'a' (first at line 2)"},
+};
+
+START_TEST(test_profile_lines)
+{
+    const profile_case_t *c = &profile_cases[_i];
+    size_t len = strlen(c->text);
+    nf_profile_t *p;
+    diags_t g;
+    nf_status_t rc = profile(c->text, len, &g, &p);
+
+    if (c->entries == NO_LOAD) {
+        ck_assert_msg(rc == NF_ERR_PARSE && p == NULL, "%s: should not load (rc %d)", c->what, rc);
+    } else {
+        ck_assert_msg(rc == NF_OK, "%s: should load (rc %d):\n%s", c->what, rc, g.text);
+        ck_assert_uint_eq(nf_profile_count(p), c->entries);
+        ck_assert(nf_profile_hash(p) != 0);
+    }
+    ck_assert_msg(g.count[NF_POLICY_ERROR] == c->errors, "%s: %d errors:\n%s", c->what, g.count[NF_POLICY_ERROR],
+                  g.text);
+    ck_assert_int_eq(g.count[NF_POLICY_WARNING] + g.count[NF_POLICY_DISABLED], 0);
+    if (c->expect == NULL)
+        ck_assert_msg(g.text[0] == '\0', "%s: expected no diagnostics:\n%s", c->what, g.text);
+    else
+        ck_assert_msg(strstr(g.text, c->expect) != NULL, "%s: expected '%s' in:\n%s", c->what, c->expect, g.text);
+    nf_profile_free(p);
+}
+END_TEST
+
+START_TEST(test_profile_find)
+{
+    static const char text[] = PROF_HDR PROF_COLS PROF_FC1 PROF_HEAD "buffer:4096 1024 20 0.7 0.75 0.6 0.55 binary\n";
+    const nf_profile_entry_t *e;
+    nf_profile_t *p;
+    diags_t g;
+
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_uint_eq(nf_profile_count(p), 3);
+    e = nf_profile_find(p, "fc1.weight");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_str_eq(e->segment, "fc1.weight");
+    ck_assert_uint_eq(e->elements, 200704);
+    ck_assert_uint_eq(e->calls, 20);
+    ck_assert(e->cos_binary == 0.9312 && e->cos_ternary == 0.9501);
+    ck_assert(e->relerr_binary == 0.3671 && e->relerr_ternary == 0.3102);
+    ck_assert_int_eq(e->route, NF_ROUTE_BINARY);
+    ck_assert_int_eq(nf_profile_find(p, "head.weight")->route, NF_ROUTE_FP32);
+    ck_assert_int_eq(nf_profile_find(p, "buffer:4096")->route, NF_ROUTE_BINARY);
+    ck_assert_ptr_null(nf_profile_find(p, "head"));
+    ck_assert_ptr_null(nf_profile_find(p, "fc1.weight "));
+    ck_assert_ptr_null(nf_profile_find(p, "buffer:4097"));
+    ck_assert_ptr_null(nf_profile_find(p, ""));
+    ck_assert_ptr_null(nf_profile_find(p, NULL));
+    ck_assert_str_eq(nf_profile_entry(p, 0)->segment, "fc1.weight");
+    ck_assert_str_eq(nf_profile_entry(p, 2)->segment, "buffer:4096");
+    ck_assert_ptr_null(nf_profile_entry(p, 3));
+    nf_profile_free(p);
+    ck_assert_ptr_null(nf_profile_find(NULL, "fc1.weight"));
+    ck_assert_ptr_null(nf_profile_entry(NULL, 0));
+    ck_assert_uint_eq(nf_profile_count(NULL), 0);
+    ck_assert(nf_profile_hash(NULL) == 0);
+    nf_profile_free(NULL);
+}
+END_TEST
+
+/* Enough segments for the table to hold long probe chains: each is found. */
+START_TEST(test_profile_find_many)
+{
+    size_t n = 5000, cap = n * 64, used;
+    char *text = malloc(cap), name[32];
+    nf_profile_t *p;
+    diags_t g;
+
+    used = (size_t)snprintf(text, cap, PROF_HDR);
+    for (size_t i = 0; i < n; i++)
+        used += (size_t)snprintf(text + used, cap - used, "layer%zu.w %zu 20 0.5 0.5 0.5 0.5 %s\n", i, i,
+                                 i % 3 ? "fp32" : "binary");
+    ck_assert_int_eq(profile(text, used, &g, &p), NF_OK);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "layer%zu.w", i);
+        ck_assert_uint_eq(nf_profile_find(p, name)->elements, i);
+        snprintf(name, sizeof(name), "layer%zu.b", i);
+        ck_assert_ptr_null(nf_profile_find(p, name));
+    }
+    nf_profile_free(p);
+    free(text);
+}
+END_TEST
+
+static uint64_t profile_hash_of(const char *text)
+{
+    nf_profile_t *p;
+    diags_t g;
+    uint64_t h;
+
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    h = nf_profile_hash(p);
+    nf_profile_free(p);
+    return h;
+}
+
+/* Every field counts; order, comments and spelling do not. */
+START_TEST(test_profile_hash)
+{
+    static const char base[] = PROF_HDR PROF_FC1 PROF_HEAD;
+    static const char *const same[] = {
+        PROF_HDR PROF_COLS "# again\n" PROF_HEAD "\n" PROF_FC1,
+        PROF_HDR "fc1.weight  200704\t20 0.93120 .9501 3.671e-1 0.3102 binary\r\n" PROF_HEAD,
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.41 0.52 0.9 0.8 fp32\n",
+    };
+    static const char *const differ[] = {
+        PROF_HDR PROF_FC1,
+        PROF_HDR PROF_FC1 "head.weigh 1280 20 0.4100 0.5200 0.9000 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1281 20 0.4100 0.5200 0.9000 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 21 0.4100 0.5200 0.9000 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.4101 0.5200 0.9000 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.4100 0.5201 0.9000 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.4100 0.5200 0.9001 0.8000 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8001 fp32\n",
+        PROF_HDR PROF_FC1 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 ternary\n",
+        PROF_HDR PROF_FC1 PROF_HEAD "x 1 1 0 0 0 0 fp32\n",
+    };
+
+    check_hashes(profile_hash_of, base, same, NELEM(same), differ, NELEM(differ));
+    ck_assert(profile_hash_of(PROF_HDR) != 0);
+    ck_assert(profile_hash_of(PROF_HDR "a 1 1 0 0 -0.0 0 fp32\n") == profile_hash_of(PROF_HDR "a 1 1 0 0 0 0 fp32\n"));
+}
+END_TEST
+
+/* >= admits; binary before ternary; NaN admits nothing. */
+typedef struct choose_case { double cb, ct, admit; nf_route_t route; } choose_case_t;
+
+static const choose_case_t choose_cases[] = {
+    {0.5, 0.4, 0.5, NF_ROUTE_BINARY},
+    {0.5000001, 0.9, 0.5, NF_ROUTE_BINARY},
+    {0.4999999, 0.5, 0.5, NF_ROUTE_TERNARY},
+    {0.4999999, 0.4999999, 0.5, NF_ROUTE_FP32},
+    {0.9, 0.95, 0.5, NF_ROUTE_BINARY},
+    {0.2, 0.95, 0.9, NF_ROUTE_TERNARY},
+    {1.0, 1.0, 1.0, NF_ROUTE_BINARY},
+    {0.9999, 1.0, 1.0, NF_ROUTE_TERNARY},
+    {-1.0, -1.0, -1.0, NF_ROUTE_BINARY},
+    {-1.0, -1.0, -0.9999, NF_ROUTE_FP32},
+    {0.0, -0.0, 0.0, NF_ROUTE_BINARY},
+    {NAN, 0.8, 0.5, NF_ROUTE_TERNARY},
+    {NAN, NAN, 0.5, NF_ROUTE_FP32},
+    {0.8, 0.9, NAN, NF_ROUTE_FP32},
+};
+
+START_TEST(test_profile_choose)
+{
+    const choose_case_t *c = &choose_cases[_i];
+
+    ck_assert_msg(nf_profile_choose(c->cb, c->ct, c->admit) == c->route, "case %d: choose(%g, %g, %g) = %d", _i,
+                  c->cb, c->ct, c->admit, nf_profile_choose(c->cb, c->ct, c->admit));
+}
+END_TEST
+
+/* What nf_profile_write produces, in memory. */
+static char *profile_text(const nf_profile_entry_t *e, size_t n, int *rc, int *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+
+    ck_assert_ptr_nonnull(m);
+    errno = 0;
+    *rc = nf_profile_write(m, e, n);
+    *err = errno;
+    ck_assert_int_eq(fclose(m), 0);
+    return text;
+}
+
+/* Written, read back, written again: the same entries and the same text. */
+START_TEST(test_profile_round_trip)
+{
+    static const nf_profile_entry_t in[] = {
+        {"fc1.weight", 200704, 20, 0.9312, 0.9501, 0.3671, 0.3102, NF_ROUTE_BINARY},
+        {"head.weight", 1280, 20, 0.41, 0.52, 0.9, 0.8, NF_ROUTE_FP32},
+        {"buffer:4096", 1024, 1, -1.0, 1.0, 0.0, 123456.789, NF_ROUTE_TERNARY},
+        {"x!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", UINT64_MAX, 0, -0.25, 0.0001, 1e-4, 2.5, NF_ROUTE_FP32},
+    };
+    static const char expect[] = PROF_HDR PROF_COLS PROF_FC1 PROF_HEAD
+        "buffer:4096 1024 1 -1.0000 1.0000 0.0000 123456.7890 ternary\n";
+    nf_profile_entry_t out[4];
+    nf_profile_t *p;
+    diags_t g;
+    char *text, *again;
+    int rc, err;
+
+    text = profile_text(in, 4, &rc, &err);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strncmp(text, expect, strlen(expect)) == 0, "wrote:\n%s", text);
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "%s", g.text);
+    ck_assert_uint_eq(nf_profile_count(p), 4);
+    for (size_t i = 0; i < 4; i++) {
+        const nf_profile_entry_t *e = nf_profile_entry(p, i);
+        ck_assert_str_eq(e->segment, in[i].segment);
+        ck_assert_uint_eq(e->elements, in[i].elements);
+        ck_assert_uint_eq(e->calls, in[i].calls);
+        ck_assert_msg(e->cos_binary == in[i].cos_binary && e->cos_ternary == in[i].cos_ternary &&
+                      e->relerr_binary == in[i].relerr_binary && e->relerr_ternary == in[i].relerr_ternary,
+                      "entry %zu numbers changed", i);
+        ck_assert_int_eq(e->route, in[i].route);
+        out[i] = *e;
+    }
+    again = profile_text(out, 4, &rc, &err);
+    ck_assert_str_eq(again, text);
+    nf_profile_free(p);
+    free(again);
+    free(text);
+}
+END_TEST
+
+/* More digits than %.4f keeps: read back rounded, then stable. */
+START_TEST(test_profile_round_trip_rounding)
+{
+    const nf_profile_entry_t in[] = {
+        {"a", 1, 1, 0.93124999, 0.99996, 1e-9, 0.123456789, NF_ROUTE_BINARY},
+        {"b", 2, 2, -0.99996, -0.00004, 1e300, 0.00005, NF_ROUTE_TERNARY},
+    };
+    nf_profile_entry_t out[2];
+    nf_profile_t *p;
+    diags_t g;
+    char *text, *again;
+    int rc, err;
+
+    text = profile_text(in, 2, &rc, &err);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(text, "\na 1 1 0.9312 1.0000 0.0000 0.1235 binary\n") != NULL, "wrote:\n%s", text);
+    ck_assert_msg(strstr(text, "\nb 2 2 -1.0000 -0.0000 1000000000000000052504760255204420248704468581108159154"),
+                  "wrote:\n%s", text);
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    for (size_t i = 0; i < 2; i++)
+        out[i] = *nf_profile_entry(p, i);
+    ck_assert(out[0].cos_binary == 0.9312 && out[0].cos_ternary == 1.0 && out[1].cos_binary == -1.0);
+    again = profile_text(out, 2, &rc, &err);
+    ck_assert_str_eq(again, text);
+    nf_profile_free(p);
+    free(again);
+    free(text);
+}
+END_TEST
+
+/* The writer refuses what the reader would, and writes nothing then. */
+typedef struct write_case { const char *what; nf_profile_entry_t e[2]; size_t n; } write_case_t;
+
+static const write_case_t write_bad[] = {
+    {"NaN cosine", {{"a", 1, 1, NAN, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
+    {"infinite error", {{"a", 1, 1, 0.5, 0.5, INFINITY, 0.5, NF_ROUTE_FP32}}, 1},
+    {"cosine above 1", {{"a", 1, 1, 1.0001, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
+    {"negative error", {{"a", 1, 1, 0.5, 0.5, -0.001, 0.5, NF_ROUTE_FP32}}, 1},
+    {"space in segment", {{"fc 1", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
+    {"empty segment", {{"", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
+    {"NULL segment", {{NULL, 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
+    {"route pmpi", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_PMPI}}, 1},
+    {"route out of range", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_COUNT}}, 1},
+    {"duplicate segment", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}, {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 2},
+};
+
+START_TEST(test_profile_write_refuses)
+{
+    const write_case_t *c = &write_bad[_i];
+    char *text;
+    int rc, err;
+
+    text = profile_text(c->e, c->n, &rc, &err);
+    ck_assert_msg(rc == -1 && err == EINVAL, "%s: rc %d errno %d", c->what, rc, err);
+    ck_assert_msg(text[0] == '\0', "%s: wrote %s", c->what, text);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_profile_write_errors)
+{
+    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_BINARY};
+    nf_profile_t *p;
+    diags_t g;
+    char *text;
+    int rc, err;
+    FILE *full;
+
+    /* No entries: the header lines, and a profile that loads empty. */
+    text = profile_text(NULL, 0, &rc, &err);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_str_eq(text, PROF_HDR PROF_COLS);
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_uint_eq(nf_profile_count(p), 0);
+    nf_profile_free(p);
+    free(text);
+    errno = 0;
+    ck_assert_int_eq(nf_profile_write(NULL, &e, 1), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    /* A full disk is a write error with its errno. */
+    full = fopen("/dev/full", "w");
+    if (full != NULL) {
+        errno = 0;
+        ck_assert_int_eq(nf_profile_write(full, &e, 1), -1);
+        ck_assert_int_eq(errno, ENOSPC);
+        fclose(full);
+    }
+}
+END_TEST
+
+/* Written under a decimal-comma locale, still read back. Runs where such a
+ * locale is installed (de_DE.UTF-8 and the like); elsewhere says so. */
+START_TEST(test_profile_write_locale)
+{
+    static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "ru_RU.UTF-8", "nl_NL.UTF-8"};
+    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.25, 0.125, 1.5, NF_ROUTE_BINARY};
+    const char *used = NULL;
+    char *text;
+    int rc, err;
+
+    for (size_t i = 0; i < NELEM(names) && used == NULL; i++)
+        if (setlocale(LC_NUMERIC, names[i]) != NULL)
+            used = names[i];
+    if (used == NULL)
+        fprintf(stderr, "test_profile_write_locale: no decimal-comma locale installed; checked in C only\n");
+    text = profile_text(&e, 1, &rc, &err);
+    setlocale(LC_NUMERIC, "C");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(strstr(text, "\na 1 1 0.5000 0.2500 0.1250 1.5000 binary\n") != NULL, "%s wrote:\n%s",
+                  used ? used : "C", text);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_profile_files)
+{
+    nf_profile_t *p = NULL;
+    nf_policy_t *pol = NULL;
+    diags_t g;
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_profile_load("/nonexistent/x.profile", collect, &g, &p), NF_ERR_IO);
+    ck_assert_ptr_null(p);
+    ck_assert_msg(strstr(g.text, "/nonexistent/x.profile:0: cannot open profile: No such file") != NULL, "got %s",
+                  g.text);
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_profile_load("/dev/zero", collect, &g, &p), NF_ERR_IO);
+    ck_assert_msg(strstr(g.text, "/dev/zero:0: cannot read profile: not a regular file") != NULL, "got %s", g.text);
+
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_profile_load(fixture("bad_header.profile"), collect, &g, &p), NF_ERR_PARSE);
+    ck_assert_msg(strstr(g.text, "bad_header.profile:1: not a libnfcoll profile: the first line must be "
+                                 "'# libnfcoll profile v1' (found '# libnfcoll profile v2')") != NULL, "got %s", g.text);
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_profile_load(fixture("dup.profile"), collect, &g, &p), NF_ERR_PARSE);
+    ck_assert_msg(strstr(g.text, "dup.profile:6: duplicate segment 'fc1.weight' (first at line 3)") != NULL, "got %s",
+                  g.text);
+    ck_assert_ptr_null(p);
+
+    /* The policy's relative `profile` path finds the fixture next to it;
+     * every region of model.layout has an entry. */
+    memset(&g, 0, sizeof(g));
+    ck_assert_int_eq(nf_policy_load(fixture("model.policy"), collect, &g, &pol), NF_OK);
+    ck_assert_int_eq(nf_profile_load(nf_policy_profile(pol), collect, &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "model.profile should be clean, got %s", g.text);
+    ck_assert_uint_eq(nf_profile_count(p), 7);
+    ck_assert_int_eq(nf_profile_find(p, "fc1.weight")->route, NF_ROUTE_BINARY);
+    ck_assert_int_eq(nf_profile_find(p, "fc1.bias")->route, NF_ROUTE_TERNARY);
+    ck_assert_int_eq(nf_profile_find(p, "head.weight")->route, NF_ROUTE_FP32);
+    ck_assert_int_eq(nf_profile_find(p, "buffer:4096")->route, NF_ROUTE_BINARY);
+    /* The routes are what calibration admits at the policy's admit_cosine. */
+    for (size_t i = 0; i < nf_profile_count(p); i++) {
+        const nf_profile_entry_t *e = nf_profile_entry(p, i);
+        ck_assert_msg(nf_profile_choose(e->cos_binary, e->cos_ternary, nf_policy_admit_cosine(pol)) == e->route,
+                      "%s", e->segment);
+    }
+    nf_profile_free(p);
+    nf_policy_free(pol);
+}
+END_TEST
+
 static Suite *policy_suite(void)
 {
     Suite *s = suite_create("policy");
@@ -739,9 +1779,12 @@ static Suite *policy_suite(void)
 
     tcase_add_loop_test(t, test_malformed, 0, (int)(sizeof(bad_cases) / sizeof(bad_cases[0])));
     tcase_add_test(t, test_bad_rule_rest_loads);
+    tcase_add_test(t, test_lowbit_real_clean);
     tcase_add_test(t, test_long_lines);
     tcase_add_test(t, test_too_many_rules);
     tcase_add_test(t, test_files);
+    tcase_add_loop_test(t, test_special_files, 0,
+                        (int)(sizeof(special_cases) / sizeof(special_cases[0])));
     tcase_add_test(t, test_settings);
     tcase_add_loop_test(t, test_names, 0, (int)(sizeof(name_cases) / sizeof(name_cases[0])));
     suite_add_tcase(s, t);
@@ -750,6 +1793,36 @@ static Suite *policy_suite(void)
     tcase_add_test(t, test_actions);
     tcase_add_test(t, test_explain);
     tcase_add_test(t, test_hash);
+    tcase_add_loop_test(t, test_route_auto, 0, (int)(sizeof(auto_cases) / sizeof(auto_cases[0])));
+    tcase_add_test(t, test_route_auto_explain_hash);
+    suite_add_tcase(s, t);
+    t = tcase_create("model settings");
+    tcase_add_test(t, test_model_defaults);
+    tcase_add_test(t, test_model_values);
+    tcase_add_test(t, test_health_keys);
+    tcase_add_loop_test(t, test_model_paths, 0, (int)(sizeof(path_cases) / sizeof(path_cases[0])));
+    tcase_add_test(t, test_model_paths_load);
+    tcase_add_test(t, test_model_hash);
+    suite_add_tcase(s, t);
+    t = tcase_create("layout");
+    tcase_add_loop_test(t, test_layout_lines, 0, (int)(sizeof(layout_cases) / sizeof(layout_cases[0])));
+    tcase_add_test(t, test_layout_find);
+    tcase_add_test(t, test_layout_hash);
+    tcase_add_test(t, test_layout_files);
+    tcase_add_test(t, test_layout_many);
+    suite_add_tcase(s, t);
+    t = tcase_create("profile");
+    tcase_add_loop_test(t, test_profile_lines, 0, (int)NELEM(profile_cases));
+    tcase_add_test(t, test_profile_find);
+    tcase_add_test(t, test_profile_find_many);
+    tcase_add_test(t, test_profile_hash);
+    tcase_add_loop_test(t, test_profile_choose, 0, (int)NELEM(choose_cases));
+    tcase_add_test(t, test_profile_round_trip);
+    tcase_add_test(t, test_profile_round_trip_rounding);
+    tcase_add_loop_test(t, test_profile_write_refuses, 0, (int)NELEM(write_bad));
+    tcase_add_test(t, test_profile_write_errors);
+    tcase_add_test(t, test_profile_write_locale);
+    tcase_add_test(t, test_profile_files);
     suite_add_tcase(s, t);
     t = tcase_create("cache keys");
     tcase_add_test(t, test_size_class);

@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "nf_file.h"
 #include "nf_util.h"
 
 /* ------------------------------------------------------------ bool */
@@ -183,7 +186,157 @@ START_TEST(test_hash_compose)
 }
 END_TEST
 
+/* ------------------------------------------------------------ size */
+
+typedef struct size_case { const char *s; int rc; uint64_t v; } size_case_t;
+
+static const size_case_t size_cases[] = {
+    {"0", 0, 0}, {"4096", 0, 4096}, {"1k", 0, 1024}, {"1K", 0, 1024}, {"64M", 0, 64ull << 20},
+    {"64MiB", 0, 64ull << 20}, {"64mb", 0, 64ull << 20}, {"2G", 0, 2ull << 30},
+    {"3T", 0, 3ull << 40}, {"100B", 0, 100}, {"18446744073709551615", 0, UINT64_MAX},
+    {"16777215T", 0, 16777215ull << 40},
+    {"18446744073709551616", -1, 0}, {"16777216T", -1, 0}, {"", -1, 0}, {"M", -1, 0},
+    {"-1", -1, 0}, {"+1", -1, 0}, {" 1", -1, 0}, {"1 ", -1, 0}, {"1P", -1, 0},
+    {"1.5G", -1, 0}, {"1MM", -1, 0}, {"1iB", -1, 0}, {"0x10", -1, 0}, {NULL, -1, 0},
+};
+
+START_TEST(test_size)
+{
+    const size_case_t *c = &size_cases[_i];
+    uint64_t v = 42;
+
+    ck_assert_msg(nf_parse_size(c->s, &v) == c->rc, "'%s': rc", c->s ? c->s : "NULL");
+    ck_assert_uint_eq(v, c->rc == 0 ? c->v : 42);
+}
+END_TEST
+
 #define NCASES(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ------------------------------------------------------------ files */
+
+/* nf_file_read_all: regular files of bounded size only, whatever fstat
+ * says about their size; the rest refused with a reason. */
+typedef struct read_case {
+    const char *path; /* "@name": a file in a temp directory holding .content */
+    const char *content;
+    size_t max;
+    nf_status_t status;
+    const char *why; /* prefix of the reason (errors), or of the text */
+} read_case_t;
+
+static const read_case_t read_cases[] = {
+    {"@a", "abc", 16, NF_OK, "abc"},
+    {"@empty", "", 16, NF_OK, ""},
+    {"@exact", "abcd", 4, NF_OK, "abcd"},
+    {"@big", "abcde", 4, NF_ERR_CAPACITY, "larger than 4 bytes"},
+    {"/proc/self/status", NULL, 1 << 16, NF_OK, "Name:"}, /* st_size 0 */
+    {"/nonexistent/x", NULL, 16, NF_ERR_IO, "cannot open: No such file or directory"},
+    {"/", NULL, 16, NF_ERR_IO, "not a regular file (a directory)"},
+    {"/dev/null", NULL, 16, NF_ERR_IO, "not a regular file (a character device)"},
+};
+
+static char file_dir[64];
+
+static void file_setup(void)
+{
+    snprintf(file_dir, sizeof(file_dir), "/tmp/nfutilXXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(file_dir));
+}
+
+static void file_teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", file_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", file_dir);
+}
+
+static void put_file(const char *path, const char *content, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(content, f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static char *get_file(const char *path)
+{
+    static char buf[256];
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
+    fclose(f);
+    return buf;
+}
+
+START_TEST(test_read_all)
+{
+    const read_case_t *c = &read_cases[_i];
+    char path[128], why[128] = "", *text = NULL;
+    size_t len = 12345;
+
+    snprintf(path, sizeof(path), "%s", c->path);
+    if (c->path[0] == '@') {
+        snprintf(path, sizeof(path), "%s/%s", file_dir, c->path + 1);
+        put_file(path, c->content, 0600);
+    }
+    nf_status_t st = nf_file_read_all(path, c->max, &text, &len, why, sizeof(why));
+    ck_assert_int_eq(st, c->status);
+    if (st != NF_OK) {
+        ck_assert_ptr_null(text);
+        ck_assert_uint_eq(len, 12345);
+        ck_assert_msg(strncmp(why, c->why, strlen(c->why)) == 0, "%s: got '%s'", path, why);
+        return;
+    }
+    ck_assert_msg(strncmp(text, c->why, strlen(c->why)) == 0, "%s: read '%s'", path, text);
+    ck_assert_uint_eq(len, strlen(text));
+    if (c->content != NULL)
+        ck_assert_uint_eq(len, strlen(c->content));
+    free(text);
+}
+END_TEST
+
+/* nf_wfile: a symlink planted at the path is replaced, not followed; an
+ * existing file is replaced by rename (a new inode), never written
+ * through; the result is 0600 and ours. Published (trace) and committed
+ * at once (stats) alike. */
+START_TEST(test_wfile_replace)
+{
+    char victim[128], path[128], link[256];
+    struct stat sb, old;
+    nf_wfile_t f;
+    int publish = _i;
+
+    snprintf(victim, sizeof(victim), "%s/victim", file_dir);
+    snprintf(path, sizeof(path), "%s/out", file_dir);
+    put_file(victim, "precious\n", 0644);
+    ck_assert_int_eq(symlink(victim, path), 0);
+    ck_assert_int_eq(nf_wfile_open(&f, path), NF_OK);
+    if (publish)
+        ck_assert_int_eq(nf_wfile_publish(&f), NF_OK);
+    fputs("first\n", f.fp);
+    ck_assert_int_eq(nf_wfile_commit(&f), NF_OK);
+    ck_assert_str_eq(get_file(victim), "precious\n");
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert_msg(S_ISREG(sb.st_mode), "%s is not a regular file", path);
+    ck_assert_int_eq(sb.st_mode & 07777, 0600);
+    ck_assert_int_eq(sb.st_uid, geteuid());
+    ck_assert_str_eq(get_file(path), "first\n");
+
+    old = sb; /* an existing file: replaced, not written through */
+    ck_assert_int_eq(nf_wfile_open(&f, path), NF_OK);
+    if (publish)
+        ck_assert_int_eq(nf_wfile_publish(&f), NF_OK);
+    fputs("second\n", f.fp);
+    ck_assert_int_eq(nf_wfile_commit(&f), NF_OK);
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert_msg(sb.st_ino != old.st_ino, "%s was written through (same inode)", path);
+    ck_assert_str_eq(get_file(path), "second\n");
+    ck_assert_int_eq(sb.st_mode & 07777, 0600);
+    ck_assert_int_eq(readlink(path, link, sizeof(link)), -1);
+}
+END_TEST
 
 static Suite *util_suite(void)
 {
@@ -194,6 +347,7 @@ static Suite *util_suite(void)
     tcase_add_loop_test(t, test_long, 0, NCASES(long_cases));
     tcase_add_loop_test(t, test_double, 0, NCASES(double_cases));
     tcase_add_loop_test(t, test_strcaseeq, 0, NCASES(case_eq_cases));
+    tcase_add_loop_test(t, test_size, 0, NCASES(size_cases));
     suite_add_tcase(s, t);
     t = tcase_create("locale");
     tcase_add_checked_fixture(t, locale_setup, NULL);
@@ -203,6 +357,11 @@ static Suite *util_suite(void)
     t = tcase_create("hash");
     tcase_add_loop_test(t, test_hash_vectors, 0, NCASES(hash_cases));
     tcase_add_test(t, test_hash_compose);
+    suite_add_tcase(s, t);
+    t = tcase_create("file");
+    tcase_add_checked_fixture(t, file_setup, file_teardown);
+    tcase_add_loop_test(t, test_read_all, 0, NCASES(read_cases));
+    tcase_add_loop_test(t, test_wfile_replace, 0, 2);
     suite_add_tcase(s, t);
     return s;
 }

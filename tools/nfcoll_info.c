@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "nf_checkpoint.h"
 #include "nf_kernels.h"
 #include "nf_placement.h"
 #include "nf_policy.h"
@@ -28,6 +29,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: nfcoll_info [-v] [-b] [-c] [-t] [--json]\n"
+            "       nfcoll_info --checkpoint FILE [--json]\n"
             "\n"
             "Show how libnfcoll was built and what it would do on this machine.\n"
             "With no option, show everything.\n"
@@ -40,6 +42,10 @@ static void usage(FILE *f)
             "                  memory node libnfcoll would use, with the reason\n"
             "      --json      the same as one JSON object (top-level \"cxl_node\" and\n"
             "                  \"cxl_reason\" are always present)\n"
+            "  -k, --checkpoint FILE\n"
+            "                  check a residual checkpoint file (NF_Residuals_save) whole and\n"
+            "                  describe it: header and every residual's key, count and form;\n"
+            "                  exit status 1 and the reason when it is not valid\n"
             "  -h, --help      this text\n");
 }
 
@@ -308,16 +314,111 @@ static int show_topo(int mask)
     return 0;
 }
 
+/* ---- nfcoll_info --checkpoint ---- */
+
+typedef struct ckpt_list {
+    nf_ckpt_entry_t *e;
+    size_t n, cap;
+    int head;           /* the header was read */
+} ckpt_list_t;
+
+/* The reader's sink: keep each entry, check its floats only. */
+static float *ckpt_keep(void *arg, const nf_ckpt_head_t *h, const nf_ckpt_entry_t *e,
+                        nf_status_t *st, char *why, size_t n)
+{
+    ckpt_list_t *l = arg;
+    (void)h;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        nf_ckpt_entry_t *v = realloc(l->e, cap * sizeof(*v));
+        if (v == NULL) {
+            snprintf(why, n, "out of memory");
+            *st = NF_ERR_NO_MEMORY;
+            return NULL;
+        }
+        l->e = v, l->cap = cap;
+    }
+    l->e[l->n++] = *e;
+    return NULL;
+}
+
+static void ckpt_entry_text(const nf_ckpt_entry_t *e)
+{
+    char key[NF_RES_NAME_MAX + 16];
+    if (e->unbound)
+        snprintf(key, sizeof(key), "unbound #%llu", (unsigned long long)e->order);
+    else
+        snprintf(key, sizeof(key), "region '%s'", e->name);
+    printf("    %-32s %12zu floats  form %s", key, e->count, e->form == NF_RES_Y ? "Y" : e->form == NF_RES_TY ? "TY" : "E");
+    if (e->form == NF_RES_Y)
+        printf("  a_prev %a", (double)e->aprev);
+    printf("\n");
+}
+
+static void ckpt_json(const char *path, const nf_ckpt_head_t *h, const ckpt_list_t *l,
+                      nf_status_t st, const char *why)
+{
+    printf("{\n  \"checkpoint\": ");
+    jstr(path);
+    printf(",\n  \"valid\": %s,\n  \"error\": ", st == NF_OK ? "true" : "false");
+    jstr(st == NF_OK ? NULL : why);
+    if (l->head)
+        printf(",\n  \"version\": %u, \"size\": %u, \"rank\": %u, \"save_id\": "
+               "\"%016llx\", \"file_bytes\": %llu, \"bound_regions\": %u, "
+               "\"residuals\": %u", h->version, h->size, h->rank, (unsigned long long)h->id,
+               (unsigned long long)h->file_bytes, h->nregions, h->nentries);
+    printf(",\n  \"entries\": [");
+    for (size_t i = 0; i < l->n; i++) {
+        const nf_ckpt_entry_t *e = &l->e[i];
+        printf("%s\n    {\"kind\": \"%s\", \"name\": ", i ? "," : "",
+               e->unbound ? "unbound" : "region");
+        jstr(e->unbound ? NULL : e->name);
+        printf(", \"order\": %llu, \"count\": %zu, \"form\": \"%s\", \"aprev\": %.9g}",
+               (unsigned long long)e->order, e->count, e->form == NF_RES_Y ? "Y" : e->form == NF_RES_TY ? "TY" : "E",
+               (double)e->aprev);
+    }
+    printf("\n  ]\n}\n");
+}
+
+/* Everything comes from the library's reader: what load would accept. */
+static int show_checkpoint(const char *path)
+{
+    nf_ckpt_head_t h;
+    ckpt_list_t l = {0};
+    char why[512];
+    memset(&h, 0, sizeof(h));
+    nf_status_t st = nf_ckpt_read(path, &h, ckpt_keep, &l, why, sizeof(why));
+    l.head = st == NF_OK || l.n > 0;
+    if (json) {
+        ckpt_json(path, &h, &l, st, why);
+    } else {
+        printf("Residual checkpoint %s: %s\n", path, st == NF_OK ? "valid" : "NOT valid");
+        if (l.head)
+            printf("  format version %u, rank %u of %u, save id %016llx, %llu bytes\n"
+                   "  bound regions when saved: %u\n  residuals: %u, in order of first use\n",
+                   h.version, h.rank, h.size, (unsigned long long)h.id,
+                   (unsigned long long)h.file_bytes, h.nregions, h.nentries);
+        for (size_t i = 0; i < l.n; i++)
+            ckpt_entry_text(&l.e[i]);
+        if (st != NF_OK)
+            fprintf(stderr, "nfcoll_info: %s: %s\n", path, why);
+    }
+    free(l.e);
+    return st == NF_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"version", no_argument, NULL, 'v'}, {"build", no_argument, NULL, 'b'},
         {"config", no_argument, NULL, 'c'},  {"topology", no_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},    {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"checkpoint", required_argument, NULL, 'k'}, {NULL, 0, NULL, 0}};
     int mask = 0, opt, rc = 0;
-    while ((opt = getopt_long(argc, argv, "vbcth", longopts, NULL)) != -1) {
+    const char *ckpt = NULL;
+    while ((opt = getopt_long(argc, argv, "vbcthk:", longopts, NULL)) != -1) {
         switch (opt) {
+        case 'k': ckpt = optarg; break;
         case 'v': mask |= SHOW_VERSION; break;
         case 'b': mask |= SHOW_BUILD; break;
         case 'c': mask |= SHOW_CONFIG; break;
@@ -332,6 +433,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (ckpt != NULL)
+        return show_checkpoint(ckpt);
     if (mask == 0)
         mask = SHOW_ALL;
     /* The library takes the policy's cxl_node (NFCOLL_CXL_NODE still wins):

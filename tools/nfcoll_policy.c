@@ -1,6 +1,7 @@
 /*
- * nfcoll_policy: check an admission policy file, or explain the route it
- * gives one call. A thin front end to lib/policy; no MPI_Init.
+ * nfcoll_policy: check an admission policy file (and the layout and profile
+ * files it names), or explain the route it gives one call. A thin front end
+ * to lib/policy; no MPI_Init.
  */
 #include "config.h"
 
@@ -25,8 +26,10 @@ static void usage(FILE *f)
             "\n"
             "Check or explain a libnfcoll admission policy file (see nfcoll-policy(5)).\n"
             "\n"
-            "  check      report every problem as FILE:LINE; exit 1 if the file does not\n"
-            "             load or a rule or setting was dropped, 0 otherwise\n"
+            "  check      report every problem as FILE:LINE, in the policy and in the\n"
+            "             layout (regions =) and profile (profile =) files it names, and\n"
+            "             count their entries; exit 1 if any of them does not load or a\n"
+            "             rule, setting or layout line was dropped, 0 otherwise\n"
             "  explain    print the rules tried for one call, which fields matched, and\n"
             "             the route chosen with the rule (FILE:LINE) that chose it\n"
             "\n"
@@ -60,6 +63,73 @@ static void print_diag(const nf_policy_diag_t *d, void *arg)
         t->warnings++;
 }
 
+/* The layout `regions` names: its problems, then one summary line. */
+static int check_layout(const char *policy, const char *path)
+{
+    tally_t t = {0, 0, 0};
+    nf_layout_t *l = NULL;
+    size_t n;
+
+    if (nf_layout_load(path, print_diag, &t, &l) != NF_OK) {
+        printf("%s: regions %s: does not load: no buffer gets regions\n", policy, path);
+        return EXIT_PROBLEM;
+    }
+    n = nf_layout_count(l);
+    printf("%s: regions %s: %s: %zu entr%s, %d line%s dropped, hash %016" PRIx64 "\n", policy, path,
+           t.dropped ? "loads with problems" : "ok", n, n == 1 ? "y" : "ies", t.dropped, t.dropped == 1 ? "" : "s",
+           nf_layout_hash(l));
+    nf_layout_free(l);
+    return t.dropped ? EXIT_PROBLEM : EXIT_OK;
+}
+
+/* The profile `profile` names: its problems, then entries by route. */
+static int check_profile(const char *policy, const char *path)
+{
+    tally_t t = {0, 0, 0};
+    nf_profile_t *p = NULL;
+    size_t n, by[NF_ROUTE_COUNT] = {0};
+
+    if (nf_profile_load(path, print_diag, &t, &p) != NF_OK) {
+        printf("%s: profile %s: does not load: route = auto would take fp32 everywhere\n", policy, path);
+        return EXIT_PROBLEM;
+    }
+    n = nf_profile_count(p);
+    for (size_t i = 0; i < n; i++)
+        by[nf_profile_entry(p, i)->route]++;
+    printf("%s: profile %s: ok: %zu entr%s (%zu binary, %zu ternary, %zu fp32), hash %016" PRIx64 "\n", policy,
+           path, n, n == 1 ? "y" : "ies", by[NF_ROUTE_BINARY], by[NF_ROUTE_TERNARY], by[NF_ROUTE_FP32],
+           nf_profile_hash(p));
+    nf_profile_free(p);
+    return EXIT_OK;
+}
+
+static int check_one(const char *file)
+{
+    tally_t t = {0, 0, 0};
+    nf_policy_t *p = NULL;
+    int rc;
+
+    if (nf_policy_load(file, print_diag, &t, &p) != NF_OK) {
+        printf("%s: does not load: every call would take pmpi\n", file);
+        return EXIT_PROBLEM;
+    }
+    printf("%s: %s: %d rule%s (%d disabled), %s, %d warning%s, hash %016" PRIx64 "\n", file,
+           t.dropped ? "loads with problems" : "ok", nf_policy_rule_count(p),
+           nf_policy_rule_count(p) == 1 ? "" : "s", nf_policy_disabled_count(p),
+           t.dropped ? "some rules or settings dropped" : "nothing dropped", t.warnings,
+           t.warnings == 1 ? "" : "s", nf_policy_hash(p));
+    rc = t.dropped ? EXIT_PROBLEM : EXIT_OK;
+    if (nf_policy_regions(p) != NULL && check_layout(file, nf_policy_regions(p)) != EXIT_OK)
+        rc = EXIT_PROBLEM;
+    if (nf_policy_profile(p) != NULL && check_profile(file, nf_policy_profile(p)) != EXIT_OK)
+        rc = EXIT_PROBLEM;
+    if (nf_policy_calibrate(p) != NULL)
+        printf("%s: calibrate %s: written by a calibration run (%u calls per segment, admit_cosine %g)\n", file,
+               nf_policy_calibrate(p), nf_policy_calibrate_calls(p), nf_policy_admit_cosine(p));
+    nf_policy_free(p);
+    return rc;
+}
+
 static int cmd_check(int argc, char **argv)
 {
     int rc = EXIT_OK;
@@ -68,23 +138,9 @@ static int cmd_check(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    for (int i = 0; i < argc; i++) {
-        tally_t t = {0, 0, 0};
-        nf_policy_t *p = NULL;
-        if (nf_policy_load(argv[i], print_diag, &t, &p) != NF_OK) {
-            printf("%s: does not load: every call would take pmpi\n", argv[i]);
+    for (int i = 0; i < argc; i++)
+        if (check_one(argv[i]) != EXIT_OK)
             rc = EXIT_PROBLEM;
-            continue;
-        }
-        printf("%s: %s: %d rule%s (%d disabled), %s, %d warning%s, hash %016" PRIx64 "\n", argv[i],
-               t.dropped ? "loads with problems" : "ok", nf_policy_rule_count(p),
-               nf_policy_rule_count(p) == 1 ? "" : "s", nf_policy_disabled_count(p),
-               t.dropped ? "some rules or settings dropped" : "nothing dropped", t.warnings,
-               t.warnings == 1 ? "" : "s", nf_policy_hash(p));
-        if (t.dropped)
-            rc = EXIT_PROBLEM;
-        nf_policy_free(p);
-    }
     return rc;
 }
 

@@ -5,15 +5,19 @@
 #include <string.h>
 
 #include "nf_admit.h"
+#include "nf_calib.h"
 #include "nf_handles.h"
 #include "nf_log.h"
 #include "nf_plan.h"
 #include "nf_stats.h"
 #include "nf_trace.h"
+#include "nf_util.h"
 
 static nf_policy_t *nf_pol;
 static int nf_pol_state; /* 0: none, 1: loaded, -1: failed to load */
 static unsigned nf_pol_fields;
+static nf_profile_t *nf_prof; /* what route = auto reads */
+static nf_layout_t *nf_lay;   /* regions of unmodified programs' calls */
 
 /* Every rank parses the same file: rank 0 reports what the parser found. */
 static void nf_policy_diag(const nf_policy_diag_t *d, void *arg)
@@ -27,6 +31,20 @@ static void nf_policy_diag(const nf_policy_diag_t *d, void *arg)
         nf_log_warn("%s:%d: %s", d->file, d->line, d->message);
 }
 
+/* The files the policy names: a profile that does not load leaves every
+ * `route = auto` segment on fp32, a layout that does not load binds
+ * nothing; both say why (file:line) on rank 0. */
+static void nf_admit_files(void)
+{
+    const char *prof = nf_policy_profile(nf_pol), *lay = nf_policy_regions(nf_pol);
+    if (prof != NULL && nf_profile_load(prof, nf_policy_diag, NULL, &nf_prof) != NF_OK &&
+        nf_log_rank() <= 0)
+        nf_log_warn("profile %s was not loaded: route = auto takes fp32", prof);
+    if (lay != NULL && nf_layout_load(lay, nf_policy_diag, NULL, &nf_lay) != NF_OK &&
+        nf_log_rank() <= 0)
+        nf_log_warn("region layout %s was not loaded: no call is cut by it", lay);
+}
+
 void nf_admit_init(const nf_settings_t *s, int rank)
 {
     if (s->policy != NULL) {
@@ -36,17 +54,24 @@ void nf_admit_init(const nf_settings_t *s, int rank)
         if (st != NF_OK && nf_log_rank() <= 0)
             nf_log_warn("NFCOLL_POLICY=%s was not loaded (%s): every MPI_Allreduce goes to "
                         "PMPI_Allreduce", s->policy, nf_strerror(st));
+        else
+            nf_admit_files();
     }
     const char *trace = s->trace != NULL ? s->trace : nf_policy_trace(nf_pol);
     if (trace != NULL)
         nf_trace_open(trace, rank);
+    nf_calib_init(s->calibrate != NULL ? s->calibrate : nf_policy_calibrate(nf_pol),
+                  nf_policy_calibrate_calls(nf_pol), nf_policy_admit_cosine(nf_pol));
 }
 
 void nf_admit_finalize(void)
 {
     nf_trace_close();
+    nf_calib_finish(nf_log_rank() == 0);
+    nf_profile_free(nf_prof);
+    nf_layout_free(nf_lay);
     nf_policy_free(nf_pol);
-    nf_pol = NULL;
+    nf_pol = NULL, nf_prof = NULL, nf_lay = NULL;
     nf_pol_state = 0;
     nf_pol_fields = 0;
 }
@@ -57,10 +82,15 @@ uint64_t nf_admit_hash(void)
 {
     if (nf_pol_state < 0)
         return 0x6661696c6564ull; /* "failed" */
-    return nf_policy_hash(nf_pol);
+    uint64_t h = nf_policy_hash(nf_pol);
+    if (nf_prof != NULL || nf_lay != NULL || nf_calib_on()) {
+        h = nf_hash_u64(nf_hash_u64(h, nf_profile_hash(nf_prof)), nf_layout_hash(nf_lay));
+        h = nf_hash_u64(h, (uint64_t)nf_calib_on());
+    }
+    return h;
 }
 
-int nf_admit_wanted(void) { return nf_pol_state != 0 || nf_trace_on(); }
+int nf_admit_wanted(void) { return nf_pol_state != 0 || nf_trace_on() || nf_calib_on(); }
 
 const char *nf_admit_stats_dest(const nf_settings_t *s)
 {
@@ -182,18 +212,68 @@ hit:
 /* A float sum whose buffer holds bound regions is cut into segments, each
  * matched as a call of its own; `segment = buffer` keeps the call whole.
  * 1 when the call is fused (p holds its segments). */
+/* A sum of 4-byte floats (MPI_FLOAT, or Fortran's REAL when it is 4 bytes). */
+static int nf_adm_float_sum(const nf_adm_entry_t *e, int count)
+{
+    return (e->dt == NF_DT_FLOAT || e->dt == NF_DT_REAL) && e->op == NF_OP_SUM && count > 0 &&
+           e->bytes == (uint64_t)count * sizeof(float);
+}
+
+/* The layout file's regions for a call of this size, as parts. */
+static long nf_adm_cut_layout(nf_plan_t *p, uint64_t bytes, size_t m)
+{
+    const nf_layout_entry_t *first;
+    size_t n = nf_layout_find(nf_lay, bytes, &first);
+    if (n == 0)
+        return 0;
+    if (n > p->parts_cap) {
+        nf_region_part_t *v = realloc(p->parts, n * sizeof(*v));
+        if (v == NULL)
+            return -1;
+        p->parts = v, p->parts_cap = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        nf_region_part_t *r = &p->parts[i];
+        r->off = (size_t)first[i].off, r->m = (size_t)first[i].count;
+        snprintf(r->name, sizeof(r->name), "%s", first[i].name);
+        r->hash = nf_hash_str(NF_HASH_INIT, r->name);
+    }
+    return nf_plan_cut_layout(p, m, p->parts, n);
+}
+
+/* route = auto: the profile's route for the segment, fp32 without one. */
+static void nf_adm_auto(nf_seg_t *g, const nf_policy_action_t *a)
+{
+    char buf[64];
+    if (!a->route_auto)
+        return;
+    const nf_profile_entry_t *pe = nf_profile_find(nf_prof, nf_calib_name(g, buf, sizeof(buf)));
+    g->route = pe != NULL ? pe->route : NF_ROUTE_FP32;
+}
+
+/* A float sum whose buffer holds bound regions (or the layout file's
+ * regions for its size) is cut into segments, each matched as a call of
+ * its own; `segment = buffer` keeps the call whole. 1 when the call is
+ * fused (s->plan holds its segments), -1 when it was cut and every
+ * segment says pmpi (the call runs whole on pmpi), 0 when not cut. */
 static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
                        const nf_adm_entry_t *e, uint64_t call)
 {
-    if (e->dt != NF_DT_FLOAT || e->op != NF_OP_SUM || count <= 0 ||
-        e->a.segment == NF_POLICY_SEGMENT_BUFFER || nf_region_generation() == 0)
+    long n = 0;
+    if (!nf_adm_float_sum(e, count) || e->a.segment == NF_POLICY_SEGMENT_BUFFER)
         return 0;
-    if (nf_plan_cut(&s->plan, x, (size_t)count) <= 0)
+    if (nf_region_generation() != 0)
+        n = nf_plan_cut(&s->plan, x, (size_t)count);
+    if (n == 0 && nf_lay != NULL)
+        n = nf_adm_cut_layout(&s->plan, e->bytes, (size_t)count);
+    if (n <= 0)
         return 0; /* no region in it, or no memory: the call runs whole */
     nf_policy_query_t q;
     nf_adm_query(c, call, e->dt, e->op, e->bytes, &q);
     nf_plan_match(&s->plan, nf_pol, &q);
-    return !nf_plan_all_pmpi(&s->plan);
+    for (size_t i = 0; i < s->plan.n; i++)
+        nf_adm_auto(&s->plan.seg[i], &s->plan.act[i]);
+    return nf_plan_all_pmpi(&s->plan) ? -1 : 1;
 }
 
 /* Fallbacks of the whole call that only the communicator can tell. */
@@ -245,11 +325,17 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     out->entry = e;
     out->bytes = e->bytes;
     int fused = nf_adm_fuse(c, s, x, count, e, out->call);
-    out->route = nf_adm_comm_check(c, fused ? NF_ROUTE_FP32 : e->a.route);
-    if (fused && out->route != NF_ROUTE_PMPI) {
+    /* A calibration run reduces every float sum it can, whatever the rule. */
+    int calib = nf_calib_on() && nf_adm_float_sum(e, count);
+    nf_route_t want = fused > 0 || calib ? NF_ROUTE_FP32 : fused < 0 ? NF_ROUTE_PMPI : e->a.route;
+    out->route = nf_adm_comm_check(c, want);
+    out->calibrate = calib && out->route != NF_ROUTE_PMPI;
+    if (fused > 0 && out->route != NF_ROUTE_PMPI) {
         out->fused = 1;
         out->seg = s->plan.seg, out->nseg = s->plan.n;
         return;
     }
     out->one.route = out->route, out->one.ef = e->a.ef, out->one.gamma = e->a.gamma;
+    if (out->route != NF_ROUTE_PMPI)
+        nf_adm_auto(&out->one, &e->a);
 }

@@ -40,6 +40,7 @@ typedef struct nf_decision {
     size_t nseg;
     nf_seg_t one;      /* an unfused call: one segment, the whole buffer */
     int fused;
+    int calibrate;     /* run it with nf_calib_run (nf_calib.h) */
     uint64_t call;     /* the communicator's call index */
     const void *entry; /* admission's record of the decision, for the trace */
 } nf_decision_t;

@@ -9,7 +9,9 @@
 #include <stdatomic.h>
 
 #include "nf_admit.h"
+#include "nf_calib.h"
 #include "nf_api.h"
+#include "nf_checkpoint.h"
 #include "nf_ctx.h"
 #include "nf_export.h"
 #include "nf_placement.h"
@@ -23,7 +25,7 @@ int nf_api_check(const nf_run_args_t *a)
     if (a->comm == MPI_COMM_NULL)
         return MPI_ERR_COMM;
     /* NULL is MPI_BOTTOM, legal with absolute-address derived datatypes. */
-    if (a->count > 0 && a->datatype == MPI_FLOAT && (a->recvbuf == NULL || a->sendbuf == NULL))
+    if (a->count > 0 && (a->recvbuf == NULL || a->sendbuf == NULL) && nf_run_float(a->datatype))
         return MPI_ERR_BUFFER;
     if (a->count > 0 && a->sendbuf == a->recvbuf)
         return MPI_ERR_BUFFER; /* aliasing without MPI_IN_PLACE is erroneous in MPI */
@@ -77,7 +79,7 @@ static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
                     a->datatype, a->op, &d);
     nf_run_args_t b = *a;
     b.bytes = (int64_t)d.bytes;
-    st = nf_run_plan(c, &b, d.seg, d.nseg);
+    st = d.calibrate ? nf_calib_run(c, &b, d.seg, d.nseg) : nf_run_plan(c, &b, d.seg, d.nseg);
     nf_admit_trace(c, &d);
     return st;
 }
@@ -159,3 +161,36 @@ NF_EXPORT uint64_t nf_stats_fallbacks(nf_fallback_t reason)
 }
 
 NF_EXPORT void nf_stats_reset(void) { nf_stats_zero(); }
+
+/* Residual checkpoints: collective on comm like a call, errors through its
+ * handler. Before MPI_Init or after MPI_Finalize there is no handler to
+ * call. */
+static int nf_api_residuals(MPI_Comm comm, const char *prefix, int load)
+{
+    nf_comm_t *c = NULL;
+    int up = 0, down = 0;
+    PMPI_Initialized(&up);
+    PMPI_Finalized(&down);
+    if (!up || down)
+        return MPI_ERR_OTHER;
+    if (comm == MPI_COMM_NULL)
+        return nf_api_raise(comm, MPI_ERR_COMM);
+    nf_status_t st = nf_init() == NF_OK && nf_ctx_ready() ? NF_OK : NF_ERR_UNSUPPORTED;
+    if (st == NF_OK)
+        st = nf_api_comm(comm, &c);
+    if (st == NF_OK)
+        st = load ? nf_ckpt_load(c, prefix) : nf_ckpt_save(c, prefix);
+    if (st == NF_OK)
+        return MPI_SUCCESS;
+    return nf_status_raised(st) ? nf_status_to_mpi(st) : nf_api_raise(comm, nf_status_to_mpi(st));
+}
+
+NF_EXPORT int NF_Residuals_save(MPI_Comm comm, const char *prefix)
+{
+    return nf_api_residuals(comm, prefix, 0);
+}
+
+NF_EXPORT int NF_Residuals_load(MPI_Comm comm, const char *prefix)
+{
+    return nf_api_residuals(comm, prefix, 1);
+}

@@ -8,7 +8,8 @@
 nf_status_t nf_init(void);
 
 /* MPI_SUCCESS, or the MPI error code of a bad argument (count < 0,
- * MPI_COMM_NULL, aliased buffers, a NULL float buffer). */
+ * MPI_COMM_NULL, aliased buffers, a NULL buffer of a datatype the float
+ * routes take: nf_run_float). */
 int nf_api_check(const nf_run_args_t *a);
 
 /* One allreduce with valid arguments, on `route` (-1: admission decides).

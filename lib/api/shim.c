@@ -8,6 +8,9 @@
  * MPI_Comm_free is not wrapped: libnfcoll's state hangs off a communicator
  * attribute whose delete callback frees it, which also covers
  * MPI_Comm_disconnect and frees issued from Fortran.
+ *
+ * The Fortran entry points (fortran.c) convert their arguments and take the
+ * same steps, declared in nf_shim.h.
  */
 #include "config.h"
 
@@ -17,6 +20,7 @@
 #include "nf_ctx.h"
 #include "nf_export.h"
 #include "nf_log.h"
+#include "nf_shim.h"
 #include "nf_stats.h"
 
 /* Set while libnfcoll runs a call on this thread: an MPI_Allreduce reached
@@ -37,7 +41,7 @@ enum {
  * libnfcoll stays invisible (no topology load, no output). Agreed, so that
  * a setting or file present on some ranks only cannot make them take
  * different paths; the agreements themselves are in agree.c. */
-static void nf_shim_after_init(void)
+void nf_shim_after_init(void)
 {
     int rank = 0;
     unsigned all = 0;
@@ -46,7 +50,7 @@ static void nf_shim_after_init(void)
     nf_log_set_rank(rank);
     const nf_settings_t *s = nf_settings_load();
     unsigned want = s->policy != NULL || s->trace != NULL || s->stats != NULL ||
-                    s->cxl == NF_CXL_REQUIRE;
+                    s->calibrate != NULL || s->cxl == NF_CXL_REQUIRE;
     if (nf_agree_any(MPI_COMM_WORLD, want ? NF_WANT_ANY : 0, &all) != NF_OK)
         return;
     if (!all) {
@@ -94,21 +98,25 @@ NF_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
     return rc;
 }
 
-NF_EXPORT int MPI_Finalize(void)
+void nf_shim_before_finalize(void)
 {
     if (nf_ctx.intercept && nf_ctx.report_stats) { /* collective: agreed at init */
         nf_inside = 1;
         nf_stats_report(MPI_COMM_WORLD, nf_admit_stats_dest(nf_settings_load()));
         nf_inside = 0;
     }
+}
+
+NF_EXPORT int MPI_Finalize(void)
+{
+    nf_shim_before_finalize();
     return PMPI_Finalize();
 }
 
 /* Outside the fast path so that MPI_Allreduce without libnfcoll engaged is
  * a load, a test and a jump to PMPI_Allreduce (no frame, no TLS lookup). */
-static __attribute__((noinline)) int nf_shim_allreduce(const void *sendbuf, void *recvbuf,
-                                                       int count, MPI_Datatype datatype,
-                                                       MPI_Op op, MPI_Comm comm)
+__attribute__((noinline)) int nf_shim_allreduce(const void *sendbuf, void *recvbuf, int count,
+                                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1};
     /* Bad arguments: MPI reports them, its own way. */

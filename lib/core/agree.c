@@ -36,3 +36,20 @@ nf_status_t nf_agree_comm(MPI_Comm comm, const nf_agree_comm_in_t *in,
     out->alloc_ok = w[5] == 0;
     return NF_OK;
 }
+
+/* One MAX allreduce: the severity above the rank's complement (the highest
+ * severity, then the lowest rank), and the value with its complement. */
+nf_status_t nf_agree_worst(MPI_Comm comm, int rank, unsigned severity, uint64_t value,
+                           nf_agree_worst_t *out)
+{
+    uint64_t v[3] = {(uint64_t)severity << 32 | (UINT32_MAX - (uint32_t)rank), value, ~value};
+    uint64_t w[3];
+    nf_status_t st = nf_mpi_status(PMPI_Allreduce(v, w, 3, MPI_UINT64_T, MPI_MAX, comm));
+    if (st != NF_OK)
+        return st;
+    out->severity = (unsigned)(w[0] >> 32);
+    out->rank = out->severity > 0 ? (int)(UINT32_MAX - (uint32_t)w[0]) : -1;
+    out->max = w[1];
+    out->same = w[1] == value && ~w[2] == value;
+    return NF_OK;
+}

@@ -3,16 +3,22 @@
  * kernels do the math, this file moves lines between ranks.
  * docs/design.md, "Protocol".
  *
- * A call:  exchange a header (count, layout hash, lines needed): every rank
- * learns whether the others called alike  ->  grow the segment if needed
- * (agreed)  ->  pack each low-bit segment's lines into my slot  ->  exchange
- * the scales of all low-bit segments (also the barrier that publishes every
- * slot)  ->  each local rank counts its share of all lines over all slots
- * ->  node barrier (+ leaders merge node counts across nodes)  ->  everyone
- * unpacks its segments  ->  one fp32 pass over the fp32 segments (and any
- * low-bit one a rank's NaN/Inf sent there).
+ * Ranks of a node synchronize through flags in the segment (nf_flags.h);
+ * node leaders exchange across nodes over PMPI (xnode.c). A call:
+ *   every rank writes its header (count, layout hash, ok) and, when the
+ *   segment already holds them, packs its low-bit lines (or, for a small
+ *   call on one node, all of its data) -> node barrier -> every rank checks
+ *   the headers (across nodes: leaders exchange them and publish the
+ *   verdict): different counts are MPI_ERR_COUNT everywhere, different
+ *   layouts run the whole call fp32
+ *   small call on one node: every rank reduces all the copies itself. Done.
+ *   otherwise -> grow the segment if needed (agreed) -> scales (one node:
+ *   read from the slots; several: PMPI_Allgather) -> each local rank counts
+ *   its share of lines -> node barrier (+ leaders merge node counts across
+ *   nodes and publish) -> everyone unpacks -> the fp32 pass.
  * The counts are integers, so every rank gets the same bits whatever the
- * order; the scales are summed in rank order in double.
+ * order; the scales are summed in rank order in double; fp32 sums run in
+ * rank order within a node, then in node order.
  */
 #include "config.h"
 
@@ -21,8 +27,11 @@
 
 #include "nf_coll.h"
 #include "nf_ctx.h"
+#include "nf_flags.h"
 #include "nf_placement.h"
+#include "nf_stats.h"
 #include "nf_util.h"
+#include "nf_xnode.h"
 
 static inline uint8_t *nf_slot(const nf_comm_t *c, int lrank)
 {
@@ -36,15 +45,76 @@ static void nf_share(const nf_comm_t *c, size_t n, size_t *l0, size_t *l1)
     *l1 = n * (size_t)(c->lrank + 1) / (size_t)c->lsize;
 }
 
-static inline uint64_t *nf_cnt_line(const nf_comm_t *c, size_t line)
+static size_t nf_up64(size_t b) { return (b + NF_LINE_BYTES - 1) / NF_LINE_BYTES * NF_LINE_BYTES; }
+
+/* What a call's data looks like to the protocol. */
+typedef struct nf_shape {
+    size_t lines;     /* low-bit lines of all low-bit segments */
+    size_t slines;    /* lines the scales take after them */
+    unsigned nlow;    /* low-bit segments */
+    size_t fp32;      /* elements of fp32 segments */
+    int small;        /* one node, and everything fits a control block's area */
+    unsigned parity;  /* of this call: which header and small area */
+} nf_shape_t;
+
+/* ---------------------------------------------------------------- layout */
+
+static int nf_lowbit(const nf_seg_t *g) { return g->route != NF_ROUTE_FP32; }
+
+static size_t nf_seg_lines(const nf_seg_t *g)
 {
-    return c->cnt + line * c->k * NF_LINE_WORDS;
+    return g->route == NF_ROUTE_TERNARY ? 2 * nf_lines(g->m) : nf_lines(g->m);
+}
+
+/* Lay the low-bit segments' lines out one after the other, the scales after
+ * them; decide whether the call is small. */
+static void nf_layout(const nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
+{
+    memset(sh, 0, sizeof(*sh));
+    for (size_t s = 0; s < call->nseg; s++) {
+        nf_seg_t *g = &call->seg[s];
+        g->nonfinite = 0;
+        if (!nf_lowbit(g)) {
+            sh->fp32 += g->m;
+            continue;
+        }
+        g->line0 = sh->lines;
+        sh->lines += nf_seg_lines(g);
+        sh->nlow++;
+    }
+    sh->slines = nf_up64(sh->nlow * sizeof(double)) / NF_LINE_BYTES;
+    size_t bytes = (sh->lines + sh->slines) * NF_LINE_BYTES + sh->fp32 * sizeof(float);
+    sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES;
+    sh->parity = (unsigned)(c->calls & 1u);
+}
+
+/* Where a rank's lines, scales and (small calls) fp32 elements are. */
+static uint64_t *nf_lines_of(const nf_comm_t *c, const nf_shape_t *sh, int lrank)
+{
+    return sh->small ? (uint64_t *)nf_ctl(c, lrank)->small[sh->parity]
+                     : (uint64_t *)nf_slot(c, lrank);
+}
+
+static double *nf_scales_of(const nf_comm_t *c, const nf_shape_t *sh, int lrank)
+{
+    return (double *)(nf_lines_of(c, sh, lrank) + sh->lines * NF_LINE_WORDS);
+}
+
+static float *nf_small_fp32(const nf_comm_t *c, const nf_shape_t *sh, int lrank)
+{
+    return (float *)(nf_lines_of(c, sh, lrank) + (sh->lines + sh->slines) * NF_LINE_WORDS);
+}
+
+/* Elements the segment must hold for these lines and scales. */
+static size_t nf_need(const nf_shape_t *sh)
+{
+    return (sh->lines + sh->slines) * NF_LINE_BITS / 2;
 }
 
 /* ---------------------------------------------------------------- header */
 
-enum { NF_H_COUNT, NF_H_LAYOUT, NF_H_LINES, NF_H_OK, NF_H_N };
-_Static_assert(NF_H_N == NF_HDR_WORDS, "c->hdr holds NF_HDR_WORDS words per rank");
+enum { NF_H_COUNT, NF_H_LAYOUT, NF_H_OK, NF_H_SPARE, NF_H_N };
+_Static_assert(NF_H_N == NF_HDR_WORDS, "a header is NF_HDR_WORDS words");
 
 static uint64_t nf_layout_hash(const nf_call_t *call)
 {
@@ -56,61 +126,54 @@ static uint64_t nf_layout_hash(const nf_call_t *call)
     return h;
 }
 
-/* Every rank's header, one fixed-size block each, so that ranks which
- * called differently still meet in the same exchange. Returns NF_OK with
- * *same set when every rank's layout matches mine. */
-static nf_status_t nf_header(nf_comm_t *c, const nf_call_t *call, size_t lines, int ok,
-                             size_t *max_lines, int *same)
+/* The verdict of the local headers against mine: NF_V_COUNT when some
+ * count differs (every rank sees the same headers, so every rank says so),
+ * else NF_V_SAME when every layout matches and every rank is ok. */
+static uint64_t nf_local_verdict(const nf_comm_t *c, const uint64_t *mine, unsigned parity)
 {
-    uint64_t mine[NF_H_N] = {call->m, nf_layout_hash(call), lines, (uint64_t)ok};
-    nf_status_t st = nf_mpi_status(PMPI_Allgather(mine, NF_H_N, MPI_UINT64_T, c->hdr, NF_H_N,
-                                                  MPI_UINT64_T, c->priv));
-    if (st != NF_OK)
-        return st;
-    *same = 1, *max_lines = 0;
-    for (int i = 0; i < c->size; i++) {
-        const uint64_t *h = c->hdr + (size_t)i * NF_H_N;
+    uint64_t v = NF_V_SAME;
+    for (int i = 0; i < c->lsize; i++) {
+        const uint64_t *h = nf_ctl(c, i)->hdr[parity];
         if (h[NF_H_COUNT] != mine[NF_H_COUNT])
-            return nf_mpi_status(MPI_ERR_COUNT); /* every rank sees the same blocks */
-        *same &= h[NF_H_LAYOUT] == mine[NF_H_LAYOUT] && h[NF_H_OK] != 0;
-        if (h[NF_H_LINES] > *max_lines)
-            *max_lines = h[NF_H_LINES];
+            return NF_V_COUNT;
+        if (h[NF_H_LAYOUT] != mine[NF_H_LAYOUT] || h[NF_H_OK] == 0)
+            v = 0;
     }
+    return v;
+}
+
+/* After the header barrier: the call's verdict on every rank alike. One
+ * node decides from the headers in the segment; several add one exchange
+ * among leaders, published to the other local ranks. */
+static nf_status_t nf_verdict(nf_comm_t *c, const nf_call_t *call, const uint64_t *mine,
+                              unsigned parity, uint64_t *v)
+{
+    nf_status_t st = NF_OK;
+    *v = nf_local_verdict(c, mine, parity);
+    if (c->nnodes < 2)
+        return NF_OK;
+    if (c->lrank == 0) {
+        uint64_t node[NF_H_N] = {mine[NF_H_COUNT], mine[NF_H_LAYOUT], *v, 0};
+        st = nf_xnode_verdict(c, node, v);
+        nf_ctl(c, 0)->verdict[0] = *v;
+        nf_stats_internode(call->seg[0].route, (uint64_t)(c->nnodes - 1) * sizeof(node));
+    }
+    if ((st = nf_leader_wait(c, st)) != NF_OK)
+        return st;
+    *v = nf_ctl(c, 0)->verdict[0];
     return NF_OK;
 }
 
 /* ---------------------------------------------------------------- low-bit */
 
-static int nf_lowbit(const nf_seg_t *g) { return g->route != NF_ROUTE_FP32; }
-
-static size_t nf_seg_lines(const nf_seg_t *g)
-{
-    return g->route == NF_ROUTE_TERNARY ? 2 * nf_lines(g->m) : nf_lines(g->m);
-}
-
-/* Lay the low-bit segments' lines out one after the other. */
-static size_t nf_layout(nf_call_t *call, unsigned *nlow)
-{
-    size_t lines = 0;
-    *nlow = 0;
-    for (size_t s = 0; s < call->nseg; s++) {
-        nf_seg_t *g = &call->seg[s];
-        g->nonfinite = 0;
-        if (!nf_lowbit(g))
-            continue;
-        g->line0 = lines;
-        lines += nf_seg_lines(g);
-        (*nlow)++;
-    }
-    return lines;
-}
-
-/* Binary pass 1: sign lines into my slot, a_i back (NaN when non-finite). */
+/* Binary pass 1: sign lines into bits, a_i back (NaN when non-finite). */
 static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
 {
     const nf_kernels_t *k = nf_ctx.k;
     nf_residual_t *res = g->res;
     double sum;
+    if (res != NULL && res->form == NF_RES_TY)
+        nf_residual_e(res); /* after ternary calls */
     if (res == NULL)
         sum = k->bin_pack(x, NULL, g->m, bits);
     else if (res->form == NF_RES_E)
@@ -122,47 +185,71 @@ static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
     return isfinite(ai) ? ai : NAN;
 }
 
-/* Ternary pass 1: gated lines (plus, then minus) into my slot; b_i back,
- * the gate in *t. */
+/* Ternary pass 1: the lane sum of |y| (with error feedback, writing y into
+ * the residual's next buffer: an E-form e is a TY form with an infinite
+ * gate), the gate, then the gated lines (plus, then minus) from y alone.
+ * b_i back, the gate in *t. */
 static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus, float *t)
 {
     const nf_kernels_t *k = nf_ctx.k;
-    float *e = g->res != NULL ? nf_residual_e(g->res) : NULL;
-    double ai = k->abs_sum(x, e, g->m) / (double)g->m;
+    nf_residual_t *res = g->res;
+    const float *y = x;
+    double sum;
+    if (res == NULL) {
+        sum = k->abs_sum(x, NULL, g->m);
+    } else {
+        if (res->form == NF_RES_Y)
+            nf_residual_e(res); /* after binary calls */
+        int e = res->form == NF_RES_E;
+        y = res->buf[res->cur ^ 1u];
+        sum = k->ter_y_ef(x, res->buf[res->cur], e ? INFINITY : res->tprev,
+                          e ? 0.0f : res->aprev, res->buf[res->cur ^ 1u], g->m);
+    }
+    double ai = sum / (double)g->m;
     size_t nin = 0;
     *t = 0.0f;
     if (!isfinite(ai))
         return NAN;
     *t = (float)(g->gamma * ai);
-    double bsum = k->ter_pack(x, e, g->m, *t, plus, plus + nf_lines(g->m) * NF_LINE_WORDS, &nin);
+    double bsum = k->ter_pack(y, NULL, g->m, *t, plus, plus + nf_lines(g->m) * NF_LINE_WORDS, &nin);
     return nin > 0 ? bsum / (double)nin : 0.0;
 }
 
-/* Pack every low-bit segment; its scale goes to mine[j] (segment order),
- * its gate (ternary) to gate[j]. */
-static void nf_pack_all(nf_comm_t *c, const nf_call_t *call, double *mine, float *gate)
+/* Pack every low-bit segment into my lines; its scale goes to c->mine[j]
+ * and after the lines (segment order), its gate (ternary) to c->gate[j].
+ * Touches only my lines and the residuals' next buffers: harmless when the
+ * call then runs fp32. */
+static void nf_pack_all(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *sh)
 {
-    uint64_t *slot = (uint64_t *)nf_slot(c, c->lrank);
+    uint64_t *slot = nf_lines_of(c, sh, c->lrank);
     unsigned j = 0;
     for (size_t s = 0; s < call->nseg; s++) {
         const nf_seg_t *g = &call->seg[s];
         if (!nf_lowbit(g))
             continue;
         uint64_t *lines = slot + g->line0 * NF_LINE_WORDS;
-        gate[j] = 0.0f;
-        mine[j] = g->route == NF_ROUTE_BINARY ? nf_pack_binary(g, call->x + g->off, lines)
-                                              : nf_pack_ternary(g, call->x + g->off, lines,
-                                                                &gate[j]);
+        c->gate[j] = 0.0f;
+        c->mine[j] = g->route == NF_ROUTE_BINARY
+                         ? nf_pack_binary(g, call->x + g->off, lines)
+                         : nf_pack_ternary(g, call->x + g->off, lines, &c->gate[j]);
         j++;
     }
+    memcpy(nf_scales_of(c, sh, c->lrank), c->mine, sh->nlow * sizeof(double));
 }
 
-/* Gather nlow doubles per rank (NaN marks a rank that saw a non-finite
- * value) into c->scales, rank-major. */
-static nf_status_t nf_exchange_scales(nf_comm_t *c, const double *mine, unsigned nlow)
+/* Every rank's scales, rank-major, into c->scales: from the segment on one
+ * node (local rank order is rank order there), by PMPI_Allgather across
+ * nodes (also the barrier that publishes every slot). */
+static nf_status_t nf_gather_scales(nf_comm_t *c, const nf_shape_t *sh)
 {
-    return nf_mpi_status(PMPI_Allgather(mine, (int)nlow, MPI_DOUBLE, c->scales, (int)nlow,
-                                        MPI_DOUBLE, c->priv));
+    if (c->nnodes < 2) {
+        for (int i = 0; i < c->lsize; i++)
+            memcpy(c->scales + (size_t)i * sh->nlow, nf_scales_of(c, sh, i),
+                   sh->nlow * sizeof(double));
+        return NF_OK;
+    }
+    return nf_mpi_status(PMPI_Allgather(c->mine, (int)sh->nlow, MPI_DOUBLE, c->scales,
+                                        (int)sh->nlow, MPI_DOUBLE, c->priv));
 }
 
 /* The rank-ordered mean of scale j, NaN when some rank flagged. */
@@ -174,51 +261,30 @@ static double nf_mean_scale(const nf_comm_t *c, unsigned nlow, unsigned j)
     return sum / (double)c->size;
 }
 
-/* Leaders add the node counters of all nodes, in node order. cnt holds
- * nlines counter lines of k planes; the other local ranks wait. */
-static nf_status_t nf_merge_counts(nf_comm_t *c, size_t nlines)
-{
-    nf_status_t st = nf_mpi_status(PMPI_Barrier(c->node));
-    if (st != NF_OK || c->nnodes < 2)
-        return st;
-    if (c->lrank == 0) {
-        size_t words = nlines * c->k * NF_LINE_WORDS;
-        uint64_t *x = c->xnode;
-        st = nf_mpi_status(PMPI_Allgather(c->cnt, (int)(words / NF_LINE_WORDS), nf_ctx.line_type,
-                                          x, (int)(words / NF_LINE_WORDS), nf_ctx.line_type,
-                                          c->leaders));
-        if (st != NF_OK)
-            return st;
-        memcpy(c->cnt, x, words * sizeof(uint64_t));
-        for (int j = 1; j < c->nnodes; j++)
-            nf_ctx.k->count_merge(c->cnt, x + (size_t)j * words, c->k, nlines);
-    }
-    return nf_mpi_status(PMPI_Barrier(c->node));
-}
-
-/* Count my share of lines [0, nlines) over every local slot, near the node. */
-static void nf_count_lines(nf_comm_t *c, size_t nlines)
+/* Count my share of lines [0, nlines) over every local slot, near the node;
+ * a small call counts all of them into its private counters. */
+static void nf_count_lines(nf_comm_t *c, const nf_shape_t *sh, uint64_t *cnt)
 {
     const uint64_t **in = (const uint64_t **)c->ptrs;
-    size_t l0, l1;
+    size_t l0 = 0, l1 = sh->lines;
     nf_place_pin_t pin;
-    nf_share(c, nlines, &l0, &l1);
+    if (!sh->small)
+        nf_share(c, sh->lines, &l0, &l1);
     if (l1 == l0)
         return;
     nf_place_reducer_enter(&pin);
     for (int i = 0; i < c->lsize; i++)
-        in[i] = (const uint64_t *)nf_slot(c, i) + l0 * NF_LINE_WORDS;
-    nf_ctx.k->count_sum(nf_cnt_line(c, l0), c->k, in, (unsigned)c->lsize, l1 - l0);
+        in[i] = nf_lines_of(c, sh, i) + l0 * NF_LINE_WORDS;
+    nf_ctx.k->count_sum(cnt + l0 * c->k * NF_LINE_WORDS, c->k, in, (unsigned)c->lsize, l1 - l0);
     nf_place_reducer_leave(&pin);
 }
 
-static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g, double a,
-                             double ai)
+static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
+                             const uint64_t *cnt, double a, double ai)
 {
     nf_residual_t *res = g->res;
     const float *x = call->x + g->off;
     float *r = call->r + g->off;
-    const uint64_t *cnt = nf_cnt_line(c, g->line0);
     if (res != NULL && res->form == NF_RES_E) {
         nf_ctx.k->bin_finish(r, x, res->buf[res->cur], cnt, c->k, g->m, (unsigned)c->size, a,
                              (float)ai);
@@ -231,92 +297,88 @@ static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g, d
     }
 }
 
-static void nf_finish_ternary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g, double b,
-                              double bi, float t)
+static void nf_finish_ternary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
+                              const uint64_t *cnt, double b, double bi, float t)
 {
-    float *e = g->res != NULL ? g->res->buf[g->res->cur] : NULL; /* E form since the pack */
-    nf_ctx.k->ter_finish(call->r + g->off, call->x + g->off, e, nf_cnt_line(c, g->line0),
-                         nf_cnt_line(c, g->line0 + nf_lines(g->m)), c->k, g->m, b, t,
+    nf_residual_t *res = g->res;
+    nf_ctx.k->ter_finish(call->r + g->off, NULL, NULL, cnt,
+                         cnt + nf_lines(g->m) * c->k * NF_LINE_WORDS, c->k, g->m, b, t,
                          (float)bi);
+    if (res != NULL) { /* the new y, gate and b_i become the state */
+        res->cur ^= 1u;
+        res->form = NF_RES_TY;
+        res->aprev = (float)bi;
+        res->tprev = t;
+    }
 }
 
 /* Unpack every low-bit segment whose scale is finite on every rank; mark
- * the others for the fp32 pass (their residuals are as they were). */
-static void nf_finish_all(nf_comm_t *c, nf_call_t *call, unsigned nlow, const double *mine,
-                          const float *gate)
+ * the others for the fp32 pass (their residuals are as they were). cnt:
+ * the counters of line 0. Returns whether some segment was marked. */
+static int nf_finish_all(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
+                         const uint64_t *cnt)
 {
     unsigned j = 0;
+    int marked = 0;
     for (size_t s = 0; s < call->nseg; s++) {
         nf_seg_t *g = &call->seg[s];
         if (!nf_lowbit(g))
             continue;
-        double mean = nf_mean_scale(c, nlow, j);
+        double mean = nf_mean_scale(c, sh->nlow, j);
+        const uint64_t *gc = cnt + g->line0 * c->k * NF_LINE_WORDS;
         if (!isfinite(mean))
-            g->nonfinite = 1;
+            g->nonfinite = marked = 1;
         else if (g->route == NF_ROUTE_BINARY)
-            nf_finish_binary(c, call, g, mean, mine[j]);
+            nf_finish_binary(c, call, g, gc, mean, c->mine[j]);
         else
-            nf_finish_ternary(c, call, g, mean, mine[j], gate[j]);
+            nf_finish_ternary(c, call, g, gc, mean, c->mine[j], c->gate[j]);
         j++;
     }
+    return marked;
+}
+
+/* Low-bit segments after the header barrier, on the shared counters:
+ * count my share, barrier (+ leaders merge across nodes), unpack. */
+static nf_status_t nf_lowbit_shared(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
+                                    int *marked)
+{
+    nf_status_t st = nf_gather_scales(c, sh);
+    if (st != NF_OK)
+        return st;
+    for (size_t s = 0; s < call->nseg && c->nnodes > 1; s++)
+        if (nf_lowbit(&call->seg[s])) /* a scale to each rank on the other nodes */
+            nf_stats_internode(call->seg[s].route, (uint64_t)(c->size - c->lsize) * 8);
+    nf_count_lines(c, sh, c->cnt);
+    nf_node_barrier(c);
+    if (c->nnodes > 1) {
+        if (c->lrank == 0)
+            st = nf_xnode_counts(c, call, c->cnt, sh->lines);
+        if ((st = nf_leader_wait(c, st)) != NF_OK)
+            return st;
+    }
+    *marked = nf_finish_all(c, call, sh, c->cnt);
+    return NF_OK;
 }
 
 /* ---------------------------------------------------------------- fp32 */
 
-/* Leaders sum the node results of one chunk across nodes, in node order. */
-static nf_status_t nf_fp32_nodes(nf_comm_t *c, float *res, size_t len)
-{
-    const float **in = (const float **)c->ptrs;
-    float *x = c->xnode;
-    nf_status_t st = nf_mpi_status(
-        PMPI_Allgather(res, (int)len, MPI_FLOAT, x, (int)len, MPI_FLOAT, c->leaders));
-    if (st != NF_OK)
-        return st;
-    for (int j = 0; j < c->nnodes; j++)
-        in[j] = x + (size_t)j * len;
-    nf_ctx.k->sum_f32(res, in, (unsigned)c->nnodes, len);
-    return NF_OK;
-}
-
-/* Sum one chunk already in every slot at off: my share in rank order,
- * barrier, leaders across nodes, barrier. The result is at fp32_res + off. */
-static nf_status_t nf_fp32_sum(nf_comm_t *c, size_t off, size_t len)
-{
-    const float **in = (const float **)c->ptrs;
-    float *res = c->fp32_res + off;
-    size_t j0, j1;
-    nf_status_t st = nf_mpi_status(PMPI_Barrier(c->node));
-    if (st != NF_OK)
-        return st;
-    nf_share(c, (len + NF_LANES - 1) / NF_LANES, &j0, &j1);
-    j0 *= NF_LANES;
-    j1 = j1 * NF_LANES < len ? j1 * NF_LANES : len;
-    if (j1 > j0) {
-        for (int i = 0; i < c->lsize; i++)
-            in[i] = (const float *)nf_slot(c, i) + off + j0;
-        nf_ctx.k->sum_f32(res + j0, in, (unsigned)c->lsize, j1 - j0);
-    }
-    if ((st = nf_mpi_status(PMPI_Barrier(c->node))) != NF_OK)
-        return st;
-    if (c->nnodes > 1) {
-        if (c->lrank == 0 && (st = nf_fp32_nodes(c, res, len)) != NF_OK)
-            return st;
-        if ((st = nf_mpi_status(PMPI_Barrier(c->node))) != NF_OK)
-            return st;
-    }
-    return NF_OK;
-}
+/* Which segments an fp32 pass takes. */
+typedef enum nf_take { NF_TAKE_ALL, NF_TAKE_REST, NF_TAKE_NONFINITE } nf_take_t;
 
 /* A cursor over the fp32 segments' elements, as if they were one vector. */
 typedef struct nf_fp32_it {
     const nf_call_t *call;
     size_t s, done; /* segment, elements of it consumed */
-    int all;        /* every segment (layout mismatch) */
+    nf_take_t take;
 } nf_fp32_it_t;
 
 static int nf_fp32_takes(const nf_fp32_it_t *it, const nf_seg_t *g)
 {
-    return it->all || !nf_lowbit(g) || g->nonfinite;
+    switch (it->take) {
+    case NF_TAKE_ALL: return 1;
+    case NF_TAKE_REST: return !nf_lowbit(g) || g->nonfinite;
+    default: return g->nonfinite;
+    }
 }
 
 /* Copy (in) or out up to len elements from the cursor; advances a copy. */
@@ -340,57 +402,190 @@ static size_t nf_fp32_move(nf_fp32_it_t *it, float *buf, size_t len, int in)
     return n;
 }
 
-/* The fp32 pass: chunks of NF_FP32_CHUNK elements alternating between two
- * buffers; every rank walks the same segments, so every rank agrees on the
- * number of chunks. */
-static nf_status_t nf_fp32_pass(nf_comm_t *c, const nf_call_t *call, int all)
+/* My share, in whole lane groups, of a chunk of len elements. Across
+ * nodes the leader, which exchanges, sums nothing when it has helpers. */
+static void nf_fp32_share(const nf_comm_t *c, size_t len, size_t *j0, size_t *j1)
 {
-    nf_fp32_it_t in = {.call = call, .all = all}, out = in;
-    float *mine = (float *)nf_slot(c, c->lrank);
-    for (unsigned parity = 0;; parity ^= 1u) {
-        size_t off = (size_t)parity * NF_FP32_CHUNK;
-        size_t len = nf_fp32_move(&in, mine + off, NF_FP32_CHUNK, 1);
-        if (len == 0)
-            return NF_OK;
-        if (c->size == 1) { /* identity read-back: byte-exact */
-            nf_fp32_move(&out, mine + off, len, 0);
-            continue;
-        }
-        nf_status_t st = nf_fp32_sum(c, off, len);
-        if (st != NF_OK)
-            return st;
-        nf_fp32_move(&out, c->fp32_res + off, len, 0);
+    size_t groups = (len + NF_LANES - 1) / NF_LANES;
+    int skip = c->nnodes > 1 && c->lsize > 1;
+    if (skip && c->lrank == 0) {
+        *j0 = *j1 = 0;
+        return;
     }
+    size_t me = (size_t)(c->lrank - skip), n = (size_t)(c->lsize - skip);
+    *j0 = groups * me / n * NF_LANES;
+    *j1 = groups * (me + 1) / n * NF_LANES;
+    if (*j1 > len)
+        *j1 = len;
+}
+
+/* Sum my share of chunk k (input buffer k & 1) over every slot, in local
+ * rank order, into result buffer res. */
+static void nf_fp32_sum_share(nf_comm_t *c, unsigned k, float *res, size_t len)
+{
+    const float **in = (const float **)c->ptrs;
+    size_t j0, j1;
+    nf_fp32_share(c, len, &j0, &j1);
+    if (j1 <= j0)
+        return;
+    for (int i = 0; i < c->lsize; i++)
+        in[i] = (const float *)nf_slot(c, i) + (size_t)(k & 1u) * NF_FP32_CHUNK + j0;
+    nf_ctx.k->sum_f32(res + j0, in, (unsigned)c->lsize, j1 - j0);
+}
+
+static float *nf_fp32_res(const nf_comm_t *c, size_t k)
+{
+    return c->fp32_res + (k % nf_fp32_nres(c)) * NF_FP32_CHUNK;
+}
+
+/* Chunks of NF_FP32_CHUNK floats through a pipeline with one node barrier
+ * per stage. Between barriers s and s+1 a rank copies out chunk s-D's
+ * result, (several nodes) the leader sums chunk s-2's node results across
+ * nodes, every rank sums its share of chunk s-1, and copies in chunk s; D
+ * is 2 on one node, 3 across nodes, so the leader's exchange of one chunk
+ * overlaps the others' work on the next two. Each step's inputs were all
+ * complete before the barrier that precedes it, inputs alternate between
+ * two buffers and results rotate through nf_fp32_nres: nobody still reads
+ * what a rank overwrites. The leader's status rides on its barrier. */
+static nf_status_t nf_fp32_pipe(nf_comm_t *c, const nf_call_t *call, nf_take_t take)
+{
+    nf_fp32_it_t in = {.call = call, .take = take}, out = in;
+    float *mine = (float *)nf_slot(c, c->lrank);
+    size_t nres = nf_fp32_nres(c), depth = c->nnodes > 1 ? 3 : 2;
+    size_t len[NF_FP32_NRES_MAX] = {0}; /* of the chunks in flight, by chunk % nres */
+    nf_ctl_t *lead = nf_ctl(c, 0);
+    for (size_t s = 0;; s++) {
+        if (s >= depth && len[(s - depth) % nres] > 0) {
+            nf_fp32_move(&out, nf_fp32_res(c, s - depth), len[(s - depth) % nres], 0);
+            len[(s - depth) % nres] = 0;
+        }
+        if (c->nnodes > 1 && c->lrank == 0) {
+            nf_status_t st = NF_OK;
+            if (s >= 2 && len[(s - 2) % nres] > 0)
+                st = nf_xnode_fp32(c, nf_fp32_res(c, s - 2), len[(s - 2) % nres]);
+            lead->stage_status[s & 1u] = st; /* read after this barrier, rewritten two later */
+        }
+        if (s >= 1 && len[(s - 1) % nres] > 0)
+            nf_fp32_sum_share(c, (unsigned)(s - 1), nf_fp32_res(c, s - 1), len[(s - 1) % nres]);
+        len[s % nres] = nf_fp32_move(&in, mine + (s & 1u) * NF_FP32_CHUNK, NF_FP32_CHUNK, 1);
+        size_t busy = 0;
+        for (size_t i = 0; i < nres; i++)
+            busy += len[i];
+        if (busy == 0)
+            return NF_OK;
+        nf_node_barrier(c);
+        if (c->nnodes > 1 && lead->stage_status[s & 1u] != NF_OK)
+            return (nf_status_t)lead->stage_status[s & 1u];
+    }
+}
+
+static nf_status_t nf_fp32_pass(nf_comm_t *c, const nf_call_t *call, nf_take_t take)
+{
+    if (c->size == 1) { /* identity read-back: byte-exact */
+        nf_fp32_it_t in = {.call = call, .take = take}, out = in;
+        float *mine = (float *)nf_slot(c, 0);
+        size_t len;
+        while ((len = nf_fp32_move(&in, mine, NF_FP32_CHUNK, 1)) > 0)
+            nf_fp32_move(&out, mine, len, 0);
+        return NF_OK;
+    }
+    return nf_fp32_pipe(c, call, take);
+}
+
+/* ---------------------------------------------------------------- small */
+
+/* A small call on one node after the header barrier: every rank reduces
+ * every rank's copy itself, so no second barrier; the areas alternate by
+ * call parity, and a rank writes one again only after the next call's
+ * barrier, when everyone has finished reading it. */
+static nf_status_t nf_small_run(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh)
+{
+    const float **in = (const float **)c->ptrs;
+    int marked = 0;
+    if (sh->nlow > 0) {
+        nf_gather_scales(c, sh);
+        nf_count_lines(c, sh, c->pcnt);
+        marked = nf_finish_all(c, call, sh, c->pcnt);
+    }
+    size_t at = 0;
+    for (size_t s = 0; s < call->nseg; s++) {
+        const nf_seg_t *g = &call->seg[s];
+        if (nf_lowbit(g))
+            continue;
+        for (int i = 0; i < c->lsize; i++)
+            in[i] = nf_small_fp32(c, sh, i) + at;
+        nf_ctx.k->sum_f32(call->r + g->off, in, (unsigned)c->lsize, g->m);
+        at += g->m;
+    }
+    return marked ? nf_fp32_pass(c, call, NF_TAKE_NONFINITE) : NF_OK;
+}
+
+/* Copy my fp32 segments' elements into my small area. */
+static void nf_small_fp32_in(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *sh)
+{
+    nf_fp32_it_t it = {.call = call, .take = NF_TAKE_REST};
+    nf_fp32_move(&it, nf_small_fp32(c, sh, c->lrank), sh->fp32, 1);
 }
 
 /* ---------------------------------------------------------------- a call */
 
+/* Write my header and, where the segment holds it already, my data. Returns
+ * whether the low-bit lines are packed. */
+static int nf_publish(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *sh, int ok,
+                      uint64_t *mine)
+{
+    mine[NF_H_COUNT] = call->m;
+    mine[NF_H_LAYOUT] = nf_layout_hash(call);
+    mine[NF_H_OK] = (uint64_t)ok;
+    mine[NF_H_SPARE] = 0;
+    memcpy(nf_ctl(c, c->lrank)->hdr[sh->parity], mine, NF_HDR_WORDS * sizeof(uint64_t));
+    if (!ok)
+        return 0;
+    if (sh->small) {
+        nf_small_fp32_in(c, call, sh);
+        if (sh->nlow > 0)
+            nf_pack_all(c, call, sh);
+        return 1;
+    }
+    if (sh->nlow == 0 || nf_need(sh) > c->cap_elems)
+        return 0;
+    nf_pack_all(c, call, sh);
+    return 1;
+}
+
 nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
 {
-    unsigned nlow;
-    size_t lines = nf_layout(call, &nlow), need;
-    int same;
+    nf_shape_t sh;
+    uint64_t mine[NF_H_N], v;
+    int marked = 0;
+    nf_layout(c, call, &sh);
+    c->calls++;
     call->mismatch = call->capacity = 0;
-    nf_status_t st = nf_comm_scales(c, nlow);
-    st = nf_header(c, call, lines, st == NF_OK, &need, &same);
+    int packed = nf_publish(c, call, &sh, nf_comm_scales(c, sh.nlow) == NF_OK, mine);
+    nf_node_barrier(c);
+    nf_status_t st = nf_verdict(c, call, mine, sh.parity, &v);
     if (st != NF_OK)
         return st;
-    if (!same) { /* the ranks cut the buffer differently: exact for all */
+    if (v == NF_V_COUNT)
+        return nf_mpi_status(MPI_ERR_COUNT);
+    if (v != NF_V_SAME) { /* the ranks cut the buffer differently: exact for all */
         call->mismatch = 1;
-        return nf_fp32_pass(c, call, 1);
+        return nf_fp32_pass(c, call, NF_TAKE_ALL);
     }
-    if (nlow > 0 && nf_comm_reserve(c, need * NF_LINE_BITS / 2) != NF_OK) {
-        call->capacity = 1; /* agreed: the segment cannot grow anywhere */
-        return nf_fp32_pass(c, call, 1);
+    if (sh.small)
+        return nf_small_run(c, call, &sh);
+    if (sh.nlow > 0 && !packed) {
+        if (nf_comm_reserve(c, nf_need(&sh)) != NF_OK) {
+            call->capacity = 1; /* agreed: the segment cannot grow anywhere */
+            return nf_fp32_pass(c, call, NF_TAKE_ALL);
+        }
+        nf_pack_all(c, call, &sh);
+        if (c->nnodes < 2)
+            nf_node_barrier(c); /* publishes the slots (several nodes: the allgather) */
     }
-    if (nlow > 0) {
-        nf_pack_all(c, call, c->mine, c->gate);
-        if ((st = nf_exchange_scales(c, c->mine, nlow)) != NF_OK)
-            return st;
-        nf_count_lines(c, lines);
-        if ((st = nf_merge_counts(c, lines)) != NF_OK)
-            return st;
-        nf_finish_all(c, call, nlow, c->mine, c->gate);
-    }
-    return nf_fp32_pass(c, call, 0);
+    if (sh.nlow > 0 && (st = nf_lowbit_shared(c, call, &sh, &marked)) != NF_OK)
+        return st;
+    if (sh.fp32 == 0 && !marked)
+        return NF_OK;
+    return nf_fp32_pass(c, call, NF_TAKE_REST);
 }

@@ -16,6 +16,7 @@
 #include "nf_placement.h"
 #include "nf_stats.h"
 #include "nf_util.h"
+#include "nf_xnode.h"
 
 static pthread_mutex_t nf_comm_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic unsigned nf_comm_generation = 1;
@@ -55,11 +56,14 @@ static void nf_comm_destroy(nf_comm_t *c)
         c->upper_free(c->upper);
     nf_shm_destroy(&c->shm);
     nf_residual_table_free(&c->resid);
+    nf_residual_table_free(&c->shadow[0]);
+    nf_residual_table_free(&c->shadow[1]);
     free(c->xnode);
+    free(c->pcnt);
     free(c->scales);
     free(c->mine);
     free(c->gate);
-    free(c->hdr);
+    free(c->xv);
     free(c->ptrs);
     if (c->leaders != MPI_COMM_NULL)
         PMPI_Comm_free(&c->leaders);
@@ -98,7 +102,7 @@ void nf_comm_finalize(void)
         PMPI_Comm_free_keyval(&nf_ctx.comm_keyval);
 }
 
-/* Carve the segment: slots | counters | fp32 results. */
+/* Carve the segment: control blocks | slots | counters | fp32 results. */
 static void nf_comm_layout(nf_comm_t *c, size_t cap, size_t *slot, size_t *cnt, size_t *total)
 {
     size_t nlines = nf_lines(cap);
@@ -106,7 +110,8 @@ static void nf_comm_layout(nf_comm_t *c, size_t cap, size_t *slot, size_t *cnt, 
     size_t lowbit = 2 * nlines * NF_LINE_BYTES;
     *slot = nf_align_up(lowbit > fp32 ? lowbit : fp32, 4096);
     *cnt = nf_align_up(2 * nlines * c->k * NF_LINE_BYTES, 4096);
-    *total = (size_t)c->lsize * *slot + *cnt + fp32;
+    *total = (size_t)c->lsize * (NF_CTL_BYTES + *slot) + *cnt +
+             nf_fp32_nres(c) * (size_t)NF_FP32_CHUNK * sizeof(float);
 }
 
 /* A new segment for cap elements. The old one stays mapped until the new
@@ -126,7 +131,9 @@ static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap)
     if (c->lrank == 0) /* one segment per node: counted once */
         nf_stats_placed(NF_PLACED_BUFFER, shm.bytes, shm.resident_frac);
     c->slot_bytes = slot;
-    c->slots = c->shm.base;
+    c->ctl = c->shm.base;
+    c->gen = 0; /* every local rank maps the new segment: fresh flags */
+    c->slots = c->ctl + (size_t)c->lsize * NF_CTL_BYTES;
     c->cnt = (uint64_t *)(c->slots + (size_t)c->lsize * slot);
     c->fp32_res = (float *)((uint8_t *)c->cnt + cnt);
     return NF_OK;
@@ -136,10 +143,7 @@ static nf_status_t nf_comm_xnode(nf_comm_t *c, size_t cap)
 {
     if (c->leaders == MPI_COMM_NULL || c->nnodes < 2)
         return NF_OK;
-    size_t per = 2 * nf_lines(cap) * c->k * NF_LINE_BYTES;
-    if (per < NF_FP32_CHUNK * sizeof(float))
-        per = NF_FP32_CHUNK * sizeof(float);
-    size_t bytes = per * (size_t)c->nnodes;
+    size_t bytes = nf_xnode_bytes(c, cap);
     if (bytes <= c->xnode_bytes)
         return NF_OK;
     void *p = NULL;
@@ -214,7 +218,12 @@ static nf_status_t nf_comm_split(nf_comm_t *c)
         ((rc = PMPI_Comm_set_errhandler(c->leaders, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
          (rc = PMPI_Comm_size(c->leaders, &c->nnodes)) != MPI_SUCCESS))
         return nf_mpi_status(rc);
-    return nf_mpi_status(PMPI_Bcast(&c->nnodes, 1, MPI_INT, 0, c->node));
+    int most = 0;
+    if ((rc = PMPI_Bcast(&c->nnodes, 1, MPI_INT, 0, c->node)) != MPI_SUCCESS ||
+        (rc = PMPI_Allreduce(&c->lsize, &most, 1, MPI_INT, MPI_MAX, c->priv)) != MPI_SUCCESS)
+        return nf_mpi_status(rc);
+    c->kn = nf_count_planes((unsigned)most);
+    return NF_OK;
 }
 
 /*
@@ -232,7 +241,7 @@ static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok)
         .policy_hash = nf_ctx.cfg.policy_hash,
         .name_hash = nf_hash_str(NF_HASH_INIT, c->name),
         .lanes_fit = c->k <= nf_ctx.cfg.settings->count_bits,
-        .alloc_ok = setup_ok && c->hdr != NULL && c->ptrs != NULL,
+        .alloc_ok = setup_ok && c->xv != NULL && c->ptrs != NULL,
     };
     nf_agree_comm_out_t out;
     nf_status_t st = nf_agree_comm(c->user, &in, &out);
@@ -276,9 +285,12 @@ static nf_comm_t *nf_comm_new(MPI_Comm comm, nf_status_t *st)
         nf_log_warn_once("cannot split a communicator by node; libnfcoll passes its calls to PMPI");
     c->k = nf_count_planes((unsigned)(c->size > 0 ? c->size : 1));
     if (ok) {
-        c->hdr = calloc((size_t)c->size * NF_HDR_WORDS, sizeof(uint64_t));
+        c->xv = calloc(4 * (size_t)c->nnodes, sizeof(int));
         c->ptrs = calloc((size_t)(c->lsize > c->nnodes ? c->lsize : c->nnodes), sizeof(void *));
-        if (nf_comm_scales(c, 1) != NF_OK)
+        void *p = NULL;
+        if (posix_memalign(&p, NF_LINE_BYTES, (size_t)NF_SMALL_BYTES * c->k) == 0)
+            c->pcnt = p;
+        if (nf_comm_scales(c, 1) != NF_OK || c->pcnt == NULL)
             ok = 0;
     }
     *st = nf_comm_decide(c, ok);

@@ -36,4 +36,18 @@ typedef struct nf_agree_comm_out {
 nf_status_t nf_agree_comm(MPI_Comm comm, const nf_agree_comm_in_t *in,
                           nf_agree_comm_out_t *out);
 
+/* The worst outcome over comm's ranks and one value they must share: each
+ * rank gives a severity (0: fine) and a value; out gets the highest
+ * severity, the lowest rank that gave it (-1 when all were fine), the
+ * largest value, and whether every rank gave the same value. */
+typedef struct nf_agree_worst {
+    unsigned severity;
+    int rank;
+    uint64_t max;
+    int same;
+} nf_agree_worst_t;
+
+nf_status_t nf_agree_worst(MPI_Comm comm, int rank, unsigned severity, uint64_t value,
+                           nf_agree_worst_t *out);
+
 #endif

@@ -15,12 +15,26 @@
 #include "nf_residual.h"
 #include "nf_shm.h"
 
-/* 64-bit words of the header every rank sends with each call (coll.c). */
+/* 64-bit words of the header every rank publishes with each call (coll.c). */
 #define NF_HDR_WORDS 4
+
+/* Bytes of a small call's data per rank (fp32 elements, sign lines and
+ * scales): calls that fit go through one flag barrier on a single node, each
+ * rank reducing every rank's copy itself (coll.c). */
+#define NF_SMALL_BYTES (8u * 1024u)
+
+/* Bytes of a rank's control block at the start of the segment (nf_flags.h):
+ * flags, header and two small-call areas, page-aligned. */
+#define NF_CTL_BYTES (NF_SMALL_BYTES * 2u + 4096u)
 
 /* Elements per FP32 chunk: the fp32 route pipelines through the shared
  * buffer in chunks of this many floats (double-buffered). */
 #define NF_FP32_CHUNK (128u * 1024u)
+
+/* FP32 result buffers of NF_FP32_CHUNK floats: two on one node, four across
+ * nodes, where a chunk's result waits one more stage for the leader. */
+#define NF_FP32_NRES_MAX 4u
+#define nf_fp32_nres(c) ((c)->nnodes > 1 ? NF_FP32_NRES_MAX : 2u)
 
 /* Whether this communicator can use libnfcoll's routes, decided once for
  * every rank alike (agree.c). */
@@ -45,21 +59,28 @@ typedef struct nf_comm {
     char name[MPI_MAX_OBJECT_NAME]; /* at first use, for policy rules */
 
     nf_shm_t shm;
+    uint8_t *ctl;        /* lsize control blocks (nf_flags.h) */
+    uint64_t gen;        /* node barrier generation; 0 for a new segment */
+    uint64_t calls;      /* calls on this state: parity of the header and small areas */
     size_t cap_elems;    /* low-bit elements the segment holds */
     size_t slot_bytes;   /* per local rank */
     uint8_t *slots;      /* lsize slots */
     uint64_t *cnt;       /* 2 counters (plus, minus) of k planes per line */
-    float *fp32_res;     /* 2 x NF_FP32_CHUNK result floats */
-    void *xnode;         /* leaders: nnodes x exchange scratch (private) */
+    float *fp32_res;     /* nf_fp32_nres x NF_FP32_CHUNK result floats */
+    void *xnode;         /* leaders: exchange scratch (private, nf_xnode_bytes) */
+    int *xv;             /* 4 x nnodes counts and displacements (xnode.c) */
     size_t xnode_bytes;
+    uint64_t *pcnt;      /* small calls: private counters, NF_SMALL_BYTES lines of k planes */
+    unsigned kn;         /* planes of one node's counts: nf_count_planes(largest lsize) */
 
     const void **ptrs;   /* max(lsize, nnodes) input pointers for kernels */
-    uint64_t *hdr;       /* size headers of the last call (coll.c) */
     double *scales;      /* size x nscales: per-rank scales of the last call */
     double *mine;        /* nscales: this rank's */
     float *gate;         /* nscales: this rank's ternary gates */
     unsigned nscales;    /* capacity, low-bit segments per call */
     nf_residual_table_t resid;
+    nf_residual_table_t shadow[2]; /* calibration: binary's and ternary's, as if
+                                      that route had run all along */
 
     /* State a layer above keeps per communicator (admission's decision
      * cache), freed with this one. */

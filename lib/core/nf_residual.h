@@ -9,14 +9,15 @@
 #include "nfcoll.h"
 
 /*
- * A residual is kept in one of two forms. NF_RES_Y (binary): the previous
- * call's y and a_i, from which the pack kernel rebuilds e exactly, so the
- * final pass has no update to write; two buffers, the next y goes into the
- * other one and becomes current only when the call completes (a call that
- * falls back to fp32 leaves the residual as it was). NF_RES_E (ternary, or
- * binary after ternary): e itself, updated by the finish kernels.
+ * A residual is kept in one of three forms. NF_RES_Y (binary): the previous
+ * call's y and a_i; NF_RES_TY (ternary): its y, gate t and b_i. From these
+ * the pack kernels rebuild e exactly, so the final pass has no update to
+ * write; two buffers, the next y goes into the other one and becomes
+ * current only when the call completes (a call that falls back to fp32
+ * leaves the residual as it was). NF_RES_E: e itself, updated by the finish
+ * kernels (binary after ternary, a residual converted from Y form).
  */
-typedef enum nf_res_form { NF_RES_Y = 0, NF_RES_E = 1 } nf_res_form_t;
+typedef enum nf_res_form { NF_RES_Y = 0, NF_RES_E = 1, NF_RES_TY = 2 } nf_res_form_t;
 
 /* A residual belongs to a bound region (by name: a bucket rebuilt at
  * another address keeps it) or to an unbound buffer (by address). */
@@ -36,21 +37,67 @@ typedef struct nf_residual {
     size_t bytes;         /* mapped size of each buffer */
     unsigned cur;         /* buffer holding the state */
     nf_res_form_t form;
-    float aprev;          /* NF_RES_Y: the previous call's a_i (as float) */
+    float aprev;          /* NF_RES_Y: the previous call's a_i; NF_RES_TY: b_i (as float) */
+    float tprev;          /* NF_RES_TY: the previous call's gate */
     double resident_frac;
+    uint64_t first;       /* order of first use in its table: an unbound
+                             buffer's key in a checkpoint (its address is not) */
+    uint64_t stamp;       /* last use, on the process-wide clock (LRU) */
+    int pending;          /* unbound, loaded from a checkpoint, waiting for the
+                             next new unbound buffer of its count */
 } nf_residual_t;
 
+/*
+ * A communicator's residuals. Every table holding residuals is on one
+ * process-wide list under one lock, so that NFCOLL_RESIDUAL_MAX bounds them
+ * all: a lookup that needs memory drops the least recently used residual of
+ * any table that no running call holds (one warning). A call holds the
+ * residuals it looked up: those stamped since its first lookup. A
+ * zero-filled table is a valid empty one; a table that ever held a
+ * residual is on the list until nf_residual_table_free, which must run
+ * before its memory goes.
+ */
 typedef struct nf_residual_table {
     nf_residual_t **v;    /* pointers stay valid while the table grows */
     size_t n, cap;
     size_t last;          /* index of the last hit */
+    uint64_t next_first;  /* the next residual's first */
+    uint64_t call_start;  /* clock at the current call's first lookup */
+    const void *call_thread; /* that call's thread and its call count */
+    uint64_t call_seen;   /* (nf_stats_thread_calls) */
+    unsigned pinned;      /* a checkpoint reads it: nothing is dropped */
+    int linked;
+    struct nf_residual_table *prev, *next;
 } nf_residual_table_t;
 
-/* The residual for (key, count): found, reset after a count change, or new
- * and zero (form NF_RES_Y). NULL on allocation failure (logged). */
+/* The residual for (key, count): found, reset after a count change, a
+ * pending one of that count (unbound keys), or new and zero (form
+ * NF_RES_Y). NULL on allocation failure or when NFCOLL_RESIDUAL_MAX cannot
+ * make room (logged). */
 nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count);
-/* e for the E-form kernels, converting a Y-form residual exactly. */
+/* e for the E-form kernels, converting a Y- or TY-form residual exactly. */
 float *nf_residual_e(nf_residual_t *r);
 void nf_residual_table_free(nf_residual_table_t *t);
+
+/* ---- for checkpoints (checkpoint.c) ---- */
+
+/* Keep t's residuals from being dropped while pinned (nested). The caller
+ * owns t (its communicator's calls are ordered with the checkpoint). */
+void nf_residual_table_pin(nf_residual_table_t *t, int on);
+
+/* A zero residual of count elements outside any table, counted against
+ * NFCOLL_RESIDUAL_MAX (nothing is dropped for it). NULL without memory. */
+nf_residual_t *nf_residual_make(size_t count);
+void nf_residual_free(nf_residual_t *r);
+
+/* Bytes of residuals held by the process, by t, and the bound (resolved
+ * from NFCOLL_RESIDUAL_MAX; UINT64_MAX when off). */
+void nf_residual_usage(const nf_residual_table_t *t, uint64_t *held, uint64_t *table,
+                       uint64_t *max);
+
+/* Replace t's residuals with the n in v (made by nf_residual_make; key,
+ * first and state set) and free the old ones. t takes v itself (malloc'd
+ * with room for cap, or NULL and 0), so this cannot fail. */
+void nf_residual_table_replace(nf_residual_table_t *t, nf_residual_t **v, size_t n, size_t cap);
 
 #endif

@@ -32,6 +32,16 @@ nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int e
  * what ran). */
 nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg);
 
+/* Calibration's shadow run of a fitting call (float sum, ready comm,
+ * m > 0) into r, with the residuals of shadow table `which` (0 binary, 1
+ * ternary) and no stats. Segments' routes are used as given. */
+nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_seg_t *seg,
+                          size_t nseg, unsigned which);
+
+/* 1 if fp32 and the low-bit routes take dt: a 4-byte float, MPI_FLOAT or
+ * Fortran's MPI_REAL or MPI_REAL4. */
+int nf_run_float(MPI_Datatype dt);
+
 /* PMPI_Allreduce, counted under pmpi. */
 nf_status_t nf_run_pmpi(const nf_run_args_t *a, int comm_size);
 

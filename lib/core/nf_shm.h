@@ -13,8 +13,12 @@ typedef struct nf_shm {
     double resident_frac; /* pages verified on the placement node */
 } nf_shm_t;
 
-/* Collective over node: local rank 0 creates, binds and touches, the others
- * map. Every rank of node returns the same status. */
+/* Collective over node, once per segment (never per call): local rank 0
+ * creates the object under a random name (O_EXCL; a name someone else
+ * holds is skipped, never unlinked), the others open it, rank 0 unlinks
+ * the name once all have it, and only then binds and first-touches the
+ * memory. Every rank of node returns the same status; the rank that hit a
+ * system error logs it with its errno. */
 nf_status_t nf_shm_create(nf_shm_t *shm, size_t bytes, MPI_Comm node);
 void nf_shm_destroy(nf_shm_t *shm);
 

@@ -2,18 +2,75 @@
  * Placed like the aggregation buffer (they are what CXL memory is for).
  * Forms and double buffering: see nf_residual.h. Lookups are linear with a
  * last-hit shortcut: a training step touches a handful of gradient buckets
- * in the same order every step. */
+ * in the same order every step.
+ *
+ * Memory: all tables hang on one list under one lock, so one byte count
+ * bounds them (NFCOLL_RESIDUAL_MAX). A program that reduces a freshly
+ * allocated buffer every step makes a new residual every step; without the
+ * bound that grows until the node runs out. The lock is taken once per
+ * lookup (uncontended: a few tens of ns next to a collective call). */
 #include "config.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "nf_ctx.h"
+#include "nf_log.h"
 #include "nf_placement.h"
 #include "nf_residual.h"
 #include "nf_stats.h"
 #include "nf_util.h"
+
+static pthread_mutex_t nf_res_lock = PTHREAD_MUTEX_INITIALIZER;
+static nf_residual_table_t *nf_res_tables; /* tables that ever held a residual */
+static uint64_t nf_res_clock;              /* last-use stamps */
+static uint64_t nf_res_held;               /* bytes mapped for all residuals */
+static uint64_t nf_res_max;                /* the bound; 0 until resolved */
+
+static size_t nf_res_page(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096;
+}
+
+/* Both buffers as mapped: what a residual costs the node. */
+static uint64_t nf_res_footprint(size_t bytes)
+{
+    size_t pg = nf_res_page();
+    return 2 * (uint64_t)((bytes + pg - 1) / pg * pg);
+}
+
+/* Resolved at the first need, when placement knows its node: auto is a
+ * quarter of the CXL node (residuals are placed there) or of the machine. */
+static uint64_t nf_res_bound(void)
+{
+    if (nf_res_max != 0)
+        return nf_res_max;
+    const nf_settings_t *s = nf_ctx.cfg.settings != NULL ? nf_ctx.cfg.settings
+                                                         : nf_settings_load();
+    uint64_t max = s->residual_max;
+    if (max == NF_RESIDUAL_MAX_AUTO) {
+        uint64_t node = nf_place_node_bytes();
+        long pages = sysconf(_SC_PHYS_PAGES);
+        uint64_t mem = node > 0 ? node : pages > 0 ? (uint64_t)pages * nf_res_page() : 0;
+        max = mem >= 4 ? mem / 4 : NF_RESIDUAL_MAX_OFF;
+        nf_log_info(1, "residuals: at most %llu bytes per process (a quarter of %s)",
+                    (unsigned long long)max, node > 0 ? "the CXL node" : "this machine");
+    }
+    nf_res_max = max;
+    return max;
+}
+
+/* Under the lock. */
+static void nf_res_account(uint64_t add, uint64_t sub)
+{
+    nf_res_held = nf_res_held + add - sub;
+    nf_stats_residual_held(nf_res_held);
+}
 
 static void nf_residual_release(nf_residual_t *r)
 {
@@ -36,34 +93,187 @@ static nf_status_t nf_residual_alloc(nf_residual_t *r, size_t count)
     r->count = count;
     r->cur = 0;
     r->form = NF_RES_Y; /* zero y with a = 0 is the zero residual */
-    r->aprev = 0.0f;
+    r->aprev = r->tprev = 0.0f;
     r->resident_frac = (frac0 + frac1) / 2;
     nf_stats_placed(NF_PLACED_RESIDUAL, 2 * bytes, r->resident_frac);
     return NF_OK;
 }
 
+/* Under the lock: give back r's memory and r. */
+static void nf_res_destroy(nf_residual_t *r)
+{
+    if (r->buf[0] != NULL)
+        nf_res_account(0, nf_res_footprint(r->bytes));
+    nf_residual_release(r);
+    free(r);
+}
+
 /* Y form to E form: e = y - a where y's sign bit is clear, y + a where set,
- * the update the binary route would have stored. Exact, in place. */
+ * the update the binary route would have stored; TY form: y - b above the
+ * gate, y + b below minus it, else y, the ternary route's. Exact, in place. */
 float *nf_residual_e(nf_residual_t *r)
 {
-    float *b = r->buf[r->cur];
+    float *b = r->buf[r->cur], a = r->aprev, t = r->tprev;
     if (r->form == NF_RES_Y) {
         for (size_t j = 0; j < r->count; j++)
-            b[j] = signbit(b[j]) ? b[j] + r->aprev : b[j] - r->aprev;
-        r->form = NF_RES_E;
+            b[j] = signbit(b[j]) ? b[j] + a : b[j] - a;
+    } else if (r->form == NF_RES_TY) {
+        for (size_t j = 0; j < r->count; j++)
+            b[j] = b[j] > t ? b[j] - a : b[j] < -t ? b[j] + a : b[j];
     }
+    r->form = NF_RES_E;
     return b;
+}
+
+/* ---------------------------------------------------------------- tables */
+
+static void nf_res_link(nf_residual_table_t *t)
+{
+    if (t->linked)
+        return;
+    t->prev = NULL;
+    t->next = nf_res_tables;
+    if (nf_res_tables != NULL)
+        nf_res_tables->prev = t;
+    nf_res_tables = t;
+    t->linked = 1;
+}
+
+static void nf_res_unlink(nf_residual_table_t *t)
+{
+    if (!t->linked)
+        return;
+    if (t->prev != NULL)
+        t->prev->next = t->next;
+    else
+        nf_res_tables = t->next;
+    if (t->next != NULL)
+        t->next->prev = t->prev;
+    t->linked = 0;
+}
+
+/* Take r out of t (the order of t->v carries no meaning). */
+static void nf_res_remove(nf_residual_table_t *t, const nf_residual_t *r)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->v[i] == r) {
+            t->v[i] = t->v[--t->n];
+            t->last = t->n; /* no shortcut until the next hit */
+            return;
+        }
+    }
+}
+
+/* A lookup on t from another call than the last one starts a new current
+ * call: the residuals stamped before it are free to drop. */
+static void nf_res_call(nf_residual_table_t *t)
+{
+    const void *thread;
+    uint64_t calls = nf_stats_thread_calls(&thread);
+    if (thread != t->call_thread || calls != t->call_seen) {
+        t->call_thread = thread;
+        t->call_seen = calls;
+        t->call_start = nf_res_clock + 1;
+    }
+}
+
+/* The least recently used residual that no call holds, over every table. */
+static nf_residual_t *nf_res_victim(nf_residual_table_t **owner)
+{
+    nf_residual_t *best = NULL;
+    for (nf_residual_table_t *t = nf_res_tables; t != NULL; t = t->next) {
+        if (t->pinned)
+            continue;
+        for (size_t i = 0; i < t->n; i++) {
+            nf_residual_t *r = t->v[i];
+            if (r->stamp < t->call_start && (best == NULL || r->stamp < best->stamp))
+                best = r, *owner = t;
+        }
+    }
+    return best;
+}
+
+/* Drop least recently used residuals until need more bytes fit the bound.
+ * NF_ERR_CAPACITY when the residuals held by calls alone do not leave room. */
+static nf_status_t nf_res_room(uint64_t need)
+{
+    uint64_t max = nf_res_bound();
+    nf_residual_table_t *t = NULL;
+    if (max == NF_RESIDUAL_MAX_OFF)
+        return NF_OK;
+    while (nf_res_held + need > max || nf_res_held + need < need) {
+        nf_residual_t *r = nf_res_victim(&t);
+        if (r == NULL) {
+            nf_log_warn_once("NFCOLL_RESIDUAL_MAX=%llu bytes cannot hold the residuals of the "
+                             "calls running now (%llu more bytes needed): buffers beyond it "
+                             "run without error feedback", (unsigned long long)max,
+                             (unsigned long long)need);
+            return NF_ERR_CAPACITY;
+        }
+        nf_log_warn_once("error-feedback residuals reached NFCOLL_RESIDUAL_MAX=%llu bytes: "
+                         "dropping the least recently used (their buffers restart error "
+                         "feedback from zero)", (unsigned long long)max);
+        nf_res_remove(t, r);
+        nf_res_destroy(r);
+        nf_stats_residual_dropped();
+    }
+    return NF_OK;
 }
 
 static int nf_residual_is(const nf_residual_t *r, const nf_res_key_t *key, uint64_t hash)
 {
     if (key->name == NULL)
-        return r->name[0] == '\0' && r->addr == key->addr;
+        return r->name[0] == '\0' && !r->pending && r->addr == key->addr;
     return r->hash == hash && strcmp(r->name, key->name) == 0;
 }
 
-static nf_residual_t *nf_residual_new(nf_residual_table_t *t, const nf_res_key_t *key,
-                                      uint64_t hash, size_t count)
+static nf_residual_t *nf_res_find(nf_residual_table_t *t, const nf_res_key_t *key,
+                                  uint64_t hash)
+{
+    if (t->last < t->n && nf_residual_is(t->v[t->last], key, hash))
+        return t->v[t->last];
+    for (size_t i = 0; i < t->n; i++) {
+        if (nf_residual_is(t->v[i], key, hash)) {
+            t->last = i;
+            return t->v[i];
+        }
+    }
+    return NULL;
+}
+
+/* The loaded unbound residual of this count first used earliest, now bound
+ * to addr (docs/design.md, "Checkpoints"). */
+static nf_residual_t *nf_res_adopt(nf_residual_table_t *t, const void *addr, size_t count)
+{
+    nf_residual_t *best = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        nf_residual_t *r = t->v[i];
+        if (r->pending && r->count == count && (best == NULL || r->first < best->first))
+            best = r;
+    }
+    if (best != NULL)
+        best->pending = 0, best->addr = addr;
+    return best;
+}
+
+/* The buffer changed shape: start over. r is stamped, so it is not dropped
+ * to make room for itself. */
+static nf_residual_t *nf_res_reshape(nf_residual_table_t *t, nf_residual_t *r, size_t count)
+{
+    nf_res_account(0, nf_res_footprint(r->bytes));
+    nf_residual_release(r);
+    if (nf_res_room(nf_res_footprint(count * sizeof(float))) != NF_OK ||
+        nf_residual_alloc(r, count) != NF_OK) {
+        nf_res_remove(t, r);
+        free(r);
+        return NULL;
+    }
+    nf_res_account(nf_res_footprint(r->bytes), 0);
+    return r;
+}
+
+static nf_residual_t *nf_res_new(nf_residual_table_t *t, const nf_res_key_t *key,
+                                 uint64_t hash, size_t count)
 {
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 16;
@@ -73,15 +283,21 @@ static nf_residual_t *nf_residual_new(nf_residual_table_t *t, const nf_res_key_t
         t->v = v;
         t->cap = cap;
     }
+    if (nf_res_room(nf_res_footprint(count * sizeof(float))) != NF_OK)
+        return NULL;
     nf_residual_t *r = calloc(1, sizeof(*r));
     if (r == NULL || nf_residual_alloc(r, count) != NF_OK) {
         free(r);
         return NULL;
     }
+    nf_res_account(nf_res_footprint(r->bytes), 0);
     r->addr = key->name == NULL ? key->addr : NULL;
     if (key->name != NULL)
         snprintf(r->name, sizeof(r->name), "%s", key->name);
     r->hash = hash;
+    r->first = t->next_first++;
+    r->stamp = ++nf_res_clock;
+    nf_res_link(t);
     t->last = t->n;
     t->v[t->n++] = r;
     return r;
@@ -90,33 +306,95 @@ static nf_residual_t *nf_residual_new(nf_residual_table_t *t, const nf_res_key_t
 nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count)
 {
     uint64_t hash = key->name != NULL ? nf_hash_str(NF_HASH_INIT, key->name) : 0;
-    if (t->last < t->n && nf_residual_is(t->v[t->last], key, hash) &&
-        t->v[t->last]->count == count)
-        return t->v[t->last];
-    for (size_t i = 0; i < t->n; i++) {
-        nf_residual_t *r = t->v[i];
-        if (!nf_residual_is(r, key, hash))
-            continue;
-        if (r->count != count) { /* the buffer changed shape: start over */
-            nf_residual_release(r);
-            if (nf_residual_alloc(r, count) != NF_OK) {
-                free(r);
-                t->v[i] = t->v[--t->n];
-                return NULL;
-            }
-        }
-        t->last = i;
-        return r;
+    pthread_mutex_lock(&nf_res_lock);
+    nf_res_call(t);
+    nf_residual_t *r = nf_res_find(t, key, hash);
+    if (r == NULL && key->name == NULL)
+        r = nf_res_adopt(t, key->addr, count);
+    if (r != NULL) {
+        r->stamp = ++nf_res_clock;
+        if (r->count != count)
+            r = nf_res_reshape(t, r, count);
+    } else {
+        r = nf_res_new(t, key, hash, count);
     }
-    return nf_residual_new(t, key, hash, count);
+    pthread_mutex_unlock(&nf_res_lock);
+    return r;
 }
 
 void nf_residual_table_free(nf_residual_table_t *t)
 {
-    for (size_t i = 0; i < t->n; i++) {
-        nf_residual_release(t->v[i]);
-        free(t->v[i]);
-    }
+    pthread_mutex_lock(&nf_res_lock);
+    for (size_t i = 0; i < t->n; i++)
+        nf_res_destroy(t->v[i]);
     free(t->v);
+    nf_res_unlink(t);
     memset(t, 0, sizeof(*t));
+    pthread_mutex_unlock(&nf_res_lock);
+}
+
+/* ---------------------------------------------------------------- checkpoints */
+
+void nf_residual_table_pin(nf_residual_table_t *t, int on)
+{
+    pthread_mutex_lock(&nf_res_lock);
+    if (on)
+        t->pinned++;
+    else if (t->pinned > 0)
+        t->pinned--;
+    pthread_mutex_unlock(&nf_res_lock);
+}
+
+nf_residual_t *nf_residual_make(size_t count)
+{
+    nf_residual_t *r = calloc(1, sizeof(*r));
+    if (r == NULL || nf_residual_alloc(r, count) != NF_OK) {
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_lock(&nf_res_lock);
+    nf_res_account(nf_res_footprint(r->bytes), 0);
+    pthread_mutex_unlock(&nf_res_lock);
+    return r;
+}
+
+void nf_residual_free(nf_residual_t *r)
+{
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&nf_res_lock);
+    nf_res_destroy(r);
+    pthread_mutex_unlock(&nf_res_lock);
+}
+
+void nf_residual_usage(const nf_residual_table_t *t, uint64_t *held, uint64_t *table,
+                       uint64_t *max)
+{
+    pthread_mutex_lock(&nf_res_lock);
+    *held = nf_res_held;
+    *table = 0;
+    for (size_t i = 0; i < t->n; i++)
+        *table += nf_res_footprint(t->v[i]->bytes);
+    *max = nf_res_bound();
+    pthread_mutex_unlock(&nf_res_lock);
+}
+
+void nf_residual_table_replace(nf_residual_table_t *t, nf_residual_t **v, size_t n, size_t cap)
+{
+    pthread_mutex_lock(&nf_res_lock);
+    for (size_t i = 0; i < t->n; i++)
+        nf_res_destroy(t->v[i]);
+    free(t->v);
+    t->v = v, t->n = n, t->cap = cap, t->last = n;
+    t->next_first = 0;
+    for (size_t i = 0; i < n; i++) {
+        v[i]->stamp = ++nf_res_clock;
+        if (v[i]->first >= t->next_first)
+            t->next_first = v[i]->first + 1;
+    }
+    /* No call holds them: the next lookup starts one. */
+    t->call_start = nf_res_clock + 1;
+    t->call_thread = NULL;
+    nf_res_link(t);
+    pthread_mutex_unlock(&nf_res_lock);
 }

@@ -33,10 +33,23 @@ static int nf_run_size(MPI_Comm comm)
     return size;
 }
 
+/* nf_types.h's float and real (MPI_REAL, MPI_REAL4): handle compares; only
+ * the Fortran types pay a PMPI_Type_size, since REAL is 8 bytes in an MPI
+ * built with -fdefault-real-8 (and a REAL4 an MPI cannot size is no float). */
+int nf_run_float(MPI_Datatype dt)
+{
+    int size = 0;
+    if (dt == MPI_FLOAT)
+        return 1;
+    if (dt != MPI_REAL && dt != MPI_REAL4)
+        return 0;
+    return PMPI_Type_size(dt, &size) == MPI_SUCCESS && size == (int)sizeof(float);
+}
+
 /* Why fp32 and the low-bit routes cannot take this call, or -1 if they can. */
 static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c)
 {
-    if (a->datatype != MPI_FLOAT)
+    if (!nf_run_float(a->datatype))
         return NF_FALLBACK_DATATYPE;
     if (a->op != MPI_SUM)
         return NF_FALLBACK_OP;
@@ -49,10 +62,11 @@ static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c)
 
 /* Region segments keep their residual by name (a bucket rebuilt at another
  * address keeps it), unbound buffers and gaps by address. */
-static nf_residual_t *nf_seg_residual(nf_comm_t *c, const float *x, const nf_seg_t *g)
+static nf_residual_t *nf_seg_residual(nf_residual_table_t *t, const float *x,
+                                      const nf_seg_t *g)
 {
     nf_res_key_t key = {.addr = x + g->off, .name = g->name};
-    nf_residual_t *e = nf_residual_get(&c->resid, &key, g->m);
+    nf_residual_t *e = nf_residual_get(t, &key, g->m);
     if (e == NULL)
         nf_log_warn_once("no memory for error-feedback residuals; this buffer runs without "
                          "error feedback");
@@ -117,8 +131,9 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
     };
     nf_lanes_check(c, seg, nseg);
     for (size_t s = 0; s < nseg; s++)
-        seg[s].res = seg[s].route != NF_ROUTE_FP32 && seg[s].ef ? nf_seg_residual(c, call.x, &seg[s])
-                                                                : NULL;
+        seg[s].res = seg[s].route != NF_ROUTE_FP32 && seg[s].ef
+                         ? nf_seg_residual(&c->resid, call.x, &seg[s])
+                         : NULL;
     nf_status_t st = nf_coll_run(c, &call);
     if (st == NF_OK)
         nf_seg_stats(c, &call);
@@ -164,6 +179,19 @@ nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, siz
         nf_seg_defaults(&seg[s]);
     }
     return nf_run_segs(c, a, seg, nseg);
+}
+
+nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_seg_t *seg,
+                          size_t nseg, unsigned which)
+{
+    nf_call_t call = {.x = x, .r = r, .m = m, .seg = seg, .nseg = nseg};
+    for (size_t s = 0; s < nseg; s++) {
+        nf_seg_defaults(&seg[s]);
+        seg[s].res = seg[s].ef && c->lowbit_ok ? nf_seg_residual(&c->shadow[which], x, &seg[s])
+                                               : NULL;
+    }
+    nf_lanes_check(c, seg, nseg);
+    return nf_coll_run(c, &call);
 }
 
 nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int ef, double gamma)

@@ -15,7 +15,7 @@
 #include "nf_stats.h"
 
 typedef struct nf_route_ctr {
-    _Atomic uint64_t calls, bytes, upstream, total, ring;
+    _Atomic uint64_t calls, bytes, upstream, total, ring, internode;
 } nf_route_ctr_t;
 
 static nf_route_ctr_t nf_ctr[NF_ROUTE_COUNT];
@@ -23,6 +23,9 @@ static _Atomic uint64_t nf_fallbacks[NF_FALLBACK_COUNT];
 /* Placed bytes and bytes verified on the node, per kind (mapped, not
  * released: what the run asked of the CXL node over its life). */
 static _Atomic uint64_t nf_placed[2][2];
+/* Residual bytes held now and at most, and residuals dropped for the bound. */
+static _Atomic uint64_t nf_res_now, nf_res_peak, nf_res_drops;
+static __thread uint64_t nf_thread_calls;
 
 #define NF_ADD(a, v) atomic_fetch_add_explicit(&(a), (v), memory_order_relaxed)
 #define NF_GET(a) atomic_load_explicit(&(a), memory_order_relaxed)
@@ -37,6 +40,37 @@ void nf_stats_count(nf_route_t route, uint64_t bytes, unsigned n, unsigned k)
     NF_ADD(c->upstream, t.upstream);
     NF_ADD(c->total, t.total);
     NF_ADD(c->ring, t.ring);
+    nf_thread_calls++;
+}
+
+uint64_t nf_stats_thread_calls(const void **thread)
+{
+    *thread = &nf_thread_calls;
+    return nf_thread_calls;
+}
+
+void nf_stats_residual_held(size_t bytes)
+{
+    uint64_t peak = NF_GET(nf_res_peak);
+    atomic_store_explicit(&nf_res_now, bytes, memory_order_relaxed);
+    while (bytes > peak && !atomic_compare_exchange_weak_explicit(
+                               &nf_res_peak, &peak, bytes, memory_order_relaxed,
+                               memory_order_relaxed))
+        ;
+}
+
+void nf_stats_residual_dropped(void) { NF_ADD(nf_res_drops, 1); }
+uint64_t nf_stats_residual_peak(void) { return NF_GET(nf_res_peak); }
+uint64_t nf_stats_residual_drops(void) { return NF_GET(nf_res_drops); }
+
+void nf_stats_internode(nf_route_t route, uint64_t bytes)
+{
+    NF_ADD(nf_ctr[route].internode, bytes);
+}
+
+uint64_t nf_stats_read_internode(nf_route_t route)
+{
+    return NF_GET(nf_ctr[route].internode);
 }
 
 void nf_stats_placed(nf_place_kind_t kind, size_t bytes, double resident_frac)
@@ -75,19 +109,24 @@ void nf_stats_zero(void)
         atomic_store(&c->upstream, 0);
         atomic_store(&c->total, 0);
         atomic_store(&c->ring, 0);
+        atomic_store(&c->internode, 0);
     }
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         atomic_store(&nf_fallbacks[f], 0);
     for (int k = 0; k < 2; k++)
         atomic_store(&nf_placed[k][0], 0), atomic_store(&nf_placed[k][1], 0);
+    atomic_store(&nf_res_peak, NF_GET(nf_res_now));
+    atomic_store(&nf_res_drops, 0);
 }
 
 /* ---- report at MPI_Finalize ---- */
 
-enum { NF_F_CALLS, NF_F_BYTES, NF_F_UP, NF_F_TOTAL, NF_F_RING, NF_F_N };
+enum { NF_F_CALLS, NF_F_BYTES, NF_F_UP, NF_F_TOTAL, NF_F_RING, NF_F_INTERNODE, NF_F_N };
 
 #define NF_V_PLACED (NF_ROUTE_COUNT * NF_F_N + NF_FALLBACK_COUNT)
-#define NF_V_N (NF_V_PLACED + 4)
+#define NF_V_DROPS (NF_V_PLACED + 4)
+#define NF_V_PEAK (NF_V_DROPS + 1) /* the largest of the ranks', not their sum */
+#define NF_V_N (NF_V_PEAK + 1)
 
 static void nf_stats_snapshot(uint64_t v[NF_V_N])
 {
@@ -100,12 +139,15 @@ static void nf_stats_snapshot(uint64_t v[NF_V_N])
         o[NF_F_UP] = s.upstream_bytes;
         o[NF_F_TOTAL] = s.total_bytes;
         o[NF_F_RING] = s.fp32_ring_bytes;
+        o[NF_F_INTERNODE] = nf_stats_read_internode((nf_route_t)r);
     }
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         v[NF_ROUTE_COUNT * NF_F_N + f] = nf_stats_read_fallbacks((nf_fallback_t)f);
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < 2; i++)
             v[NF_V_PLACED + 2 * k + i] = NF_GET(nf_placed[k][i]);
+    v[NF_V_DROPS] = NF_GET(nf_res_drops);
+    v[NF_V_PEAK] = NF_GET(nf_res_peak);
 }
 
 static double nf_pct(uint64_t part, uint64_t whole)
@@ -117,15 +159,15 @@ static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
 {
     fprintf(fp, "libnfcoll stats: %d rank%s, summed over ranks; %% of what an FP32 ring "
             "allreduce would move\n", nranks, nranks == 1 ? "" : "s");
-    fprintf(fp, "%-8s %10s %14s %14s %8s %14s %8s\n", "route", "calls", "bytes",
-            "upstream", "%ring", "total", "%ring");
+    fprintf(fp, "%-8s %10s %14s %14s %8s %14s %8s %14s\n", "route", "calls", "bytes",
+            "upstream", "%ring", "total", "%ring", "internode");
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
         const uint64_t *o = v + r * NF_F_N;
-        fprintf(fp, "%-8s %10llu %14llu %14llu %7.2f%% %14llu %7.2f%%\n",
+        fprintf(fp, "%-8s %10llu %14llu %14llu %7.2f%% %14llu %7.2f%% %14llu\n",
                 nf_route_name((nf_route_t)r), (unsigned long long)o[NF_F_CALLS],
                 (unsigned long long)o[NF_F_BYTES], (unsigned long long)o[NF_F_UP],
                 nf_pct(2 * o[NF_F_UP], o[NF_F_RING]), (unsigned long long)o[NF_F_TOTAL],
-                nf_pct(o[NF_F_TOTAL], o[NF_F_RING]));
+                nf_pct(o[NF_F_TOTAL], o[NF_F_RING]), (unsigned long long)o[NF_F_INTERNODE]);
     }
     fprintf(fp, "fallbacks:");
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
@@ -141,22 +183,31 @@ static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
     fprintf(fp, "aggregation buffers %llu B, %.1f%% verified there; residuals %llu B, "
             "%.1f%% verified there\n", (unsigned long long)p[0], p[0] ? nf_pct(p[1], p[0]) : 100.0,
             (unsigned long long)p[2], p[2] ? nf_pct(p[3], p[2]) : 100.0);
+    fprintf(fp, "residuals: at most %llu B held by a rank, %llu dropped (NFCOLL_RESIDUAL_MAX)\n",
+            (unsigned long long)v[NF_V_PEAK], (unsigned long long)v[NF_V_DROPS]);
     nf_regstats_table(fp);
 }
 
 static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
 {
-    static const char *const keys[NF_F_N] = {"calls", "bytes", "upstream_bytes",
-                                             "total_bytes", "fp32_ring_bytes"};
+    /* "routes" holds what the traffic model and a replay of the trace can
+     * tell; the bytes handed to inter-node PMPI calls depend on the nodes
+     * and are a sibling object, by route. */
+    static const char *const keys[NF_F_INTERNODE] = {"calls", "bytes", "upstream_bytes",
+                                                     "total_bytes", "fp32_ring_bytes"};
     fprintf(fp, "{\n  \"ranks\": %d,\n  \"routes\": {", nranks);
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
         fprintf(fp, "%s\n    \"%s\": {", r ? "," : "", nf_route_name((nf_route_t)r));
-        for (int f = 0; f < NF_F_N; f++)
+        for (int f = 0; f < NF_F_INTERNODE; f++)
             fprintf(fp, "%s\"%s\": %llu", f ? ", " : "", keys[f],
                     (unsigned long long)v[r * NF_F_N + f]);
         fprintf(fp, "}");
     }
-    fprintf(fp, "\n  },\n  \"fallbacks\": {");
+    fprintf(fp, "\n  },\n  \"internode_bytes\": {");
+    for (int r = 0; r < NF_ROUTE_COUNT; r++)
+        fprintf(fp, "%s\"%s\": %llu", r ? ", " : "", nf_route_name((nf_route_t)r),
+                (unsigned long long)v[r * NF_F_N + NF_F_INTERNODE]);
+    fprintf(fp, "},\n  \"fallbacks\": {");
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         fprintf(fp, "%s\"%s\": %llu", f ? ", " : "", nf_fallback_name((nf_fallback_t)f),
                 (unsigned long long)v[NF_ROUTE_COUNT * NF_F_N + f]);
@@ -167,11 +218,13 @@ static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
     else
         fprintf(fp, "null");
     fprintf(fp, ", \"reason\": \"%s\", \"buffer_bytes\": %llu, \"buffer_resident_bytes\": %llu, "
-            "\"residual_bytes\": %llu, \"residual_resident_bytes\": %llu},\n  \"regions\": ",
+            "\"residual_bytes\": %llu, \"residual_resident_bytes\": %llu, \"residual_peak_bytes\": %llu, "
+            "\"residuals_dropped\": %llu},\n  \"regions\": ",
             nf_place_node() >= 0 ? nf_place_reason()
                                  : nf_place_detail()[0] ? nf_place_detail() : "nothing placed",
             (unsigned long long)p[0], (unsigned long long)p[1], (unsigned long long)p[2],
-            (unsigned long long)p[3]);
+            (unsigned long long)p[3], (unsigned long long)v[NF_V_PEAK],
+            (unsigned long long)v[NF_V_DROPS]);
     nf_regstats_json(fp);
     fprintf(fp, "\n}\n");
 }
@@ -185,7 +238,9 @@ nf_status_t nf_stats_report(MPI_Comm comm, const char *dest)
         (rc = PMPI_Comm_size(comm, &size)) != MPI_SUCCESS)
         return nf_mpi_status(rc);
     nf_stats_snapshot(mine);
-    if ((rc = PMPI_Reduce(mine, sum, N, MPI_UINT64_T, MPI_SUM, 0, comm)) != MPI_SUCCESS)
+    if ((rc = PMPI_Reduce(mine, sum, N, MPI_UINT64_T, MPI_SUM, 0, comm)) != MPI_SUCCESS ||
+        (rc = PMPI_Reduce(&mine[NF_V_PEAK], &sum[NF_V_PEAK], 1, MPI_UINT64_T, MPI_MAX, 0,
+                          comm)) != MPI_SUCCESS)
         return nf_mpi_status(rc);
     nf_status_t rs = nf_regstats_gather(comm); /* collective: before rank 0 returns */
     if (rs != NF_OK && rank == 0)

@@ -205,6 +205,54 @@ static double bin_pack_ef_avx2(const float *x, const float *yprev, float aprev, 
     return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 0);
 }
 
+/* ---- ter_y_ef ---- */
+
+AI void ter_y8(const float *x, const float *yprev, __m256 tv, __m256 ntv, __m256 bv,
+               float *ynew, size_t i, __m256i mk, int full, __m256d acc[4], unsigned half,
+               int nt)
+{
+    __m256 p = load8(yprev + i, mk, full);
+    __m256 gt = _mm256_cmp_ps(p, tv, _CMP_GT_OQ), lt = _mm256_cmp_ps(p, ntv, _CMP_LT_OQ);
+    __m256 e = _mm256_blendv_ps(p, _mm256_sub_ps(p, bv), gt);
+    e = _mm256_blendv_ps(e, _mm256_add_ps(p, bv), lt);
+    __m256 y = _mm256_add_ps(load8(x + i, mk, full), e);
+    if (!full) /* lanes past the end add nothing */
+        y = _mm256_and_ps(y, _mm256_castsi256_ps(mk));
+    if (full && nt)
+        _mm256_stream_ps(ynew + i, y);
+    else
+        store8(ynew + i, mk, full, y);
+    lane_add(acc, half, abs8(y));
+}
+
+AI double ter_y_ef_impl(const float *x, const float *yprev, float tprev, float bprev,
+                        float *ynew, size_t m, int nt)
+{
+    __m256d acc[4];
+    const __m256 tv = _mm256_set1_ps(tprev), ntv = _mm256_set1_ps(-tprev);
+    const __m256 bv = _mm256_set1_ps(bprev);
+    const __m256i none = _mm256_setzero_si256();
+    acc_zero(acc);
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16) {
+        ter_y8(x, yprev, tv, ntv, bv, ynew, j, none, 1, acc, 0, nt);
+        ter_y8(x, yprev, tv, ntv, bv, ynew, j + 8, none, 1, acc, 1, nt);
+    }
+    for (unsigned half = 0; j < m; j += 8, half++)
+        ter_y8(x, yprev, tv, ntv, bv, ynew, j, tail8(m - j), 0, acc, half, nt);
+    if (nt)
+        _mm_sfence();
+    return lane_fold(acc);
+}
+
+static double ter_y_ef_avx2(const float *x, const float *yprev, float tprev, float bprev,
+                            float *ynew, size_t m)
+{
+    if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 31) == 0)
+        return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 1);
+    return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 0);
+}
+
 /* ---- counters -> values, 32 elements at a time ---- */
 
 /* Counter values of elements j .. j+31 (j a multiple of 32) into c[0..3],
@@ -617,6 +665,108 @@ static void sum_f32_avx2(float *out, const float *const *in, unsigned nin, size_
     }
 }
 
+/* ---- bf16 ---- */
+
+/* The top halves of 8 floats' encodings after the reference's rounding (a
+ * NaN takes the quiet bit instead), in the low halves of the lanes. */
+AI __m256i bf16_round8(__m256i u)
+{
+    const __m256i abs = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7F800000));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), nan);
+    return _mm256_srli_epi32(r, 16);
+}
+
+/* Sixteen elements from j; left >= 16 except in the tail. */
+AI void bf16_pack16(const float *x, uint16_t *out, size_t j, size_t left, int full)
+{
+    __m256i a = bf16_round8(_mm256_castps_si256(load8(x + j, tail8(left), full)));
+    __m256i b = bf16_round8(_mm256_castps_si256(load8(x + j + 8, tail8(left > 8 ? left - 8 : 0), full)));
+    /* packus interleaves the 128-bit halves: a0-3 b0-3 a4-7 b4-7 */
+    __m256i h = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+    if (full) {
+        _mm256_storeu_si256((__m256i *)(out + j), h);
+    } else {
+        uint16_t t[16];
+        _mm256_storeu_si256((__m256i *)t, h);
+        memcpy(out + j, t, left * sizeof(*out));
+    }
+}
+
+static void bf16_pack_avx2(const float *x, uint16_t *out, size_t m)
+{
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16)
+        bf16_pack16(x, out, j, 16, 1);
+    if (j < m)
+        bf16_pack16(x, out, j, m - j, 0);
+}
+
+/* Sixteen bf16 from p (zeros past left) as floats, even elements in ev and
+ * odd ones in od: a bf16's bits shifted to the top half are its exact float.
+ * Summing in this order needs no shuffle per input. */
+AI void bf16_widen16(const uint16_t *p, size_t left, int full, __m256 *ev, __m256 *od)
+{
+    __m256i v;
+    if (full) {
+        v = _mm256_loadu_si256((const __m256i *)p);
+    } else {
+        uint16_t t[16] = {0};
+        memcpy(t, p, left * sizeof(*p));
+        v = _mm256_loadu_si256((const __m256i *)t);
+    }
+    *ev = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    *od = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xFFFF0000u)));
+}
+
+AI void sum_bf16_16(float *out, const float *acc, const uint16_t *const *in, unsigned nin,
+                    size_t j, size_t left, int full, int has_acc)
+{
+    const __m256i mk0 = tail8(left), mk1 = tail8(left > 8 ? left - 8 : 0);
+    __m256 ev, od;
+    unsigned i = 0;
+    if (has_acc) { /* lanes of ev: elements 0 2 4 6 | 8 10 12 14 */
+        __m256 lo = load8(acc + j, mk0, full), hi = load8(acc + j + 8, mk1, full);
+        __m256 a = _mm256_permute2f128_ps(lo, hi, 0x20), b = _mm256_permute2f128_ps(lo, hi, 0x31);
+        ev = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+        od = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    } else {
+        bf16_widen16(in[i++] + j, left, full, &ev, &od);
+    }
+    for (; i < nin; i++) {
+        __m256 e, o;
+        bf16_widen16(in[i] + j, left, full, &e, &o);
+        ev = _mm256_add_ps(ev, e);
+        od = _mm256_add_ps(od, o);
+    }
+    __m256 l = _mm256_unpacklo_ps(ev, od), h = _mm256_unpackhi_ps(ev, od); /* 0-3 8-11, 4-7 12-15 */
+    store8(out + j, mk0, full, _mm256_permute2f128_ps(l, h, 0x20));
+    store8(out + j + 8, mk1, full, _mm256_permute2f128_ps(l, h, 0x31));
+}
+
+AI void sum_bf16_impl(float *out, const float *acc, const uint16_t *const *in, unsigned nin,
+                      size_t m, int has_acc)
+{
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16)
+        sum_bf16_16(out, acc, in, nin, j, 16, 1, has_acc);
+    if (j < m)
+        sum_bf16_16(out, acc, in, nin, j, m - j, 0, has_acc);
+}
+
+static void sum_bf16_avx2(float *out, const uint16_t *const *in, unsigned nin, size_t m)
+{
+    sum_bf16_impl(out, NULL, in, nin, m, 0);
+}
+
+static void sum_bf16_f32_avx2(float *out, const float *acc, const uint16_t *const *in,
+                              unsigned nin, size_t m)
+{
+    sum_bf16_impl(out, acc, in, nin, m, 1);
+}
+
 const nf_kernels_t nf_kernels_avx2 = {
     .isa = NF_ISA_AVX2,
     .name = "avx2",
@@ -625,8 +775,12 @@ const nf_kernels_t nf_kernels_avx2 = {
     .bin_pack_ef = bin_pack_ef_avx2,
     .bin_finish = bin_finish_avx2,
     .ter_pack = ter_pack_avx2,
+    .ter_y_ef = ter_y_ef_avx2,
     .ter_finish = ter_finish_avx2,
     .count_sum = count_sum_avx2,
     .count_merge = count_merge_avx2,
     .sum_f32 = sum_f32_avx2,
+    .bf16_pack = bf16_pack_avx2,
+    .sum_bf16 = sum_bf16_avx2,
+    .sum_bf16_f32 = sum_bf16_f32_avx2,
 };

@@ -175,6 +175,48 @@ static double bin_pack_ef_avx512(const float *x, const float *yprev, float aprev
     return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 0);
 }
 
+/* ---- ter_y_ef ---- */
+
+AI void ter_y16(const float *x, const float *yprev, __m512 tv, __m512 ntv, __m512 bv,
+                float *ynew, size_t i, __mmask16 mk, __m512d *lo, __m512d *hi, int nt)
+{
+    __m512 p = _mm512_maskz_loadu_ps(mk, yprev + i);
+    __mmask16 gt = _mm512_cmp_ps_mask(p, tv, _CMP_GT_OQ);
+    __mmask16 lt = _mm512_cmp_ps_mask(p, ntv, _CMP_LT_OQ);
+    __m512 e = _mm512_mask_sub_ps(p, gt, p, bv);
+    e = _mm512_mask_add_ps(e, lt, p, bv);
+    __m512 y = _mm512_maskz_add_ps(mk, _mm512_maskz_loadu_ps(mk, x + i), e);
+    if (nt && mk == 0xFFFF)
+        _mm512_stream_ps(ynew + i, y);
+    else
+        _mm512_mask_storeu_ps(ynew + i, mk, y);
+    lane_add(lo, hi, _mm512_abs_ps(y));
+}
+
+AI double ter_y_ef_impl(const float *x, const float *yprev, float tprev, float bprev,
+                        float *ynew, size_t m, int nt)
+{
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    const __m512 tv = _mm512_set1_ps(tprev), ntv = _mm512_set1_ps(-tprev);
+    const __m512 bv = _mm512_set1_ps(bprev);
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16)
+        ter_y16(x, yprev, tv, ntv, bv, ynew, j, 0xFFFF, &lo, &hi, nt);
+    if (j < m)
+        ter_y16(x, yprev, tv, ntv, bv, ynew, j, tail16(m - j), &lo, &hi, nt);
+    if (nt)
+        _mm_sfence();
+    return lane_fold(lo, hi);
+}
+
+static double ter_y_ef_avx512(const float *x, const float *yprev, float tprev, float bprev,
+                              float *ynew, size_t m)
+{
+    if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 63) == 0)
+        return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 1);
+    return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 0);
+}
+
 /* ---- counters -> values ---- */
 
 /* The 32 bits of each plane covering elements j .. j+31 (j a multiple of 32)
@@ -608,6 +650,106 @@ static void sum_f32_avx512(float *out, const float *const *in, unsigned nin, siz
         sum16(out, in, nin, j, tail16(m - j));
 }
 
+/* ---- bf16 ---- */
+
+AI __mmask32 tail32(size_t left)
+{
+    return left >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << left) - 1);
+}
+
+/* The encodings of 16 floats after the reference's rounding: the bf16 are
+ * their top halves. A NaN takes the quiet bit instead of the rounding. */
+AI __m512i bf16_round16(__m512i u)
+{
+    const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF));
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7F800000));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+}
+
+/* Word 2i + 1 of a:b for i = 0..31: the top halves of 32 dwords, in order. */
+static const uint16_t odd_words[32] __attribute__((aligned(64))) = {
+    1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+    33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63,
+};
+
+/* Thirty-two elements from j; mk is all ones (a constant) except in the tail. */
+AI void bf16_pack32(const float *x, uint16_t *out, size_t j, __mmask32 mk, __m512i idx)
+{
+    __m512i a = bf16_round16(_mm512_maskz_loadu_epi32((__mmask16)mk, x + j));
+    __m512i b = bf16_round16(_mm512_maskz_loadu_epi32((__mmask16)(mk >> 16), x + j + 16));
+    _mm512_mask_storeu_epi16(out + j, mk, _mm512_permutex2var_epi16(a, idx, b));
+}
+
+static void bf16_pack_avx512(const float *x, uint16_t *out, size_t m)
+{
+    const __m512i idx = _mm512_load_si512(odd_words);
+    size_t j = 0;
+    for (; j + 32 <= m; j += 32)
+        bf16_pack32(x, out, j, 0xFFFFFFFFu, idx);
+    if (j < m)
+        bf16_pack32(x, out, j, tail32(m - j), idx);
+}
+
+/* Thirty-two bf16 from p as floats, even elements in ev and odd ones in od:
+ * a bf16's bits shifted to the top half are its exact float. Summing in
+ * this order needs no shuffle per input, only one pair per 32 results. */
+AI void bf16_widen32(const uint16_t *p, __mmask32 mk, __m512 *ev, __m512 *od)
+{
+    const __m512i v = _mm512_maskz_loadu_epi16(mk, p);
+    *ev = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+    *od = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
+AI void sum_bf16_32(float *out, const float *acc, const uint16_t *const *in, unsigned nin,
+                    size_t j, __mmask32 mk, int has_acc)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i ilv = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i one = _mm512_set1_epi32(1), eight = _mm512_set1_epi32(8);
+    __m512 ev, od;
+    unsigned i = 0;
+    if (has_acc) {
+        __m512 lo = _mm512_maskz_loadu_ps((__mmask16)mk, acc + j);
+        __m512 hi = _mm512_maskz_loadu_ps((__mmask16)(mk >> 16), acc + j + 16);
+        ev = _mm512_permutex2var_ps(lo, even, hi);
+        od = _mm512_permutex2var_ps(lo, _mm512_add_epi32(even, one), hi);
+    } else {
+        bf16_widen32(in[i++] + j, mk, &ev, &od);
+    }
+    for (; i < nin; i++) {
+        __m512 e, o;
+        bf16_widen32(in[i] + j, mk, &e, &o);
+        ev = _mm512_add_ps(ev, e);
+        od = _mm512_add_ps(od, o);
+    }
+    _mm512_mask_storeu_ps(out + j, (__mmask16)mk, _mm512_permutex2var_ps(ev, ilv, od));
+    _mm512_mask_storeu_ps(out + j + 16, (__mmask16)(mk >> 16),
+                          _mm512_permutex2var_ps(ev, _mm512_add_epi32(ilv, eight), od));
+}
+
+AI void sum_bf16_impl(float *out, const float *acc, const uint16_t *const *in, unsigned nin,
+                      size_t m, int has_acc)
+{
+    size_t j = 0;
+    for (; j + 32 <= m; j += 32)
+        sum_bf16_32(out, acc, in, nin, j, 0xFFFFFFFFu, has_acc);
+    if (j < m)
+        sum_bf16_32(out, acc, in, nin, j, tail32(m - j), has_acc);
+}
+
+static void sum_bf16_avx512(float *out, const uint16_t *const *in, unsigned nin, size_t m)
+{
+    sum_bf16_impl(out, NULL, in, nin, m, 0);
+}
+
+static void sum_bf16_f32_avx512(float *out, const float *acc, const uint16_t *const *in,
+                                unsigned nin, size_t m)
+{
+    sum_bf16_impl(out, acc, in, nin, m, 1);
+}
+
 const nf_kernels_t nf_kernels_avx512 = {
     .isa = NF_ISA_AVX512,
     .name = "avx512",
@@ -616,8 +758,12 @@ const nf_kernels_t nf_kernels_avx512 = {
     .bin_pack_ef = bin_pack_ef_avx512,
     .bin_finish = bin_finish_avx512,
     .ter_pack = ter_pack_avx512,
+    .ter_y_ef = ter_y_ef_avx512,
     .ter_finish = ter_finish_avx512,
     .count_sum = count_sum_avx512,
     .count_merge = count_merge_avx512,
     .sum_f32 = sum_f32_avx512,
+    .bf16_pack = bf16_pack_avx512,
+    .sum_bf16 = sum_bf16_avx512,
+    .sum_bf16_f32 = sum_bf16_f32_avx512,
 };

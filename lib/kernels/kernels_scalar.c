@@ -82,6 +82,20 @@ static double bin_pack_ef_scalar(const float *x, const float *yprev, float aprev
     return lane_fold(lane);
 }
 
+static double ter_y_ef_scalar(const float *x, const float *yprev, float tprev, float bprev,
+                              float *ynew, size_t m)
+{
+    double lane[NF_LANES] = {0};
+    for (size_t j = 0; j < m; j++) {
+        float p = yprev[j];
+        float e = p > tprev ? p - bprev : p < -tprev ? p + bprev : p;
+        float y = x[j] + e;
+        ynew[j] = y;
+        lane[j % NF_LANES] += (double)fabsf(y);
+    }
+    return lane_fold(lane);
+}
+
 static void bin_finish_scalar(float *r, const float *x, float *e, const uint64_t *cnt,
                               unsigned k, size_t m, unsigned n, double a, float ai)
 {
@@ -183,6 +197,52 @@ static void sum_f32_scalar(float *out, const float *const *in, unsigned nin, siz
     }
 }
 
+/* A NaN is truncated, not rounded (the carry could run into the sign), and
+ * quieted (truncation alone turns a NaN with a low-half payload into Inf). */
+static uint16_t bf16_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u)
+        return (uint16_t)((u >> 16) | 0x0040u);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+static float f32_of_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+static void bf16_pack_scalar(const float *x, uint16_t *out, size_t m)
+{
+    for (size_t j = 0; j < m; j++)
+        out[j] = bf16_of(x[j]);
+}
+
+static void sum_bf16_f32_scalar(float *out, const float *acc, const uint16_t *const *in,
+                                unsigned nin, size_t m)
+{
+    for (size_t j = 0; j < m; j++) {
+        float s = acc[j];
+        for (unsigned i = 0; i < nin; i++)
+            s += f32_of_bf16(in[i][j]);
+        out[j] = s;
+    }
+}
+
+static void sum_bf16_scalar(float *out, const uint16_t *const *in, unsigned nin, size_t m)
+{
+    for (size_t j = 0; j < m; j++) {
+        float s = f32_of_bf16(in[0][j]);
+        for (unsigned i = 1; i < nin; i++)
+            s += f32_of_bf16(in[i][j]);
+        out[j] = s;
+    }
+}
+
 const nf_kernels_t nf_kernels_scalar = {
     .isa = NF_ISA_SCALAR,
     .name = "scalar",
@@ -191,8 +251,12 @@ const nf_kernels_t nf_kernels_scalar = {
     .bin_pack_ef = bin_pack_ef_scalar,
     .bin_finish = bin_finish_scalar,
     .ter_pack = ter_pack_scalar,
+    .ter_y_ef = ter_y_ef_scalar,
     .ter_finish = ter_finish_scalar,
     .count_sum = count_sum_scalar,
     .count_merge = count_merge_scalar,
     .sum_f32 = sum_f32_scalar,
+    .bf16_pack = bf16_pack_scalar,
+    .sum_bf16 = sum_bf16_scalar,
+    .sum_bf16_f32 = sum_bf16_f32_scalar,
 };

@@ -26,6 +26,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,25 +44,28 @@
 #define TUNE_M_COUNT (8 * TUNE_M) /* counters: 1/32 of the bytes, as long a call */
 #define TUNE_RANKS 4        /* count_sum inputs; n of the finish kernels, and: */
 #define TUNE_RANKS_BIG 64   /* n (k = 7 planes): the finish kernels' tables end at k = 5 */
-#define TUNE_SUM_IN 3       /* sum_f32 inputs */
+#define TUNE_SUM_IN 3       /* sum_f32 and sum_bf16 inputs */
 #define TUNE_OFF 4          /* x, r: floats past a line, as in large malloc blocks */
 #define TUNE_BUDGET 0.018   /* seconds, allocation included */
 #define TUNE_ROUNDS 25
 #define TUNE_MARGIN 0.95    /* a lower ISA replaces a higher one only 5 % faster */
 
-enum { K_ABS_SUM, K_BIN_PACK, K_BIN_PACK_EF, K_BIN_FINISH, K_TER_PACK, K_TER_FINISH,
-       K_COUNT_SUM, K_COUNT_MERGE, K_SUM_F32, K_COUNT };
+enum { K_ABS_SUM, K_BIN_PACK, K_BIN_PACK_EF, K_BIN_FINISH, K_TER_PACK, K_TER_Y_EF, K_TER_FINISH,
+       K_COUNT_SUM, K_COUNT_MERGE, K_SUM_F32, K_BF16_PACK, K_SUM_BF16, K_SUM_BF16_F32, K_COUNT };
 
 static const char *const kernel_names[K_COUNT] = {
-    "abs_sum", "bin_pack", "bin_pack_ef", "bin_finish", "ter_pack",
-    "ter_finish", "count_sum", "count_merge", "sum_f32",
+    "abs_sum", "bin_pack", "bin_pack_ef", "bin_finish", "ter_pack", "ter_y_ef",
+    "ter_finish", "count_sum", "count_merge", "sum_f32", "bf16_pack", "sum_bf16", "sum_bf16_f32",
 };
+_Static_assert(sizeof(nf_kernels_t) == offsetof(nf_kernels_t, abs_sum) + K_COUNT * sizeof(void (*)(void)),
+               "one K_ entry (name, probe, set_entry case) per kernel of nf_kernels_t");
 
 /* ---- the measurement ---- */
 
 /* Buffers a probe touches, flushed before it runs. R_CNT8: the counters and
- * inputs of the counter probes, which run over TUNE_M_COUNT elements. */
-enum { R_X, R_E, R_R, R_S, R_BITS, R_PM, R_CNT, R_CNT8, R_COUNT };
+ * inputs of the counter probes, which run over TUNE_M_COUNT elements; R_H:
+ * the bf16 buffers. */
+enum { R_X, R_E, R_R, R_S, R_BITS, R_PM, R_CNT, R_CNT8, R_H, R_COUNT };
 #define RB(r) (1u << (r))
 #define KMAX 7 /* planes for TUNE_RANKS_BIG: the size of cnt and cnt2 */
 _Static_assert(TUNE_RANKS_BIG >> (KMAX - 1) == 1, "KMAX is nf_count_planes(TUNE_RANKS_BIG)");
@@ -85,6 +89,7 @@ static const probe_t probes[] = {
     {K_BIN_FINISH, 0, RB(R_R) | RB(R_CNT), TUNE_RANKS_BIG},
     {K_TER_PACK, 1, RB(R_X) | RB(R_E) | RB(R_PM), TUNE_RANKS},
     {K_TER_PACK, 0, RB(R_X) | RB(R_PM), TUNE_RANKS},
+    {K_TER_Y_EF, 1, RB(R_X) | RB(R_E) | RB(R_S), TUNE_RANKS},
     {K_TER_FINISH, 1, FINISH_E, TUNE_RANKS},
     {K_TER_FINISH, 0, RB(R_R) | RB(R_CNT), TUNE_RANKS},
     {K_TER_FINISH, 1, FINISH_E, TUNE_RANKS_BIG},
@@ -92,6 +97,9 @@ static const probe_t probes[] = {
     {K_COUNT_SUM, 0, RB(R_CNT8), TUNE_RANKS},
     {K_COUNT_MERGE, 0, RB(R_CNT8), TUNE_RANKS},
     {K_SUM_F32, 0, RB(R_R) | RB(R_X) | RB(R_E) | RB(R_S), TUNE_RANKS},
+    {K_BF16_PACK, 0, RB(R_X) | RB(R_H), TUNE_RANKS},
+    {K_SUM_BF16, 0, RB(R_R) | RB(R_H), TUNE_RANKS},
+    {K_SUM_BF16_F32, 0, RB(R_R) | RB(R_H), TUNE_RANKS}, /* in place, as a reducer continues */
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
@@ -103,6 +111,7 @@ typedef struct {
     uint64_t *cnt8, *cnt8b;                       /* TUNE_M_COUNT elements */
     const uint64_t *in[TUNE_RANKS];               /* TUNE_M_COUNT elements */
     const float *sum_in[TUNE_SUM_IN];
+    uint16_t *h[TUNE_SUM_IN]; /* bf16 of x, e, s; bf16_pack writes h[0] */
     struct {
         char *p;
         size_t bytes;
@@ -124,6 +133,19 @@ static uint64_t xorshift(uint64_t *s)
     return *s;
 }
 
+/* Bytes of a bf16 buffer, whole lines: the buffers lie end to end. */
+#define HB ((TUNE_M * sizeof(uint16_t) + NF_LINE_BYTES - 1) / NF_LINE_BYTES * NF_LINE_BYTES)
+
+/* Top halves of the encodings of x: the bf16 buffers' data. */
+static void fill_bf16(uint16_t *h, const float *x)
+{
+    for (size_t j = 0; j < TUNE_M; j++) {
+        uint32_t u;
+        memcpy(&u, &x[j], sizeof(u));
+        h[j] = (uint16_t)(u >> 16);
+    }
+}
+
 /* Carve `bytes` (rounded up to lines) from the bump pointer *p. */
 static char *carve(char **p, size_t bytes)
 {
@@ -135,12 +157,12 @@ static char *carve(char **p, size_t bytes)
 static void arena_regions(arena_t *a)
 {
     size_t fb = TUNE_M * sizeof(float), lb = nf_lines(TUNE_M) * NF_LINE_BYTES;
-    size_t lb8 = nf_lines(TUNE_M_COUNT) * NF_LINE_BYTES;
+    size_t lb8 = nf_lines(TUNE_M_COUNT) * NF_LINE_BYTES, hb = HB;
     char *const p[R_COUNT] = {(char *)a->x, (char *)a->e, (char *)a->r, (char *)a->s,
                               (char *)a->bits, (char *)a->plus, (char *)a->cnt,
-                              (char *)a->cnt8};
+                              (char *)a->cnt8, (char *)a->h[0]};
     const size_t n[R_COUNT] = {fb, fb, fb, fb, lb, 2 * lb, 2 * KMAX * lb,
-                               (2 * a->k + TUNE_RANKS) * lb8};
+                               (2 * a->k + TUNE_RANKS) * lb8, TUNE_SUM_IN * hb};
     for (int r = 0; r < R_COUNT; r++)
         a->reg[r].p = p[r], a->reg[r].bytes = n[r];
 }
@@ -157,7 +179,8 @@ static int arena_init(arena_t *a)
     const size_t fb = (TUNE_M + NF_LANES) * sizeof(float), lb = nf_lines(TUNE_M) * NF_LINE_BYTES;
     const size_t lb8 = nf_lines(TUNE_M_COUNT) * NF_LINE_BYTES;
     const unsigned k = nf_count_planes(TUNE_RANKS);
-    size_t total = 4 * (fb + NF_LINE_BYTES) + (3 + 2 * KMAX) * lb + (2 * k + TUNE_RANKS) * lb8;
+    size_t total = 4 * (fb + NF_LINE_BYTES) + (3 + 2 * KMAX) * lb + (2 * k + TUNE_RANKS) * lb8 +
+                   TUNE_SUM_IN * HB;
     char *p = aligned_alloc(NF_LINE_BYTES, total);
     if (p == NULL)
         return -1;
@@ -171,12 +194,16 @@ static int arena_init(arena_t *a)
     a->cnt8 = (uint64_t *)carve(&p, k * lb8), a->cnt8b = (uint64_t *)carve(&p, k * lb8);
     for (unsigned i = 0; i < TUNE_RANKS; i++)
         a->in[i] = (const uint64_t *)carve(&p, lb8);
+    for (unsigned i = 0; i < TUNE_SUM_IN; i++)
+        a->h[i] = (uint16_t *)carve(&p, HB);
     a->sum_in[0] = a->x, a->sum_in[1] = a->e, a->sum_in[2] = a->s;
     uint64_t s = 0x9E3779B97F4A7C15ull;
     for (size_t j = 0; j < TUNE_M; j++) { /* |x| <= 1, e = x / 128: finite, no denormals */
         a->x[j] = (float)((int64_t)(xorshift(&s) % 2001) - 1000) * 1e-3f;
         a->e[j] = a->s[j] = a->x[j] * 0.0078125f;
     }
+    for (unsigned i = 0; i < TUNE_SUM_IN; i++)
+        fill_bf16(a->h[i], a->sum_in[i]);
     fill_words(a->cnt, 2 * KMAX * lb, &s);
     fill_words(a->cnt8, (2 * k + TUNE_RANKS) * lb8, &s);
     arena_regions(a);
@@ -218,13 +245,17 @@ static void probe_run(const nf_kernels_t *K, const probe_t *p, const arena_t *a,
                       nf_count_planes(p->n), m, p->n, 1e-3, 1e-3f);
         break;
     case K_TER_PACK: tune_sink = K->ter_pack(a->x, e, m, 0.5f, a->plus, a->minus, &nin); break;
+    case K_TER_Y_EF: tune_sink = K->ter_y_ef(a->x, a->e, 0.5f, 1e-3f, a->s, m); break;
     case K_TER_FINISH:
         K->ter_finish(a->r, e ? a->x : NULL, p->has_e ? a->e : NULL, a->cnt, a->cnt2,
                       nf_count_planes(p->n), m, 1e-3, 0.5f, 1e-3f);
         break;
     case K_COUNT_SUM: K->count_sum(a->cnt8, a->k, a->in, TUNE_RANKS, nf_lines(m)); break;
     case K_COUNT_MERGE: K->count_merge(a->cnt8, a->cnt8b, a->k, nf_lines(m)); break;
-    default: K->sum_f32(a->r, a->sum_in, TUNE_SUM_IN, m); break;
+    case K_SUM_F32: K->sum_f32(a->r, a->sum_in, TUNE_SUM_IN, m); break;
+    case K_BF16_PACK: K->bf16_pack(a->x, a->h[0], m); break;
+    case K_SUM_BF16: K->sum_bf16(a->r, (const uint16_t *const *)a->h, TUNE_SUM_IN, m); break;
+    default: K->sum_bf16_f32(a->r, a->r, (const uint16_t *const *)a->h, TUNE_SUM_IN, m); break;
     }
 }
 
@@ -279,10 +310,14 @@ static void set_entry(nf_kernels_t *t, int i, const nf_kernels_t *s)
     case K_BIN_PACK_EF: t->bin_pack_ef = s->bin_pack_ef; break;
     case K_BIN_FINISH: t->bin_finish = s->bin_finish; break;
     case K_TER_PACK: t->ter_pack = s->ter_pack; break;
+    case K_TER_Y_EF: t->ter_y_ef = s->ter_y_ef; break;
     case K_TER_FINISH: t->ter_finish = s->ter_finish; break;
     case K_COUNT_SUM: t->count_sum = s->count_sum; break;
     case K_COUNT_MERGE: t->count_merge = s->count_merge; break;
-    default: t->sum_f32 = s->sum_f32; break;
+    case K_SUM_F32: t->sum_f32 = s->sum_f32; break;
+    case K_BF16_PACK: t->bf16_pack = s->bf16_pack; break;
+    case K_SUM_BF16: t->sum_bf16 = s->sum_bf16; break;
+    default: t->sum_bf16_f32 = s->sum_bf16_f32; break;
     }
 }
 

@@ -1,5 +1,5 @@
 /*
- * Low-bit and FP32 kernels over 512-bit lines. Plain C over arrays: nothing
+ * Low-bit, bf16 and FP32 kernels over 512-bit lines. Plain C over arrays: nothing
  * here knows MPI, hwloc or the policy, so the unit tests and bench/nf_kernels
  * link these alone (libnfkernels.la).
  *
@@ -24,7 +24,8 @@
  *    float: r = (float)(scale * (double)v).
  *
  * Buffers: x may alias r (MPI_IN_PLACE), e never aliases x or r. Line buffers
- * (bits, planes, cnt) are 64-byte aligned. Float buffers may start anywhere.
+ * (bits, planes, cnt) are 64-byte aligned. Float buffers may start anywhere,
+ * bf16 buffers (uint16_t) at any even address.
  */
 #ifndef NF_KERNELS_H
 #define NF_KERNELS_H
@@ -101,6 +102,19 @@ typedef struct nf_kernels {
     double (*ter_pack)(const float *x, const float *e, size_t m, float t,
                        uint64_t *plus, uint64_t *minus, size_t *nin);
 
+    /* G-Ternary pass 1 with error feedback kept as the previous call's y:
+     * per element, e = yprev - bprev if yprev > tprev, yprev + bprev if
+     * yprev < -tprev, else yprev (exactly the float e the previous call's
+     * ter_finish update produces with t = tprev, bi = bprev), then
+     * y = x + e. Writes y into ynew (64-byte aligned, aliasing neither x nor
+     * yprev; large buffers may be written with streaming stores) and
+     * returns the lane sum of |y|, from which the gate comes; ter_pack then
+     * reads ynew alone. yprev all +0.0 with tprev = bprev = 0 is the zero
+     * residual; an e buffer with tprev = +Inf is e itself. A call with error
+     * feedback then touches x, yprev, ynew (twice) and r once each. */
+    double (*ter_y_ef)(const float *x, const float *yprev, float tprev, float bprev,
+                       float *ynew, size_t m);
+
     /* G-Ternary final pass. v = P - M from the two counters (k planes each),
      * r = (float)(b * (double)v). When e != NULL: y = x + e; y > t: e = y - bi;
      * y < -t: e = y + bi; else e = y. x is not read when e == NULL. */
@@ -121,6 +135,42 @@ typedef struct nf_kernels {
     /* out[j] = (((in[0][j] + in[1][j]) + in[2][j]) + ...) in float; nin >= 1.
      * out may alias in[0] (same index). With nin == 1 it is a copy. */
     void (*sum_f32)(float *out, const float *const *in, unsigned nin, size_t m);
+
+    /* bf16 route, each rank: out[j] = the bfloat16 of x[j], as the top 16
+     * bits of a float's encoding. With u the bits of x[j]:
+     *  - not NaN: (u + 0x7FFF + ((u >> 16) & 1)) >> 16, which is IEEE round
+     *    to nearest, ties to even, for every value: denormals are rounded,
+     *    not flushed (to a bf16 denormal, to +-0, or from 0x007F8000 up to
+     *    the smallest normal); magnitudes (u & 0x7FFFFFFF) from 0x7F7F8000,
+     *    halfway between the largest finite bf16 and 2^128, round to +-Inf
+     *    as IEEE overflow does (FLT_MAX does); +-0 and +-Inf keep their sign.
+     *  - NaN: (u >> 16) | 0x0040. Never rounded: the carry could run into
+     *    the sign (0x7FFFFFFF would give -0). The quiet bit keeps a NaN
+     *    whose payload lies in the low half from truncating to Inf. So the
+     *    sign and the payload's top six bits below the quiet bit are kept,
+     *    and a NaN stays a NaN, never Inf or zero, and comes out quiet, as
+     *    IEEE convertFormat quiets a signalling NaN (a quiet NaN's top half
+     *    is unchanged).
+     * out may start at any even address; it overlaps no x. AVX512_BF16's
+     * VCVTNEPS2BF16 rounds and quiets NaNs the same way but takes denormal
+     * inputs as +-0, so it is not used. */
+    void (*bf16_pack)(const float *x, uint16_t *out, size_t m);
+
+    /* bf16 route, the reducer: out[j] = ((b0 + b1) + b2) + ... in float, bi
+     * the float whose bits are in[i][j] << 16 (the exact widening: a NaN
+     * keeps its bits; no FMA); nin >= 1. With nin == 1 it is the widening
+     * alone. Inputs may start at any even address; out overlaps none. */
+    void (*sum_bf16)(float *out, const uint16_t *const *in, unsigned nin, size_t m);
+
+    /* The same sum continued from a partial one in float: out[j] =
+     * ((acc[j] + b0) + b1) + ...; nin >= 0 (0: out = acc). out may alias acc
+     * (same index). For 1 <= k < n, sum_bf16 over n inputs equals sum_bf16
+     * over the first k continued by sum_bf16_f32 over the rest, bit for bit:
+     * a reducer may add ranks as they arrive, in batches, and the next node
+     * may continue a node's partial sum, and the result is still the sum in
+     * rank order. */
+    void (*sum_bf16_f32)(float *out, const float *acc, const uint16_t *const *in,
+                         unsigned nin, size_t m);
 } nf_kernels_t;
 
 /* Per-ISA tables; NULL when the ISA was not built (see NF_HAVE_AVX2/512). */

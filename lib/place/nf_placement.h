@@ -83,6 +83,8 @@ void nf_place_finalize(void);
 int nf_place_node(void);
 const char *nf_place_reason(void);
 const char *nf_place_detail(void);
+/* Memory of the chosen node in bytes, 0 when there is none. */
+uint64_t nf_place_node_bytes(void);
 
 /*
  * Bind [addr, addr + len) (page aligned, not yet touched) to the chosen node,

@@ -189,6 +189,12 @@ int nf_place_node(void) { return nf_pl.node; }
 const char *nf_place_reason(void) { return nf_pl.reason; }
 const char *nf_place_detail(void) { return nf_pl.detail; }
 
+uint64_t nf_place_node_bytes(void)
+{
+    long long bytes = nf_pl.node >= 0 ? numa_node_size64(nf_pl.node, NULL) : 0;
+    return bytes > 0 ? (uint64_t)bytes : 0;
+}
+
 /* Fraction of the pages of [addr, addr + len) that sit on node. */
 static double nf_place_verify(char *addr, size_t len, size_t page, int node)
 {
@@ -228,6 +234,18 @@ static nf_status_t nf_place_capacity(size_t len, int *bind)
     return NF_OK;
 }
 
+/* Fault every page in, writable: one madvise instead of a page fault per
+ * page and a second write of memory the kernel has just zeroed (fresh
+ * mappings are zero). memset where the kernel lacks MADV_POPULATE_WRITE. */
+static void nf_place_touch(void *addr, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(addr, len, MADV_POPULATE_WRITE) == 0)
+        return;
+#endif
+    memset(addr, 0, len);
+}
+
 nf_status_t nf_place_bind_touch(void *addr, size_t len, double *frac)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -237,7 +255,7 @@ nf_status_t nf_place_bind_touch(void *addr, size_t len, double *frac)
         return st;
     len = (len + page - 1) / page * page;
     if (nf_pl.node < 0 || len == 0) {
-        memset(addr, 0, len);
+        nf_place_touch(addr, len);
         *frac = 1.0;
         return NF_OK;
     }
@@ -253,7 +271,7 @@ nf_status_t nf_place_bind_touch(void *addr, size_t len, double *frac)
         }
         nf_log_warn_once("mbind to CXL memory node %d failed: %m; using local DRAM", nf_pl.node);
     }
-    memset(addr, 0, len);
+    nf_place_touch(addr, len);
     *frac = nf_place_verify(addr, len, page, nf_pl.node);
     if (*frac < 1.0)
         nf_log_info(1, "%.1f %% of %zu bytes are on CXL memory node %d", 100.0 * *frac, len, nf_pl.node);

@@ -93,15 +93,24 @@ static const nf_rule_t *nf_shadowing_rule(const nf_policy_t *p, int j)
     return NULL;
 }
 
+/* Rules and [default] alike: without a profile, auto is fp32 everywhere. */
+static void nf_lint_auto(const nf_lint_t *l, const nf_rule_t *r)
+{
+    if (r->route_auto && l->p->profile == NULL)
+        nf_lint_warn(l, r->key_line[K_ROUTE], "route = auto without a profile: every segment takes fp32");
+}
+
 static void nf_lint_rule(const nf_lint_t *l, int j)
 {
     const nf_rule_t *b = &l->p->rules[j], *a;
 
-    if (b->gamma >= 0 && b->route != NF_ROUTE_TERNARY)
+    nf_lint_auto(l, b);
+    /* auto may pick ternary, where gamma applies */
+    if (b->gamma >= 0 && b->route != NF_ROUTE_TERNARY && !b->route_auto)
         nf_lint_warn(l, b->key_line[K_GAMMA], "gamma has no effect on route %s (only ternary uses it)",
                      nf_route_name(b->route));
     if ((b->route == NF_ROUTE_BINARY || b->route == NF_ROUTE_TERNARY) &&
-        ((b->datatypes != 0 && !(b->datatypes & NF_BIT(NF_DT_FLOAT))) ||
+        ((b->datatypes != 0 && !(b->datatypes & (NF_BIT(NF_DT_FLOAT) | NF_BIT(NF_DT_REAL)))) ||
          (b->ops != 0 && !(b->ops & NF_BIT(NF_OP_SUM)))))
         nf_lint_warn(l, b->line,
                      "rule '%s' never runs %s: low-bit routes take only float sums (its calls go pmpi)",
@@ -119,6 +128,8 @@ void nf_pol_lint(const nf_policy_t *p, nf_policy_diag_fn fn, void *arg)
     for (int j = 0; j < p->nrules; j++)
         if (!p->rules[j].disabled)
             nf_lint_rule(&l, j);
+    if (!p->dflt.disabled)
+        nf_lint_auto(&l, &p->dflt);
 }
 
 /* ------------------------------------------------------------- explain */
@@ -189,7 +200,7 @@ static void nf_explain_action(nf_buf_t *b, const nf_policy_action_t *a)
 {
     static const char *const seg[] = {"inherit", "region", "buffer"};
 
-    nf_bprintf(b, "=> route %s (ef %s, gamma ", nf_route_name(a->route),
+    nf_bprintf(b, "=> route %s (ef %s, gamma ", a->route_auto ? "auto" : nf_route_name(a->route),
                a->ef < 0 ? "inherit" : a->ef ? "on" : "off");
     if (a->gamma < 0)
         nf_bprintf(b, "inherit");
@@ -202,6 +213,9 @@ static void nf_explain_action(nf_buf_t *b, const nf_policy_action_t *a)
         nf_bprintf(b, "rule %s (%s:%d)\n", a->rule, a->file, a->line);
     else
         nf_bprintf(b, "the built-in default\n");
+    if (a->route_auto)
+        nf_bprintf(b, "   auto: each segment takes the profile's route; %s where the profile has none\n",
+                   nf_route_name(a->route));
 }
 
 size_t nf_policy_explain(const nf_policy_t *p, const nf_policy_query_t *q,

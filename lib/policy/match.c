@@ -180,6 +180,7 @@ static void nf_action_from(const nf_policy_t *p, const nf_rule_t *r, int index, 
                            nf_policy_action_t *out)
 {
     out->route = r->route;
+    out->route_auto = r->route_auto;
     out->ef = r->ef;
     out->gamma = r->gamma;
     out->segment = r->segment;
@@ -192,7 +193,7 @@ static void nf_action_from(const nf_policy_t *p, const nf_rule_t *r, int index, 
 static void nf_action_builtin(nf_policy_action_t *out)
 {
     static const nf_policy_action_t builtin = {
-        NF_ROUTE_PMPI, -1, -1.0, NF_POLICY_SEGMENT_INHERIT, "built-in", -1, "", 0};
+        NF_ROUTE_PMPI, 0, -1, -1.0, NF_POLICY_SEGMENT_INHERIT, "built-in", -1, "", 0};
     *out = builtin;
 }
 

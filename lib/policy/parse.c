@@ -11,7 +11,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -21,14 +20,16 @@
 
 #include <ini.h>
 
+#include "nf_file.h"
 #include "nf_log.h"
 #include "nf_policy_int.h"
 #include "nf_util.h"
 
 #define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|gamma|segment"
 #define NF_DEFAULT_KEYS "route|ef|gamma|segment"
-#define NF_POLICY_KEYS "version|cxl_node|stats|trace"
-#define NF_ROUTES "pmpi|fp32|binary|ternary"
+#define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|" \
+    "admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth"
+#define NF_ROUTES "pmpi|fp32|binary|ternary|auto"
 
 /* "sum|prod|...|user" from the one table of ops, for messages. */
 #define NF_X_OP_NAME(e, s, h) "|" s
@@ -54,7 +55,7 @@ typedef struct nf_parser {
 
 enum { S_NONE, S_POLICY, S_RULE, S_DEFAULT };
 
-static void nf_default_diag(const nf_policy_diag_t *d, void *arg)
+void nf_pol_default_diag(const nf_policy_diag_t *d, void *arg)
 {
     char where[32] = "";
 
@@ -81,7 +82,7 @@ static void nf_diag(nf_parser_t *ps, nf_policy_severity_t sev, int line, const c
     va_end(ap);
     if (sev == NF_POLICY_ERROR)
         ps->errors++;
-    (ps->fn != NULL ? ps->fn : nf_default_diag)(&d, ps->arg);
+    (ps->fn != NULL ? ps->fn : nf_pol_default_diag)(&d, ps->arg);
 }
 
 /* A bad key or value in a rule: say so, and drop the rule (or [default]). */
@@ -117,7 +118,7 @@ static char *nf_trim(char *s)
 }
 
 /* Unsigned decimal with an optional binary suffix (K, KB, KiB, M, ... T). */
-static int nf_parse_u64(const char *s, int suffix, uint64_t *v)
+int nf_pol_parse_u64(const char *s, int suffix, uint64_t *v)
 {
     uint64_t x = 0, mul = 1;
 
@@ -157,7 +158,7 @@ nf_status_t nf_policy_parse_size(const char *text, uint64_t *bytes)
     if (text == NULL || strlen(text) >= sizeof(buf))
         return NF_ERR_INVALID;
     strcpy(buf, text);
-    if (nf_parse_u64(nf_trim(buf), 1, &v) != NF_OK)
+    if (nf_pol_parse_u64(nf_trim(buf), 1, &v) != NF_OK)
         return NF_ERR_INVALID;
     *bytes = v;
     return NF_OK;
@@ -213,9 +214,9 @@ static int nf_parse_range(nf_parser_t *ps, const char *key, char *item, int suff
             rc = NF_ERR_INVALID;
     }
     if (rc == NF_OK && *lo != '\0')
-        rc = nf_parse_u64(lo, suffix, &r->lo);
+        rc = nf_pol_parse_u64(lo, suffix, &r->lo);
     if (rc == NF_OK && *hi != '\0' && hi != lo)
-        rc = nf_parse_u64(hi, suffix, &r->hi);
+        rc = nf_pol_parse_u64(hi, suffix, &r->hi);
     if (rc == NF_OK && dash == NULL)
         r->hi = r->lo;
     if (dash != NULL)
@@ -358,7 +359,10 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
     case K_ROUTE: {
         for (char *c = v; *c != '\0'; c++)
             *c = (char)nf_ascii_lower((unsigned char)*c);
-        if (nf_route_parse(v, &r->route) != NF_OK)
+        r->route_auto = strcmp(v, "auto") == 0;
+        if (r->route_auto)
+            r->route = NF_ROUTE_FP32;  /* what a segment the profile lacks takes */
+        else if (nf_route_parse(v, &r->route) != NF_OK)
             nf_rule_bad(ps, "unknown route '%s' (expected " NF_ROUTES ")", v);
         break;
     }
@@ -419,36 +423,150 @@ static void nf_rule_key(nf_parser_t *ps, const char *name, const char *value)
 
 /* ------------------------------------------------------- [policy] keys */
 
-static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
+/* A path in the policy is relative to the policy file's directory: a job
+ * started elsewhere finds the same layout and profile. A policy named
+ * without a directory leaves the path as written. */
+static char *nf_resolve_path(const char *policy_file, const char *path)
+{
+    const char *slash = strrchr(policy_file, '/');
+    size_t dir, n;
+    char *out;
+
+    if (path[0] == '/' || slash == NULL)
+        return strdup(path);
+    dir = (size_t)(slash - policy_file) + 1;
+    n = strlen(path);
+    out = malloc(dir + n + 1);
+    if (out != NULL) {
+        memcpy(out, policy_file, dir);
+        memcpy(out + dir, path, n + 1);
+    }
+    return out;
+}
+
+/* stats, trace (kept as written) and the path keys (resolved). */
+static void nf_setting_text(nf_parser_t *ps, const char *name, const char *value, char **slot, int is_path)
+{
+    char *v;
+
+    if (*value == '\0') {
+        nf_diag(ps, NF_POLICY_DISABLED, ps->line, "empty value for '%s'; setting ignored", name);
+        return;
+    }
+    v = is_path ? nf_resolve_path(ps->pol->file, value) : strdup(value);
+    if (v == NULL) {
+        nf_diag(ps, NF_POLICY_DISABLED, ps->line, "out of memory; '%s' ignored", name);
+        return;
+    }
+    free(*slot);
+    *slot = v;
+}
+
+static void nf_setting_number(nf_parser_t *ps, const char *name, const char *value)
 {
     nf_policy_t *p = ps->pol;
     uint64_t v;
+    double x;
 
-    if (nf_strcaseeq(name, "version")) {
-        if (nf_parse_u64(value, 0, &v) != NF_OK || v != NF_POLICY_VERSION) {
+    if (nf_strcaseeq(name, "cxl_node")) {
+        if (nf_strcaseeq(value, "auto"))
+            p->cxl_node = -1;
+        else if (nf_pol_parse_u64(value, 0, &v) == NF_OK && v <= INT_MAX)
+            p->cxl_node = (int)v;
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
+                    "bad cxl_node '%s' (expected auto or a NUMA node number); setting ignored", value);
+    } else if (nf_strcaseeq(name, "calibrate_calls")) {
+        if (nf_pol_parse_u64(value, 0, &v) == NF_OK && v >= 1 && v <= UINT_MAX)
+            p->calibrate_calls = (unsigned)v;
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
+                    "bad calibrate_calls '%s' (expected an integer from 1 to %u); setting ignored", value,
+                    UINT_MAX);
+    } else {
+        if (nf_parse_double(value, &x) == 0 && x >= -1.0 && x <= 1.0)
+            p->admit_cosine = x == 0 ? 0.0 : x;     /* -0 decides as 0: hash it alike */
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
+                    "bad admit_cosine '%s' (expected a number from -1 to 1, such as 0.5); setting ignored",
+                    value);
+    }
+}
+
+/* health = on|off and its numbers. 1 when name is one of them. */
+static int nf_setting_health(nf_parser_t *ps, const char *name, const char *value)
+{
+    nf_policy_health_t *h = &ps->pol->health;
+    uint64_t v;
+    double x;
+    int b;
+
+    if (nf_strcaseeq(name, "health")) {
+        if (nf_parse_bool(value, &b) == 0)
+            h->on = b;
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line, "bad health '%s' (expected on|off); setting ignored", value);
+    } else if (nf_strcaseeq(name, "cooldown") || nf_strcaseeq(name, "cooldown_max") ||
+               nf_strcaseeq(name, "loss_window")) {
+        unsigned *slot = nf_strcaseeq(name, "cooldown") ? &h->cooldown
+                         : nf_strcaseeq(name, "cooldown_max") ? &h->cooldown_max : &h->loss_window;
+        if (nf_pol_parse_u64(value, 0, &v) == NF_OK && v >= 1 && v <= 1000000)
+            *slot = (unsigned)v;
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
+                    "bad %s '%s' (expected an integer from 1 to 1000000); setting ignored", name, value);
+    } else if (nf_strcaseeq(name, "loss_spike") || nf_strcaseeq(name, "ef_growth")) {
+        double *slot = nf_strcaseeq(name, "loss_spike") ? &h->loss_spike : &h->ef_growth;
+        if (nf_parse_double(value, &x) == 0 && x > 0.0 && x <= 1e9)
+            *slot = x;
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
+                    "bad %s '%s' (expected a number > 0, such as 2.0); setting ignored", name, value);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The [policy] keys that hold text: stats and trace as written, the paths
+ * resolved (*is_path). NULL for other keys. */
+static char **nf_setting_slot(nf_policy_t *p, const char *name, int *is_path)
+{
+    *is_path = 1;
+    if (nf_strcaseeq(name, "regions"))
+        return &p->regions;
+    if (nf_strcaseeq(name, "calibrate"))
+        return &p->calibrate;
+    if (nf_strcaseeq(name, "profile"))
+        return &p->profile;
+    *is_path = 0;
+    if (nf_strcaseeq(name, "stats"))
+        return &p->stats;
+    if (nf_strcaseeq(name, "trace"))
+        return &p->trace;
+    return NULL;
+}
+
+static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
+{
+    int is_path;
+    char **slot = nf_setting_slot(ps->pol, name, &is_path);
+    uint64_t v;
+
+    if (slot != NULL) {
+        nf_setting_text(ps, name, value, slot, is_path);
+    } else if (nf_strcaseeq(name, "version")) {
+        if (nf_pol_parse_u64(value, 0, &v) != NF_OK || v != NF_POLICY_VERSION) {
             nf_diag(ps, NF_POLICY_ERROR, ps->line,
                     "unsupported policy version '%s' (expected version = %d)", value, NF_POLICY_VERSION);
             ps->version = -1;
         } else if (ps->version == 0) {
             ps->version = (int)v;
         }
-    } else if (nf_strcaseeq(name, "cxl_node")) {
-        if (nf_strcaseeq(value, "auto"))
-            p->cxl_node = -1;
-        else if (nf_parse_u64(value, 0, &v) == NF_OK && v <= INT_MAX)
-            p->cxl_node = (int)v;
-        else
-            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
-                    "bad cxl_node '%s' (expected auto or a NUMA node number); setting ignored", value);
-    } else if (nf_strcaseeq(name, "stats") || nf_strcaseeq(name, "trace")) {
-        char **slot = nf_ascii_lower((unsigned char)name[0]) == 's' ? &p->stats : &p->trace;
-        if (*value == '\0') {
-            nf_diag(ps, NF_POLICY_DISABLED, ps->line, "empty value for '%s'; setting ignored", name);
-            return;
-        }
-        free(*slot);
-        *slot = strdup(value);
-    } else {
+    } else if (nf_strcaseeq(name, "cxl_node") || nf_strcaseeq(name, "calibrate_calls") ||
+               nf_strcaseeq(name, "admit_cosine")) {
+        nf_setting_number(ps, name, value);
+    } else if (!nf_setting_health(ps, name, value)) {
         nf_diag(ps, NF_POLICY_DISABLED, ps->line,
                 "unknown key '%s' in [policy] (expected " NF_POLICY_KEYS "); ignored", name);
     }
@@ -718,7 +836,8 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
             h = nf_hash_u64(nf_hash_u64(h, rg[i]->r[j].lo), rg[i]->r[j].hi);
     }
     h = nf_hash_u64(nf_hash_u64(h, r->datatypes), r->ops);
-    h = nf_hash_u64(nf_hash_u64(h, (uint64_t)r->route), (uint64_t)(int64_t)r->ef);
+    h = nf_hash_u64(nf_hash_u64(h, (uint64_t)r->route), (uint64_t)r->route_auto);
+    h = nf_hash_u64(h, (uint64_t)(int64_t)r->ef);
     memcpy(&gbits, &r->gamma, sizeof(gbits));
     if (r->gamma < 0)
         gbits = UINT64_MAX;             /* every "inherit" hashes alike */
@@ -727,7 +846,7 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
 
 static uint64_t nf_hash_policy(const nf_policy_t *p)
 {
-    uint64_t h = NF_HASH_INIT;
+    uint64_t h = NF_HASH_INIT, abits;
 
     h = nf_hash_u64(h, NF_POLICY_VERSION);
     for (int i = 0; i < p->nrules; i++)
@@ -736,6 +855,17 @@ static uint64_t nf_hash_policy(const nf_policy_t *p)
     h = nf_hash_u64(h, (uint64_t)p->has_default);
     if (p->has_default)
         h = nf_hash_rule(h, &p->dflt);
+    /* Calibration settings change behaviour alike on every rank; the files
+     * the paths name are hashed by whoever loads them. */
+    memcpy(&abits, &p->admit_cosine, sizeof(abits));
+    h = nf_hash_u64(nf_hash_u64(h, p->calibrate_calls), abits);
+    /* Health decides routes alike on every rank: all of it. */
+    const nf_policy_health_t *hp = &p->health;
+    uint64_t sb, eb;
+    memcpy(&sb, &hp->loss_spike, sizeof(sb));
+    memcpy(&eb, &hp->ef_growth, sizeof(eb));
+    h = nf_hash_u64(nf_hash_u64(nf_hash_u64(h, (uint64_t)hp->on), hp->cooldown), hp->cooldown_max);
+    h = nf_hash_u64(nf_hash_u64(nf_hash_u64(h, hp->loss_window), sb), eb);
     return h != 0 ? h : 1;
 }
 
@@ -759,7 +889,7 @@ static nf_status_t nf_finish(nf_parser_t *ps)
         return NF_ERR_PARSE;
     for (int i = 0; i < p->nrules; i++)
         p->ndisabled += p->rules[i].disabled;
-    nf_pol_lint(p, ps->fn != NULL ? ps->fn : nf_default_diag, ps->arg);
+    nf_pol_lint(p, ps->fn != NULL ? ps->fn : nf_pol_default_diag, ps->arg);
     p->has_default = ps->default_line != 0 && !p->dflt.disabled;
     p->hash = nf_hash_policy(p);
     if (nf_pol_index(p) != NF_OK) {
@@ -786,6 +916,9 @@ nf_status_t nf_policy_parse(const char *text, size_t len, const char *name,
         return NF_ERR_NO_MEMORY;
     }
     p->cxl_node = -1;
+    p->calibrate_calls = NF_POLICY_CALIBRATE_CALLS;
+    p->admit_cosine = NF_POLICY_ADMIT_COSINE;
+    p->health = nf_policy_health_defaults;
     nf_rule_init(&p->dflt);
     ps.pol = p;
     ps.name = p->file;
@@ -810,35 +943,19 @@ nf_status_t nf_policy_parse(const char *text, size_t len, const char *name,
 nf_status_t nf_policy_load(const char *path, nf_policy_diag_fn fn, void *arg, nf_policy_t **out)
 {
     nf_parser_t ps = {.name = path, .fn = fn, .arg = arg};
-    FILE *f;
-    char *buf;
-    size_t n;
+    char *text, why[512];
+    size_t len;
     nf_status_t rc;
 
     if (path == NULL || out == NULL)
         return NF_ERR_INVALID;
-    f = fopen(path, "r");
-    if (f == NULL) {
-        nf_diag(&ps, NF_POLICY_ERROR, 0, "cannot open policy file: %s", strerror(errno));
-        return NF_ERR_IO;
+    rc = nf_file_read_all(path, NF_POL_MAX_FILE, &text, &len, why, sizeof(why));
+    if (rc != NF_OK) {
+        nf_diag(&ps, NF_POLICY_ERROR, 0, "%s", why);
+        return rc == NF_ERR_CAPACITY ? NF_ERR_PARSE : rc;
     }
-    buf = malloc(NF_POL_MAX_FILE + 1);
-    if (buf == NULL) {
-        fclose(f);
-        return NF_ERR_NO_MEMORY;
-    }
-    n = fread(buf, 1, NF_POL_MAX_FILE + 1, f);
-    if (ferror(f)) {
-        nf_diag(&ps, NF_POLICY_ERROR, 0, "cannot read policy file: %s", strerror(errno));
-        rc = NF_ERR_IO;
-    } else if (n > NF_POL_MAX_FILE) {
-        nf_diag(&ps, NF_POLICY_ERROR, 0, "policy file larger than %u bytes", NF_POL_MAX_FILE);
-        rc = NF_ERR_PARSE;
-    } else {
-        rc = nf_policy_parse(buf, n, path, fn, arg, out);
-    }
-    free(buf);
-    fclose(f);
+    rc = nf_policy_parse(text, len, path, fn, arg, out);
+    free(text);
     return rc;
 }
 
@@ -853,6 +970,9 @@ void nf_policy_free(nf_policy_t *p)
     free(p->bounds);
     free(p->stats);
     free(p->trace);
+    free(p->regions);
+    free(p->calibrate);
+    free(p->profile);
     free(p->file);
     free(p);
 }
@@ -865,4 +985,27 @@ int nf_policy_disabled_count(const nf_policy_t *p) { return p != NULL ? p->ndisa
 int nf_policy_cxl_node(const nf_policy_t *p) { return p != NULL ? p->cxl_node : -1; }
 const char *nf_policy_stats(const nf_policy_t *p) { return p != NULL ? p->stats : NULL; }
 const char *nf_policy_trace(const nf_policy_t *p) { return p != NULL ? p->trace : NULL; }
+const char *nf_policy_regions(const nf_policy_t *p) { return p != NULL ? p->regions : NULL; }
+const char *nf_policy_calibrate(const nf_policy_t *p) { return p != NULL ? p->calibrate : NULL; }
+const char *nf_policy_profile(const nf_policy_t *p) { return p != NULL ? p->profile : NULL; }
+
+unsigned nf_policy_calibrate_calls(const nf_policy_t *p)
+{
+    return p != NULL ? p->calibrate_calls : NF_POLICY_CALIBRATE_CALLS;
+}
+
+const nf_policy_health_t nf_policy_health_defaults = {
+    .on = 0, .cooldown = 50, .cooldown_max = 800, .loss_spike = 2.0, .loss_window = 20,
+    .ef_growth = 4.0,
+};
+
+const nf_policy_health_t *nf_policy_health(const nf_policy_t *p)
+{
+    return p != NULL ? &p->health : &nf_policy_health_defaults;
+}
+
+double nf_policy_admit_cosine(const nf_policy_t *p)
+{
+    return p != NULL ? p->admit_cosine : NF_POLICY_ADMIT_COSINE;
+}
 const char *nf_policy_file(const nf_policy_t *p) { return p != NULL ? p->file : NULL; }

@@ -1,8 +1,14 @@
 /*
- * Files libnfcoll writes (stats, trace, profiles, checkpoints) are never
- * written through an existing path: the data goes to a new temp file in the
- * same directory, created O_EXCL (so a planted symlink is not followed) with
- * mode 0600, and replaces the path by rename(2). No MPI calls.
+ * Files libnfcoll reads and writes, safely. No MPI calls.
+ *
+ * Reading (policy, layouts, profiles): only a regular file of bounded size
+ * is read. A FIFO would block the open (and MPI_Init on every rank), a
+ * device never ends, a directory is not text: they are refused by name.
+ *
+ * Writing (stats, trace, profiles, checkpoints): never through an existing
+ * path. The data goes to a new temp file in the same directory, created
+ * O_EXCL (so a planted symlink is not followed) with mode 0600, and replaces
+ * the path by rename(2).
  */
 #ifndef NF_FILE_H
 #define NF_FILE_H
@@ -10,6 +16,18 @@
 #include <stdio.h>
 
 #include "nfcoll.h"
+
+/* Read all of path, a regular file of at most max bytes, into a new
+ * NUL-terminated buffer (*text, free() it; *len excludes the NUL). Opened
+ * O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC, so nothing blocks or becomes a
+ * terminal; checked with stat before and fstat after the open. Returns
+ * NF_ERR_IO (cannot open or read, or not a regular file), NF_ERR_CAPACITY
+ * (larger than max) or NF_ERR_NO_MEMORY; outputs are set only on success.
+ * What was wrong, e.g. "not a regular file (a FIFO)", goes to why (why_len
+ * bytes) for the caller to report with the path; with why NULL it is
+ * logged as "PATH: WHAT". */
+nf_status_t nf_file_read_all(const char *path, size_t max, char **text, size_t *len,
+                             char *why, size_t why_len);
 
 typedef struct nf_wfile {
     FILE *fp;

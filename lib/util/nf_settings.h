@@ -8,6 +8,7 @@
 #define NF_SETTINGS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum nf_setting_id {
     NF_SET_EF = 0,
@@ -23,6 +24,7 @@ typedef enum nf_setting_id {
     NF_SET_RANKS_PER_NODE,
     NF_SET_SIMD_TUNE,
     NF_SET_CALIBRATE,
+    NF_SET_RESIDUAL_MAX,
     NF_SET_COUNT
 } nf_setting_id_t;
 
@@ -49,7 +51,12 @@ typedef struct nf_settings {
     int ranks_per_node;  /* 0: real nodes; N: pretend nodes of N ranks (tests) */
     int simd_tune;       /* time each kernel's ISAs at init (the kernels read it) */
     const char *calibrate; /* profile path of a calibration run, or NULL */
+    uint64_t residual_max; /* bytes of residuals per process: NF_RESIDUAL_MAX_AUTO
+                              (a quarter of the node), NF_RESIDUAL_MAX_OFF, or a size */
 } nf_settings_t;
+
+#define NF_RESIDUAL_MAX_AUTO 0
+#define NF_RESIDUAL_MAX_OFF UINT64_MAX
 
 /* The table, nf_setting_id_t order. */
 const nf_setting_desc_t *nf_settings_table(size_t *n);

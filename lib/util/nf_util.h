@@ -46,6 +46,12 @@ int nf_parse_long(const char *s, long lo, long hi, long *out);
  * errors. Returns 0 on success, -1 otherwise (*out untouched). */
 int nf_parse_double(const char *s, double *out);
 
+/** A byte count: decimal digits with an optional binary suffix K, M, G or T
+ * (any case, optionally followed by "i" and/or "B": 64M, 64MiB, 64mb);
+ * nothing else. Returns 0 on success, -1 otherwise (overflow included;
+ * *out untouched). */
+int nf_parse_size(const char *s, uint64_t *out);
+
 /* --------------------------------------------------------------- ASCII */
 
 /* <ctype.h> consults the locale; these do not. */

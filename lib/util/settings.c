@@ -38,6 +38,11 @@ static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
                           "calibration run: reduce exactly, measure binary and ternary in "
                           "shadow, write the profile here at MPI_Finalize (wins over the "
                           "policy's calibrate)"},
+    [NF_SET_RESIDUAL_MAX] = {"NFCOLL_RESIDUAL_MAX", "auto", "auto|off|bytes[K|M|G|T]",
+                             "error-feedback residuals one process keeps, over all its "
+                             "communicators; beyond it the least recently used are dropped "
+                             "(auto: a quarter of the CXL node's memory, or of this machine's "
+                             "without one)"},
 };
 
 static pthread_mutex_t nf_settings_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -152,6 +157,20 @@ static void nf_load_ints(nf_settings_t *s)
     }
 }
 
+static void nf_load_residual_max(nf_settings_t *s)
+{
+    const char *v = nf_setting_raw(NF_SET_RESIDUAL_MAX);
+    uint64_t b;
+    if (v == NULL || nf_strcaseeq(v, "auto"))
+        return;
+    if (nf_strcaseeq(v, "off"))
+        s->residual_max = NF_RESIDUAL_MAX_OFF;
+    else if (nf_parse_size(v, &b) == 0 && b > 0 && b != NF_RESIDUAL_MAX_OFF)
+        s->residual_max = b;
+    else
+        nf_settings_bad(NF_SET_RESIDUAL_MAX, v);
+}
+
 const nf_settings_t *nf_settings_load(void)
 {
     pthread_mutex_lock(&nf_settings_lock);
@@ -167,6 +186,7 @@ const nf_settings_t *nf_settings_load(void)
         nf_load_gamma(&s);
         nf_load_simd(&s);
         nf_load_cxl(&s);
+        nf_load_residual_max(&s);
         s.policy = nf_setting_raw(NF_SET_POLICY);
         s.stats = nf_setting_raw(NF_SET_STATS);
         s.trace = nf_setting_raw(NF_SET_TRACE);

@@ -146,3 +146,30 @@ int nf_parse_double(const char *s, double *out)
     *out = d;
     return 0;
 }
+
+int nf_parse_size(const char *s, uint64_t *out)
+{
+    static const char units[] = "kmgt";
+    uint64_t v = 0;
+    unsigned shift = 0;
+
+    if (s == NULL || !nf_ascii_isdigit((unsigned char)*s))
+        return -1;
+    for (; nf_ascii_isdigit((unsigned char)*s); s++) {
+        uint64_t d = (uint64_t)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    const char *u = *s != '\0' ? strchr(units, nf_ascii_lower((unsigned char)*s)) : NULL;
+    if (u != NULL) {
+        shift = 10u * (unsigned)(u - units + 1);
+        s++;
+        s += *s == 'i' || *s == 'I';
+    }
+    s += *s == 'b' || *s == 'B';
+    if (*s != '\0' || (shift > 0 && v > UINT64_MAX >> shift))
+        return -1;
+    *out = v << shift;
+    return 0;
+}

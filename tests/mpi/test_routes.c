@@ -1,7 +1,8 @@
 /*
  * Multi-rank check of every route against nf_ref.h: exact bits, identical on
  * every rank, error feedback over several calls, MPI_IN_PLACE, counts 0 to
- * 1M+3. Honours NFCOLL_EF and NFCOLL_TERNARY_GAMMA like the library does.
+ * 1M+3, and one buffer whose calls change route (the residual changes
+ * form). Honours NFCOLL_EF and NFCOLL_TERNARY_GAMMA like the library does.
  * Usage: test_routes [-c COUNT]...   (default counts 0 1 7 513 1048579)
  */
 #include <stdio.h>
@@ -43,13 +44,15 @@ static void expect(const tcase_t *t, float *ref, const float *xs, float *es, int
         ref_ternary(ref, xs, es, n, t->m, gamma_env());
 }
 
-/* Three calls on one buffer, so error feedback carries over. */
-static int run_case(const tcase_t *t, int rank, int n)
+/* Calls on one buffer, so error feedback carries over: three on the
+ * case's route, or (seq) one per entry of seq, alternating routes. */
+static int run_calls(const tcase_t *base, const nf_route_t *seq, int calls, int rank, int n)
 {
-    const int calls = 3;
-    size_t m = t->m, mm = m ? m : 1;
+    size_t m = base->m, mm = m ? m : 1;
     float *xs = malloc(n * mm * sizeof(float));
-    float *es = ef_on() && t->route != NF_ROUTE_FP32 ? calloc(n * mm, sizeof(float)) : NULL;
+    float *es = ef_on() && (seq != NULL || base->route != NF_ROUTE_FP32)
+                    ? calloc(n * mm, sizeof(float))
+                    : NULL;
     float *ref = malloc(mm * sizeof(float));
     /* Buffers stay allocated until exit: a reused address would inherit the
      * previous case's residual, which is the library's documented keying. */
@@ -57,6 +60,10 @@ static int run_case(const tcase_t *t, int rank, int n)
     float *recv = nft_keep(malloc(mm * sizeof(float) + 64));
     int fails = 0;
     for (int c = 0; c < calls; c++) {
+        tcase_t tc = *base;
+        if (seq != NULL)
+            tc.route = seq[c];
+        const tcase_t *t = &tc;
         for (int i = 0; i < n; i++)
             ref_input(xs + (size_t)i * m, m, i, c, t->seed);
         float *in = t->inplace ? recv : send;
@@ -65,8 +72,8 @@ static int run_case(const tcase_t *t, int rank, int n)
                                     MPI_SUM, MPI_COMM_WORLD, t->route);
         expect(t, ref, xs, es, n);
         char what[128];
-        snprintf(what, sizeof(what), "%s count %zu %s call %d", nf_route_name(t->route), m,
-                 t->inplace ? "in-place" : "out-of-place", c);
+        snprintf(what, sizeof(what), "%s count %zu %s call %d%s", nf_route_name(t->route), m,
+                 t->inplace ? "in-place" : "out-of-place", c, seq ? " (routes alternate)" : "");
         fails += nft_check(rc == MPI_SUCCESS, what, "return code %d", rc);
         fails += nft_same_floats(recv, ref, m, what);
         fails += nft_identical_on_all(recv, m * sizeof(float), what);
@@ -75,6 +82,11 @@ static int run_case(const tcase_t *t, int rank, int n)
     free(es);
     free(ref);
     return fails;
+}
+
+static int run_case(const tcase_t *t, int rank, int n)
+{
+    return run_calls(t, NULL, 3, rank, n);
 }
 
 int main(int argc, char **argv)
@@ -98,5 +110,12 @@ int main(int argc, char **argv)
                 tcase_t t = {(nf_route_t)r, counts[c], ip, seed++};
                 fails += run_case(&t, rank, n);
             }
+    static const nf_route_t seq[] = {NF_ROUTE_BINARY, NF_ROUTE_TERNARY, NF_ROUTE_TERNARY,
+                                     NF_ROUTE_BINARY, NF_ROUTE_FP32,    NF_ROUTE_TERNARY,
+                                     NF_ROUTE_BINARY, NF_ROUTE_BINARY};
+    for (int c = 0; c < ncounts; c++) {
+        tcase_t t = {NF_ROUTE_BINARY, counts[c], c & 1, seed++};
+        fails += run_calls(&t, seq, (int)(sizeof(seq) / sizeof(seq[0])), rank, n);
+    }
     return nft_finish(fails, "test_routes");
 }

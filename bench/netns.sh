@@ -1,0 +1,87 @@
+# Pretend hosts in network namespaces, joined by a bridge, for Open MPI over
+# TCP between them. Sourced (POSIX sh) by bench/multihost.sh and
+# tests/mpi_netns.sh. Needs root and iproute2 (tc from iproute2 for -b).
+#
+#   nf_hosts_up N [RATE]   N namespaces (hosts 1..N at $NF_NET.1..N), each
+#                          veth end shaped to RATE (tc tbf, e.g. 1gbit) when
+#                          given; returns non-zero, saying why, when it cannot
+#   nf_hosts_list S1 S2 ...  "$NF_NET.1:S1,$NF_NET.2:S2,..." for --host
+#   nf_hosts_mpirun HOSTLIST NP [MPIRUN ARGS]... PROG [ARGS]
+#   nf_hosts_down          removes everything nf_hosts_up made
+#
+# Addresses are 10.77.X.0/24 inside namespaces this shell created; nothing
+# leaves the machine. On 2 cores, busy-polling ranks starve the softirq that
+# moves veth packets, hence mpi_yield_when_idle in nf_hosts_mpirun.
+nf_id=$$
+NF_NET=10.77.$((nf_id % 250 + 1))
+nf_br=nfbr$nf_id
+nf_tmp=""
+nf_nhosts=0
+
+nf_ns() { echo "nfh${nf_id}h$1"; }
+
+nf_hosts_down() {
+  h=1
+  while [ "$h" -le "$nf_nhosts" ]; do
+    ip netns del "$(nf_ns "$h")" 2>/dev/null
+    h=$((h + 1))
+  done
+  ip link del "$nf_br" 2>/dev/null
+  [ -n "$nf_tmp" ] && rm -rf "$nf_tmp"
+  nf_nhosts=0
+}
+
+nf_shape() { # DEV RATE [netns]
+  if [ -n "$3" ]; then
+    ip netns exec "$3" tc qdisc replace dev "$1" root tbf rate "$2" burst 4mb latency 50ms
+  else
+    tc qdisc replace dev "$1" root tbf rate "$2" burst 4mb latency 50ms
+  fi
+}
+
+nf_hosts_up() {
+  n=$1; rate=${2:-}
+  nf_tmp=$(mktemp -d) || return 1
+  ip link add "$nf_br" type bridge 2>/dev/null || { echo "cannot create a bridge (no CAP_NET_ADMIN?)"; return 1; }
+  ip addr add "$NF_NET.254/24" dev "$nf_br" && ip link set "$nf_br" up || { echo "cannot configure the bridge"; return 1; }
+  h=1
+  while [ "$h" -le "$n" ]; do
+    ns=$(nf_ns "$h"); v=nfv${nf_id}h$h
+    ip netns add "$ns" || { echo "ip netns add failed"; return 1; }
+    nf_nhosts=$h
+    ip link add "$v" type veth peer name eth0 netns "$ns" &&
+      ip link set "$v" master "$nf_br" up &&
+      ip netns exec "$ns" ip addr add "$NF_NET.$h/24" dev eth0 &&
+      ip netns exec "$ns" ip link set eth0 up &&
+      ip netns exec "$ns" ip link set lo up || { echo "cannot wire namespace $ns"; return 1; }
+    if [ -n "$rate" ]; then
+      nf_shape "$v" "$rate" && nf_shape eth0 "$rate" "$ns" || { echo "tc cannot shape $v to $rate"; return 1; }
+    fi
+    h=$((h + 1))
+  done
+  cat > "$nf_tmp/nsrsh" <<AGENT
+#!/bin/sh
+h=\$1; shift
+ns=nfh${nf_id}h\${h##*.}
+exec ip netns exec \$ns unshare --uts /bin/sh -c "hostname \$ns; \$*"
+AGENT
+  chmod +x "$nf_tmp/nsrsh"
+}
+
+nf_hosts_list() {
+  l=""; h=1
+  for s in "$@"; do
+    l="$l${l:+,}$NF_NET.$h:$s"
+    h=$((h + 1))
+  done
+  echo "$l"
+}
+
+nf_hosts_mpirun() {
+  hl=$1; np=$2; shift 2
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_orte_tmpdir_base="$nf_tmp" \
+    timeout -k 10 "${NF_HOSTS_TIMEOUT:-600}" mpirun --mca plm_rsh_agent "$nf_tmp/nsrsh" \
+    --mca btl tcp,self,vader --mca btl_tcp_if_include "$NF_NET.0/24" \
+    --mca oob_tcp_if_include "$NF_NET.0/24" --mca mpi_yield_when_idle 1 \
+    -x ASAN_OPTIONS=detect_leaks=0 --host "$hl" -np "$np" "$@"
+}

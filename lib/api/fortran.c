@@ -1,0 +1,121 @@
+/*
+ * Fortran entry points. Open MPI's Fortran bindings call PMPI_* directly, so
+ * the C shim never sees a Fortran program's MPI_INIT, MPI_ALLREDUCE or
+ * MPI_FINALIZE. These are the same routines under the names Fortran calls:
+ * mpif.h and `use mpi` in the four manglings a compiler may use (MPI_X,
+ * mpi_x, mpi_x_, mpi_x__), and `use mpi_f08` as Open MPI 4.x builds it
+ * (mpi_x_f08_, whose ierror is optional: NULL when absent). Each converts
+ * what Fortran passes as Open MPI's own bindings do (handles through
+ * PMPI_*_f2c, the MPI_IN_PLACE and MPI_BOTTOM sentinels) and takes the
+ * shim's steps (nf_shim.h), so it behaves as the C entry point would.
+ * Nothing here needs the Fortran MPI libraries: a C program linked with
+ * libnfcoll never calls these.
+ *
+ * Not wrapped: Open MPI's other names for the same code (MPI_Allreduce_f,
+ * MPI_Allreduce_f08, ompi_allreduce_f), which no Fortran program calls and
+ * the last of which is also what PMPI_ALLREDUCE reaches from mpi_f08; the
+ * mpi_f08 entries of releases that name them otherwise (buffers passed as
+ * descriptors): their calls reach MPI untouched.
+ */
+#include "config.h"
+
+#include <stddef.h>
+
+#include "nf_ctx.h"
+#include "nf_export.h"
+#include "nf_shim.h"
+
+/* Fortran's MPI_IN_PLACE and MPI_BOTTOM are variables in common blocks:
+ * their address is the sentinel. Open MPI names the blocks with its Fortran
+ * compiler's mangling (gfortran: mpi_fortran_in_place_) and defines them in
+ * libmpi; a Fortran program's own copy of the block takes over by symbol
+ * interposition, and these references resolve to that same copy, preloaded
+ * or linked. Weak: an unresolved one is NULL, and an MPI that has none still
+ * links. */
+#define NF_F_WEAK __attribute__((weak, visibility("default")))
+extern int MPI_FORTRAN_IN_PLACE NF_F_WEAK, mpi_fortran_in_place NF_F_WEAK,
+    mpi_fortran_in_place_ NF_F_WEAK, mpi_fortran_in_place__ NF_F_WEAK;
+extern int MPI_FORTRAN_BOTTOM NF_F_WEAK, mpi_fortran_bottom NF_F_WEAK,
+    mpi_fortran_bottom_ NF_F_WEAK, mpi_fortran_bottom__ NF_F_WEAK;
+
+static inline int nf_f_in_place(const void *p)
+{
+    return p != NULL && (p == &mpi_fortran_in_place_ || p == &MPI_FORTRAN_IN_PLACE ||
+                         p == &mpi_fortran_in_place || p == &mpi_fortran_in_place__);
+}
+
+static inline void *nf_f_bottom(void *p)
+{
+    return p != NULL && (p == &mpi_fortran_bottom_ || p == &MPI_FORTRAN_BOTTOM ||
+                         p == &mpi_fortran_bottom || p == &mpi_fortran_bottom__)
+               ? MPI_BOTTOM
+               : p;
+}
+
+static void nf_f_init(MPI_Fint *ierr)
+{
+    int argc = 0; /* what Open MPI's MPI_INIT passes */
+    char **argv = NULL;
+    int rc = PMPI_Init(&argc, &argv);
+    if (rc == MPI_SUCCESS)
+        nf_shim_after_init();
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
+static void nf_f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+    int argc = 0, got = 0;
+    char **argv = NULL;
+    int rc = PMPI_Init_thread(&argc, &argv, (int)*required, &got);
+    if (rc == MPI_SUCCESS) {
+        *provided = (MPI_Fint)got;
+        nf_shim_after_init();
+    }
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
+static void nf_f_finalize(MPI_Fint *ierr)
+{
+    nf_shim_before_finalize();
+    int rc = PMPI_Finalize();
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
+/* Not engaged: what Open MPI's own MPI_ALLREDUCE does. A Fortran handle that
+ * names nothing converts to NULL in Open MPI: MPI reports it, its own way. */
+static void nf_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                           MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
+{
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    MPI_Datatype dt = PMPI_Type_f2c(*datatype);
+    MPI_Op o = PMPI_Op_f2c(*op);
+    const void *s = nf_f_in_place(sendbuf) ? MPI_IN_PLACE : nf_f_bottom(sendbuf);
+    void *r = nf_f_bottom(recvbuf);
+    int rc;
+    if (__builtin_expect(!nf_ctx.intercept, 1) || c == NULL || dt == NULL || o == NULL)
+        rc = PMPI_Allreduce(s, r, (int)*count, dt, o, c);
+    else
+        rc = nf_shim_allreduce(s, r, (int)*count, dt, o, c);
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
+/* Every name an entry point is called by is an alias of its one body. */
+#define NF_F_ALIAS(name, body, params) NF_EXPORT void name params __attribute__((alias(#body)));
+#define NF_F_NAMES(UPPER, lower, body, params)                                                \
+    NF_F_ALIAS(UPPER, body, params)                                                          \
+    NF_F_ALIAS(lower, body, params)                                                          \
+    NF_F_ALIAS(lower##_, body, params)                                                       \
+    NF_F_ALIAS(lower##__, body, params)                                                      \
+    NF_F_ALIAS(lower##_f08_, body, params)
+
+NF_F_NAMES(MPI_INIT, mpi_init, nf_f_init, (MPI_Fint * ierr))
+NF_F_NAMES(MPI_INIT_THREAD, mpi_init_thread, nf_f_init_thread,
+           (MPI_Fint * required, MPI_Fint *provided, MPI_Fint *ierr))
+NF_F_NAMES(MPI_FINALIZE, mpi_finalize, nf_f_finalize, (MPI_Fint * ierr))
+NF_F_NAMES(MPI_ALLREDUCE, mpi_allreduce, nf_f_allreduce,
+           (void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
+            MPI_Fint *comm, MPI_Fint *ierr))

@@ -1,0 +1,42 @@
+/*
+ * What node leaders exchange across nodes over PMPI (xnode.c): the call's
+ * verdict, fp32 node sums and low-bit node counts. Only local rank 0 of a
+ * communicator with several nodes calls these; it then publishes the result
+ * to its node through the segment (nf_flags.h). docs/design.md, "Protocol".
+ */
+#ifndef NF_XNODE_H
+#define NF_XNODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nf_coll.h"
+#include "nf_comm.h"
+
+/* A call's verdict: some count differs (MPI_ERR_COUNT on every rank), or
+ * every rank called with the same layout (anything else: all fp32). */
+#define NF_V_SAME 1u
+#define NF_V_COUNT 2u
+
+/* Node payloads of at most this many bytes are exchanged whole (one
+ * allgather, everyone reduces every node's copy); larger ones by
+ * reduce-scatter and allgather, so a leader sends at most 2 (p-1)/p of them,
+ * unless whole sends no more (xnode.c). */
+#define NF_XNODE_WHOLE_MAX (32u * 1024u)
+
+/* Leaders' private scratch for a segment of cap low-bit elements. */
+size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap);
+
+/* node: {count, layout hash, local verdict, 0}; *v: the verdict of all. */
+nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v);
+
+/* res: this node's sum of len floats; becomes the node-order sum of all
+ * nodes' sums. */
+nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len);
+
+/* cnt: this node's counters of nlines lines (k planes each, at most
+ * c->kn of them set); becomes the counters of all nodes. call attributes
+ * the bytes sent to its segments' routes. */
+nf_status_t nf_xnode_counts(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt, size_t nlines);
+
+#endif

@@ -1,0 +1,230 @@
+/*
+ * Node leaders' exchanges across nodes (nf_xnode.h). Small payloads go
+ * whole through one PMPI_Allgather and every leader reduces all copies (so
+ * do two nodes' fp32 sums, and counters where that sends fewer bytes);
+ * large ones are cut into one block per node: PMPI_Alltoallv hands node j
+ * every node's block j (the reduce-scatter), node j reduces its block, and
+ * PMPI_Allgatherv hands every block to everyone (Open MPI picks the ring,
+ * pairwise or recursive-doubling schedule for each by size). fp32 blocks
+ * are summed in node order, so the bits do not depend on the schedule;
+ * counts are integers. Counters travel with only the planes they can use:
+ * c->kn planes per line before the reduction, c->k after it.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "nf_ctx.h"
+#include "nf_stats.h"
+#include "nf_xnode.h"
+
+/* Block j of n units over p nodes: [n*j/p, n*(j+1)/p). */
+static size_t nf_blk(size_t n, int p, int j) { return n * (size_t)j / (size_t)p; }
+
+static int nf_me(const nf_comm_t *c)
+{
+    int me = 0;
+    PMPI_Comm_rank(c->leaders, &me);
+    return me;
+}
+
+static size_t nf_max(size_t a, size_t b) { return a > b ? a : b; }
+
+/* The largest of what each exchange below keeps in the scratch. */
+size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap)
+{
+    size_t p = (size_t)c->nnodes, k = c->k, kn = c->kn;
+    size_t nl = 2 * nf_lines(cap) + 1; /* lines of one call, at most */
+    size_t wl = p * kn <= kn + k ? nl : NF_XNODE_WHOLE_MAX / (kn * NF_LINE_BYTES);
+    size_t cwhole = (wl * kn + p * wl * kn + wl * k) * NF_LINE_BYTES;
+    size_t csplit = (nl * kn + (nl + p) * kn + (nl / p + 1) * k) * NF_LINE_BYTES;
+    size_t fl = p == 2 ? NF_FP32_CHUNK : NF_XNODE_WHOLE_MAX / sizeof(float);
+    size_t fwhole = p * fl * sizeof(float), fsplit = (NF_FP32_CHUNK + p) * sizeof(float);
+    return nf_max(nf_max(cwhole, csplit), nf_max(fwhole, fsplit)) + NF_HDR_WORDS * 8 * p;
+}
+
+nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v)
+{
+    uint64_t *all = c->xnode;
+    nf_status_t st = nf_mpi_status(PMPI_Allgather(node, NF_HDR_WORDS, MPI_UINT64_T, all,
+                                                  NF_HDR_WORDS, MPI_UINT64_T, c->leaders));
+    if (st != NF_OK)
+        return st;
+    *v = NF_V_SAME;
+    for (int j = 0; j < c->nnodes; j++) {
+        const uint64_t *h = all + (size_t)j * NF_HDR_WORDS;
+        if (h[0] != node[0] || h[2] == NF_V_COUNT) {
+            *v = NF_V_COUNT;
+            break;
+        }
+        if (h[1] != node[1] || h[2] != NF_V_SAME)
+            *v = 0;
+    }
+    return NF_OK;
+}
+
+/* ---------------------------------------------------------------- fp32 */
+
+static nf_status_t nf_fp32_whole(nf_comm_t *c, float *res, size_t len)
+{
+    const float **in = (const float **)c->ptrs;
+    float *x = c->xnode;
+    nf_status_t st = nf_mpi_status(
+        PMPI_Allgather(res, (int)len, MPI_FLOAT, x, (int)len, MPI_FLOAT, c->leaders));
+    if (st != NF_OK)
+        return st;
+    for (int j = 0; j < c->nnodes; j++)
+        in[j] = x + (size_t)j * len;
+    nf_ctx.k->sum_f32(res, in, (unsigned)c->nnodes, len);
+    nf_stats_internode(NF_ROUTE_FP32, (uint64_t)(c->nnodes - 1) * len * sizeof(float));
+    return NF_OK;
+}
+
+/* Counts and displacements of blocks of n units over the nodes, scaled by
+ * unit (elements or lines per unit); bmax: the largest block. */
+static void nf_blocks(const nf_comm_t *c, size_t n, size_t unit, int *cnts, int *displs,
+                      size_t *bmax)
+{
+    *bmax = 0;
+    for (int j = 0; j < c->nnodes; j++) {
+        size_t b0 = nf_blk(n, c->nnodes, j), b1 = nf_blk(n, c->nnodes, j + 1);
+        cnts[j] = (int)((b1 - b0) * unit);
+        displs[j] = (int)(b0 * unit);
+        if (b1 - b0 > *bmax)
+            *bmax = b1 - b0;
+    }
+}
+
+static nf_status_t nf_fp32_split(nf_comm_t *c, float *res, size_t len)
+{
+    const float **in = (const float **)c->ptrs;
+    int p = c->nnodes, me = nf_me(c);
+    int *sc = c->xv, *sd = sc + p, *rc = sd + p, *rd = rc + p;
+    size_t bmax;
+    float *x = c->xnode;
+    nf_blocks(c, len, 1, sc, sd, &bmax);
+    for (int j = 0; j < p; j++)
+        rc[j] = sc[me], rd[j] = (int)((size_t)j * bmax);
+    nf_status_t st = nf_mpi_status(
+        PMPI_Alltoallv(res, sc, sd, MPI_FLOAT, x, rc, rd, MPI_FLOAT, c->leaders));
+    if (st != NF_OK)
+        return st;
+    for (int j = 0; j < p; j++)
+        in[j] = x + rd[j];
+    nf_ctx.k->sum_f32(res + sd[me], in, (unsigned)p, (size_t)sc[me]);
+    st = nf_mpi_status(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, res, sc, sd, MPI_FLOAT,
+                                       c->leaders));
+    if (st == NF_OK)
+        nf_stats_internode(NF_ROUTE_FP32,
+                           ((uint64_t)(len - (size_t)sc[me]) + (uint64_t)(p - 1) * sc[me]) *
+                               sizeof(float));
+    return st;
+}
+
+/* Two nodes send as much whole as split, in one step instead of two. */
+nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len)
+{
+    if (len * sizeof(float) <= NF_XNODE_WHOLE_MAX || c->nnodes == 2)
+        return nf_fp32_whole(c, res, len);
+    return nf_fp32_split(c, res, len);
+}
+
+/* ---------------------------------------------------------------- counts */
+
+/* Copy the low kn planes of lines [l0, l1) of k-plane counters into out. */
+static void nf_narrow(const nf_comm_t *c, const uint64_t *cnt, size_t l0, size_t l1,
+                      uint64_t *out)
+{
+    for (size_t l = l0; l < l1; l++)
+        memcpy(out + (l - l0) * c->kn * NF_LINE_WORDS, cnt + l * c->k * NF_LINE_WORDS,
+               c->kn * NF_LINE_BYTES);
+}
+
+/* kn-plane counters of n lines into k-plane ones (upper planes zero). */
+static void nf_widen(const nf_comm_t *c, const uint64_t *in, size_t n, uint64_t *out)
+{
+    size_t lo = c->kn * NF_LINE_BYTES, hi = (c->k - c->kn) * NF_LINE_BYTES;
+    for (size_t l = 0; l < n; l++) {
+        memcpy(out + l * c->k * NF_LINE_WORDS, in + l * c->kn * NF_LINE_WORDS, lo);
+        memset(out + (l * c->k + c->kn) * NF_LINE_WORDS, 0, hi);
+    }
+}
+
+/* acc (n lines, k planes) = the sum of p kn-plane blocks at in + j * stride. */
+static void nf_merge_nodes(const nf_comm_t *c, const uint64_t *in, size_t stride, size_t n,
+                           uint64_t *acc, uint64_t *tmp)
+{
+    nf_widen(c, in, n, acc);
+    for (int j = 1; j < c->nnodes; j++) {
+        nf_widen(c, in + (size_t)j * stride, n, tmp);
+        nf_ctx.k->count_merge(acc, tmp, c->k, n);
+    }
+}
+
+/* Bytes sent for the counters, shared among the low-bit segments by lines. */
+static void nf_count_bytes(const nf_call_t *call, size_t nlines, uint64_t bytes)
+{
+    for (size_t s = 0; s < call->nseg; s++) {
+        const nf_seg_t *g = &call->seg[s];
+        if (g->route == NF_ROUTE_FP32)
+            continue;
+        size_t gl = g->route == NF_ROUTE_TERNARY ? 2 * nf_lines(g->m) : nf_lines(g->m);
+        nf_stats_internode(g->route, bytes * gl / nlines);
+    }
+}
+
+static nf_status_t nf_counts_whole(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt,
+                                   size_t nlines)
+{
+    size_t w = nlines * c->kn * NF_LINE_WORDS;
+    uint64_t *send = c->xnode, *recv = send + w, *tmp = recv + (size_t)c->nnodes * w;
+    nf_narrow(c, cnt, 0, nlines, send);
+    int n = (int)(nlines * c->kn);
+    nf_status_t st = nf_mpi_status(PMPI_Allgather(send, n, nf_ctx.line_type, recv, n,
+                                                  nf_ctx.line_type, c->leaders));
+    if (st != NF_OK)
+        return st;
+    nf_merge_nodes(c, recv, w, nlines, cnt, tmp);
+    nf_count_bytes(call, nlines, (uint64_t)(c->nnodes - 1) * w * sizeof(uint64_t));
+    return NF_OK;
+}
+
+static nf_status_t nf_counts_split(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt,
+                                   size_t nlines)
+{
+    int p = c->nnodes, me = nf_me(c);
+    int *sc = c->xv, *sd = sc + p, *rc = sd + p, *rd = rc + p;
+    size_t bmax;
+    nf_blocks(c, nlines, c->kn, sc, sd, &bmax);
+    uint64_t *send = c->xnode, *recv = send + nlines * c->kn * NF_LINE_WORDS;
+    uint64_t *tmp = recv + (size_t)p * bmax * c->kn * NF_LINE_WORDS;
+    size_t m0 = nf_blk(nlines, p, me), mn = nf_blk(nlines, p, me + 1) - m0;
+    nf_narrow(c, cnt, 0, nlines, send);
+    for (int j = 0; j < p; j++)
+        rc[j] = sc[me], rd[j] = (int)((size_t)j * bmax * c->kn);
+    nf_status_t st = nf_mpi_status(PMPI_Alltoallv(send, sc, sd, nf_ctx.line_type, recv, rc, rd,
+                                                  nf_ctx.line_type, c->leaders));
+    if (st != NF_OK)
+        return st;
+    nf_merge_nodes(c, recv, bmax * c->kn * NF_LINE_WORDS, mn, cnt + m0 * c->k * NF_LINE_WORDS,
+                   tmp);
+    uint64_t sent = ((uint64_t)(nlines - mn) * c->kn + (uint64_t)(p - 1) * mn * c->k) *
+                    NF_LINE_BYTES;
+    nf_blocks(c, nlines, c->k, sc, sd, &bmax);
+    st = nf_mpi_status(PMPI_Allgatherv(MPI_IN_PLACE, 0, nf_ctx.line_type, cnt, sc, sd,
+                                       nf_ctx.line_type, c->leaders));
+    if (st == NF_OK)
+        nf_count_bytes(call, nlines, sent);
+    return st;
+}
+
+/* Whole, a leader sends (p-1) kn planes; split, (p-1)/p (kn + k): whole
+ * wins when p kn <= kn + k (two nodes of a few ranks each), besides taking
+ * one step. */
+nf_status_t nf_xnode_counts(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt, size_t nlines)
+{
+    if (nlines * c->kn * NF_LINE_BYTES <= NF_XNODE_WHOLE_MAX ||
+        (unsigned)c->nnodes * c->kn <= c->kn + c->k)
+        return nf_counts_whole(c, call, cnt, nlines);
+    return nf_counts_split(c, call, cnt, nlines);
+}

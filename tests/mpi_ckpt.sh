@@ -1,0 +1,35 @@
+#!/bin/sh
+# Residual checkpoints (tests/mpi/test_ckpt.c): in one process on 2 and 3
+# ranks; saved by one run and resumed by another; a checkpoint of 3 ranks
+# refused on 2; nfcoll_info --checkpoint on a good and a corrupted file.
+. "${srcdir:-.}/tests/mpi_common.sh"
+pol=$srcdir/tests/policy_shim/ckpt.policy
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nfcoll-ckpt.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+for np in 2 3; do
+  d=$tmp/in$np; mkdir "$d"
+  run $np NFCOLL_POLICY=$pol ./tests/mpi/test_ckpt inproc "$d"
+  d=$tmp/re$np; mkdir "$d"
+  run $np NFCOLL_POLICY=$pol ./tests/mpi/test_ckpt save "$d"
+  run $np NFCOLL_POLICY=$pol ./tests/mpi/test_ckpt resume "$d"
+done
+run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_ckpt wrongsize "$tmp/re3"
+
+# The file describes itself; a flipped byte is named.
+if ./tools/nfcoll_info --checkpoint "$tmp/re2/ck.1" > "$tmp/info.txt"; then
+  grep -q "rank 1 of 2" "$tmp/info.txt" && grep -q "region 'wt'" "$tmp/info.txt" &&
+    grep -q "unbound #1" "$tmp/info.txt" ||
+    { echo "FAILED: nfcoll_info --checkpoint output:"; cat "$tmp/info.txt"; nf_failed=1; }
+else
+  echo "FAILED: nfcoll_info --checkpoint on a good file"; nf_failed=1
+fi
+cp "$tmp/re2/ck.1" "$tmp/bad.1"
+old=$(od -An -tu1 -j200 -N1 "$tmp/bad.1" | tr -d ' ')
+if [ "$old" = 88 ]; then new=Y; else new=X; fi
+printf '%s' "$new" | dd of="$tmp/bad.1" bs=1 seek=200 conv=notrunc 2>/dev/null
+if ./tools/nfcoll_info --checkpoint "$tmp/bad.1" > "$tmp/bad.txt" 2>&1; then
+  echo "FAILED: nfcoll_info --checkpoint accepted a corrupted file"; nf_failed=1
+elif ! grep -q "corrupted" "$tmp/bad.txt"; then
+  echo "FAILED: nfcoll_info --checkpoint did not say why:"; cat "$tmp/bad.txt"; nf_failed=1
+fi
+finish

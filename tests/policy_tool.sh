@@ -1,0 +1,65 @@
+#!/bin/sh
+# nfcoll_policy check: the layout and profile a policy names are loaded
+# with their file:line problems, counted, and fail the check when they do
+# not load or lose lines; relative paths are taken from the policy's
+# directory, whatever the working directory.
+fix=$(cd "${srcdir:-.}/tests/policy" && pwd) || exit 99
+tool=$PWD/tools/nfcoll_policy
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+# expect EXIT POLICY PATTERN...: run check, want EXIT and each grep -F
+# PATTERN in stdout + stderr.
+expect() {
+  want=$1 policy=$2; shift 2
+  (cd / && "$tool" check "$policy") > "$tmp/out" 2>&1
+  got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL - check $policy: exit $got, expected $want"; cat "$tmp/out"; failed=1; return
+  fi
+  for pat in "$@"; do
+    if ! grep -qF -- "$pat" "$tmp/out"; then
+      echo "FAIL - check $policy: no '$pat' in:"; cat "$tmp/out"; failed=1
+    fi
+  done
+}
+
+expect 0 "$fix/model.policy" \
+  "regions $fix/model.layout: ok: 6 entries, 0 lines dropped, hash " \
+  "profile $fix/model.profile: ok: 7 entries (3 binary, 1 ternary, 3 fp32), hash " \
+  "calibrate $fix/calibrated/model.profile: written by a calibration run (10 calls per segment, admit_cosine 0.8)"
+
+# Relative to the policy's directory: copies next to a policy in $tmp.
+mkdir "$tmp/conf" && cp "$fix/model.layout" "$fix/bad.layout" "$fix/model.profile" "$fix/dup.profile" "$tmp/conf/"
+printf '[policy]\nversion = 1\nregions = model.layout\nprofile = model.profile\n' > "$tmp/conf/rel.policy"
+expect 0 "$tmp/conf/rel.policy" "regions $tmp/conf/model.layout: ok: 6 entries" \
+  "profile $tmp/conf/model.profile: ok: 7 entries"
+
+printf '[policy]\nversion = 1\nregions = bad.layout\n' > "$tmp/conf/bad.policy"
+expect 1 "$tmp/conf/bad.policy" \
+  "$tmp/conf/bad.layout:3: warning: 'b' [256, 768) overlaps 'a' [0, 512) of line 2 in 4096-byte calls; entry dropped" \
+  "$tmp/conf/bad.layout:7: warning: expected BYTES NAME OFFSET COUNT, found 3 fields" \
+  "regions $tmp/conf/bad.layout: loads with problems: 2 entries, 5 lines dropped"
+
+printf '[policy]\nversion = 1\nprofile = dup.profile\n[default]\nroute = auto\n' > "$tmp/conf/dup.policy"
+expect 1 "$tmp/conf/dup.policy" \
+  "$tmp/conf/dup.profile:6: error: duplicate segment 'fc1.weight' (first at line 3)" \
+  "profile $tmp/conf/dup.profile: does not load: route = auto would take fp32 everywhere"
+
+printf '[policy]\nversion = 1\nregions = none.layout\nprofile = none.profile\n' > "$tmp/conf/missing.policy"
+expect 1 "$tmp/conf/missing.policy" \
+  "$tmp/conf/none.layout: error: cannot open layout file: No such file or directory" \
+  "regions $tmp/conf/none.layout: does not load" \
+  "$tmp/conf/none.profile: error: cannot open profile: No such file or directory" \
+  "profile $tmp/conf/none.profile: does not load"
+
+printf '[policy]\nversion = 1\nregions = .\n' > "$tmp/conf/dir.policy"
+expect 1 "$tmp/conf/dir.policy" "$tmp/conf/.: error: cannot read layout file: not a regular file"
+
+# route = auto without a profile: a warning, not a failure.
+printf '[policy]\nversion = 1\n[rule a]\nroute = auto\n' > "$tmp/auto.policy"
+expect 0 "$tmp/auto.policy" "$tmp/auto.policy:4: warning: route = auto without a profile: every segment takes fp32"
+
+[ $failed = 0 ] && echo "PASS: nfcoll_policy check with layout and profile files"
+exit $failed

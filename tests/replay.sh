@@ -1,0 +1,238 @@
+#!/bin/sh
+# nfcoll_replay (tools/nfcoll_replay.c):
+#  - a written trace (names with spaces, a fused call) replays as the policy
+#    says, route = auto as the profile says;
+#  - a missing trace, a bad header, a cut or malformed line: file:line, exit 1;
+#  - against real runs on 2 and 3 ranks, under the policy a trace was
+#    recorded with, the replay's "routes" are the run's NFCOLL_STATS "routes"
+#    key for key (test_shim: pmpi warm-up, binary for big float sums, double
+#    and int calls; test_regions: fused buffers with fp32, binary and
+#    ternary segments, a layout mismatch; test_shim again under a layout file
+#    with route = auto and a profile, and as a calibration run; Fortran
+#    REAL sums when mpifort is there); a run
+#    replayed under another policy gives that policy's run's routes, and the
+#    counters move the expected way.
+. "${srcdir:-.}/tests/mpi_common.sh"
+replay=./tools/nfcoll_replay
+pol=$srcdir/tests/policy_shim
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+ok() { echo "ok - $*"; }
+fail() { echo "FAIL - $*"; nf_failed=1; }
+
+# The top-level "routes" object: one route a line in both files.
+routes_block() { sed -n '/"routes": {/,/^  }/{p;/^  }/q;}' "$1"; }
+# Its routes, one line each, keys sorted (python3 when there is one).
+routes() {
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json, sys
+for k, v in json.load(open(sys.argv[1]))["routes"].items():
+    print(k, " ".join("%s=%d" % kv for kv in sorted(v.items())))' "$1"
+  else # both files write the keys in the same order
+    routes_block "$1" | sed -n 's/^ *\("[a-z0-9]*": {.*}\),*$/\1/p'
+  fi
+}
+field() { # field JSON ROUTE KEY
+  routes_block "$1" | sed -n "s/^ *\"$2\": {.*\"$3\": \([0-9]*\).*/\1/p"
+}
+calls_sum() { # all route calls of a JSON file
+  echo $(( $(field "$1" pmpi calls) + $(field "$1" fp32 calls) + $(field "$1" binary calls) + \
+           $(field "$1" ternary calls) ))
+}
+top() { # top JSON KEY: a number at the top level of the replay's JSON
+  sed -n "s/^  \"$2\": \([0-9]*\),*$/\1/p" "$1"
+}
+
+# ---- a written trace: a communicator name and a policy path with spaces,
+# a fused call of two segments, an unnamed communicator, a double sum.
+t0=$tmp/written.0
+cat > "$t0" <<'EOF'
+# libnfcoll trace v2
+# rank call comm comm_size datatype op bytes route rule where region offset elements ran
+0 0 MPI COMMUNICATOR 3 DUP 2 float sum 4000 fp32 head /a b/x.policy:5 head.weight 0 1000 fp32
+0 0 MPI COMMUNICATOR 3 DUP 2 float sum 400 binary gaps /a b/x.policy:18 - 1000 100 binary
+0 1 - 2 double sum 80 pmpi default /a b/x.policy:23 - 0 10 pmpi
+0 0 MPI_COMM_WORLD 2 float sum 8 binary gaps /a b/x.policy:18 - 0 2 fp32
+EOF
+js=$tmp/written.json
+if $replay --policy "$pol/regions.policy" --json "$t0" > "$js" && [ "$(top "$js" calls)" = 3 ] &&
+   [ "$(top "$js" records)" = 4 ] && [ "$(field "$js" fp32 calls)" = 2 ] &&
+   [ "$(field "$js" binary calls)" = 1 ] && [ "$(field "$js" pmpi calls)" = 1 ]; then
+  ok "a written trace: names with spaces, 3 calls, 4 records, a NaN fallback kept"
+else
+  fail "a written trace"; cat "$js"
+fi
+
+# route = auto: each segment takes the profile's route (a region by name, a
+# whole buffer as buffer:BYTES), fp32 where the profile has none (a gap).
+printf '# libnfcoll profile v1\nhead.weight 1000 10 0.9 0.9 0.3 0.3 binary\nbuffer:8 2 10 0.5 0.9 0.5 0.3 ternary\n' \
+  > "$tmp/written.profile"
+printf '# libnfcoll profile v1\n' > "$tmp/empty.profile"
+printf '[policy]\nversion = 1\nprofile = written.profile\n\n[rule model]\ndatatype = float\nop = sum\nroute = auto\n\n[default]\nroute = pmpi\n' \
+  > "$tmp/auto.policy"
+js=$tmp/auto.json
+if $replay --policy "$tmp/auto.policy" --json "$t0" > "$js" 2> "$tmp/auto.err" &&
+   [ "$(field "$js" binary calls)" = 1 ] && [ "$(field "$js" ternary calls)" = 1 ] &&
+   [ "$(field "$js" fp32 calls)" = 1 ] && [ "$(field "$js" pmpi calls)" = 1 ]; then
+  ok "route = auto with the policy's profile: region binary, gap fp32, buffer:8 ternary"
+else
+  fail "route = auto with the policy's profile"; cat "$js" "$tmp/auto.err"
+fi
+if $replay --policy "$tmp/auto.policy" --profile "$tmp/empty.profile" --json "$t0" > "$js" \
+     2> "$tmp/auto.err" && [ "$(field "$js" fp32 calls)" = 3 ] && [ "$(field "$js" pmpi calls)" = 1 ]; then
+  ok "route = auto, --profile with no entries: every float segment fp32"
+else
+  fail "route = auto, --profile with no entries"; cat "$js" "$tmp/auto.err"
+fi
+
+# ---- errors: file:line on stderr, exit 1, no report.
+bad() { # WHAT WANT(regex on stderr) TRACE...
+  what=$1 want=$2; shift 2
+  $replay --policy "$pol/regions.policy" "$@" > "$tmp/bad.out" 2> "$tmp/bad.err"
+  rc=$?
+  if [ $rc = 1 ] && [ ! -s "$tmp/bad.out" ] && grep -q "$want" "$tmp/bad.err"; then
+    ok "$what: exit 1, '$(grep "$want" "$tmp/bad.err" | head -1)'"
+  else
+    fail "$what: exit $rc, stderr:"; cat "$tmp/bad.err" "$tmp/bad.out"
+  fi
+}
+bad "a trace that does not exist" "^$tmp/none: cannot open: No such file" "$tmp/none"
+sed '1s/v2/v1/' "$t0" > "$tmp/v1"
+bad "a v1 header" "^$tmp/v1:1: trace format v1" "$tmp/v1"
+printf 'rank call comm\n' > "$tmp/nohdr"
+bad "no header" "^$tmp/nohdr:1: not a libnfcoll trace" "$tmp/nohdr"
+: > "$tmp/empty"
+bad "an empty file" "^$tmp/empty: empty file" "$tmp/empty"
+head -4 "$t0" > "$tmp/cut"; sed -n 5p "$t0" | head -c 40 >> "$tmp/cut"
+bad "a line cut off (after a good trace)" "^$tmp/cut:5: truncated line" "$t0" "$tmp/cut"
+head -4 "$t0" > "$tmp/short"; sed -n 5p "$t0" | cut -d' ' -f1-9 >> "$tmp/short"
+bad "a line with 9 fields" "^$tmp/short:5: 9 fields, expected 14" "$tmp/short"
+head -4 "$t0" > "$tmp/route"; sed -n 5p "$t0" | sed 's/ [a-z0-9]*$/ fp16/' >> "$tmp/route"
+bad "an unknown route" "^$tmp/route:5: bad ran 'fp16'" "$tmp/route"
+head -4 "$t0" > "$tmp/bytes"; sed -n 6p "$t0" | sed 's/ 8 binary/ 9 binary/' >> "$tmp/bytes"
+bad "float bytes that are not 4 per element" "^$tmp/bytes:5: bytes 9 is not 4 x elements 2" \
+  "$tmp/bytes"
+if $replay --policy "$tmp/auto.policy" --profile "$tmp/none.profile" "$t0" > "$tmp/bad.out" \
+     2> "$tmp/bad.err"; then
+  fail "--profile that does not exist: exit 0"
+elif grep -q "^$tmp/none.profile: error: " "$tmp/bad.err" && [ ! -s "$tmp/bad.out" ]; then
+  ok "--profile that does not exist: exit 1, '$(head -1 "$tmp/bad.err")'"
+else
+  fail "--profile that does not exist"; cat "$tmp/bad.err"
+fi
+
+# ---- real runs
+if ! command -v "${MPIRUN:-mpirun}" >/dev/null 2>&1; then
+  echo "SKIP - real runs: no ${MPIRUN:-mpirun} on PATH (install openmpi-bin)"
+  [ $nf_failed = 0 ] && exit 77
+  finish
+fi
+
+# record NAME NP POLICY PROG [ARGS]: a run with a trace per rank and stats.
+record() {
+  name=$1 np=$2 p=$3; shift 3
+  sh "$srcdir/tests/mpi_run.sh" "$np" NFCOLL_POLICY="$p" NFCOLL_TRACE="$tmp/$name.tr.%r" \
+    NFCOLL_STATS="$tmp/$name.stats.json" "$@" > "$tmp/$name.out" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || { fail "$name: the run failed (exit $rc)"; cat "$tmp/$name.out"; return 1; }
+}
+
+same_routes() { # NAME NP POLICY
+  name=$1 np=$2
+  if ! $replay --policy "$3" --json "$tmp/$name".tr.* > "$tmp/$name.replay.json" \
+       2> "$tmp/$name.replay.err"; then
+    fail "$name: replay failed"; cat "$tmp/$name.replay.err"; return 1
+  fi
+  routes "$tmp/$name.stats.json" > "$tmp/$name.want"
+  routes "$tmp/$name.replay.json" > "$tmp/$name.got"
+  ranks=$(top "$tmp/$name.replay.json" ranks)
+  if [ -s "$tmp/$name.want" ] && cmp -s "$tmp/$name.want" "$tmp/$name.got" && [ "$ranks" = "$np" ]; then
+    ok "$name: replay under the same policy gives the run's routes ($ranks ranks)"
+  else
+    fail "$name: replay routes differ from NFCOLL_STATS (ranks '$ranks', want $np)"
+    diff "$tmp/$name.want" "$tmp/$name.got"
+  fi
+}
+
+printf '[policy]\nversion = 1\n\n[default]\nroute = fp32\n' > "$tmp/all_fp32.policy"
+printf '[policy]\nversion = 1\n\n[default]\nroute = binary\nsegment = buffer\n' \
+  > "$tmp/whole_binary.policy"
+
+# Everything fp32: float sums leave pmpi and the low-bit routes for fp32;
+# double and int sums cannot take fp32 (pmpi); as many are counted.
+all_fp32() { # NAME
+  js=$tmp/$1.fp32.json rec=$tmp/$1.stats.json
+  $replay --policy "$tmp/all_fp32.policy" --json "$tmp/$1".tr.* > "$js" || { fail "$1: fp32 replay"; return; }
+  f0=$(field "$rec" fp32 calls) f1=$(field "$js" fp32 calls)
+  lb=$(( $(field "$js" binary calls) + $(field "$js" ternary calls) ))
+  if [ "$f1" -gt "$f0" ] && [ "$lb" = 0 ] && [ "$(calls_sum "$rec")" = "$(calls_sum "$js")" ] &&
+     [ "$(field "$js" fp32 total_bytes)" -gt "$(field "$rec" fp32 total_bytes)" ]; then
+    ok "$1: all fp32: fp32 calls $f0 -> $f1, no low-bit call, as many counted"
+  else
+    fail "$1: all fp32: fp32 calls $f0 -> '$f1', low-bit '$lb'"; cat "$js"
+  fi
+}
+
+# segment = buffer: fused calls run whole, one count per call; every float
+# sum is binary.
+whole_binary() { # NAME
+  js=$tmp/$1.whole.json
+  $replay --policy "$tmp/whole_binary.policy" --json "$tmp/$1".tr.* > "$js" || { fail "$1: whole replay"; return; }
+  calls=$(top "$js" calls)
+  if [ "$(calls_sum "$js")" = "$calls" ] && [ "$(field "$js" fp32 calls)" = 0 ] &&
+     [ "$(calls_sum "$js")" -lt "$(calls_sum "$tmp/$1.stats.json")" ]; then
+    ok "$1: segment = buffer: $calls calls counted once each, none fp32"
+  else
+    fail "$1: segment = buffer: route calls $(calls_sum "$js"), calls '$calls'"; cat "$js"
+  fi
+}
+
+# A layout (regions =) cuts test_shim's 1 MiB and 1 KiB float sums, whose
+# parts route = auto sends where a profile says (a region by name, a gap as
+# buffer:BYTES, fp32 where it has none). Paths are relative to the policy.
+printf '1M a 0 100000\n1M b 150000 100000\n1K c 0 100\n' > "$tmp/shim.layout"
+printf '# libnfcoll profile v1\na 100000 10 0.9 0.9 0.3 0.3 binary
+buffer:200000 50000 10 0.5 0.9 0.5 0.3 ternary\nbuffer:1024 256 10 0.5 0.9 0.5 0.3 binary
+c 100 10 0.5 0.9 0.5 0.3 ternary\n' > "$tmp/shim.profile"
+printf '[policy]\nversion = 1\nregions = shim.layout\nprofile = shim.profile\n\n[rule warm]
+calls = 0-2\nroute = pmpi\n\n[rule model]\ndatatype = float\nop = sum\nroute = auto\n
+[default]\nroute = pmpi\n' > "$tmp/layout.policy"
+# A calibration run: every float sum fp32, whatever the rules say.
+printf '[policy]\nversion = 1\ncalibrate = calibrated.profile\n\n[rule big]\ndatatype = float
+op = sum\nbytes = 1M-\nroute = binary\n\n[default]\nroute = pmpi\n' > "$tmp/calibrate.policy"
+
+# The replay of a run under another policy gives that policy's run's routes
+# (the calls are the same; nothing here falls back at run time).
+what_if() { # NAME_RECORDED NAME_OTHER POLICY_OTHER
+  js=$tmp/$1.as.$2.json
+  $replay --policy "$3" --json "$tmp/$1".tr.* > "$js" || { fail "$1 as $2: replay failed"; return; }
+  routes "$tmp/$2.stats.json" > "$tmp/$2.want"
+  routes "$js" > "$tmp/$1.as.$2.got"
+  if [ -s "$tmp/$2.want" ] && cmp -s "$tmp/$2.want" "$tmp/$1.as.$2.got"; then
+    ok "$1 replayed under $(basename "$3") gives the routes of $2, a run under it"
+  else
+    fail "$1 replayed under $(basename "$3") differs from $2"; diff "$tmp/$2.want" "$tmp/$1.as.$2.got"
+  fi
+}
+
+for np in 2 3; do
+  record shim.$np $np "$pol/big_binary.policy" ./tests/mpi/test_shim_linked policy &&
+    same_routes shim.$np $np "$pol/big_binary.policy" && all_fp32 shim.$np
+  record layout.$np $np "$tmp/layout.policy" ./tests/mpi/test_shim_linked policy &&
+    same_routes layout.$np $np "$tmp/layout.policy" &&
+    what_if shim.$np layout.$np "$tmp/layout.policy"
+  record regions.$np $np "$pol/regions.policy" ./tests/mpi/test_regions &&
+    same_routes regions.$np $np "$pol/regions.policy" && all_fp32 regions.$np &&
+    whole_binary regions.$np
+done
+# Fortran REAL sums (when configure built the Fortran program).
+if [ -x ./tests/mpi/test_fortran_linked ]; then
+  record fortran.2 2 "$pol/fortran_real.policy" ./tests/mpi/test_fortran_linked policy mpi &&
+    same_routes fortran.2 2 "$pol/fortran_real.policy"
+else
+  echo "SKIP - Fortran REAL sums: tests/mpi/test_fortran_linked not built (no mpifort)"
+fi
+record calibrate.2 2 "$tmp/calibrate.policy" ./tests/mpi/test_shim_linked policy &&
+  same_routes calibrate.2 2 "$tmp/calibrate.policy" &&
+  what_if shim.2 calibrate.2 "$tmp/calibrate.policy"
+finish

@@ -1,0 +1,271 @@
+/* The NFCOLL_TRACE reader (trace_read.h). Lines are read whole and split
+ * on single spaces; a communicator name or a policy path may hold spaces,
+ * so those two fields are found between the fields around them. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "nf_util.h"
+#include "trace_read.h"
+
+#define TR_MAGIC "# libnfcoll trace v"
+#define TR_VERSION 2
+#define TR_FIELDS 14
+#define TR_COLUMNS "rank call comm comm_size datatype op bytes route rule where region offset " \
+                   "elements ran"
+#define TR_MAX_TOKENS 256
+
+static int tr_err(const trace_reader_t *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int tr_err(const trace_reader_t *r, const char *fmt, ...)
+{
+    va_list ap;
+    if (r->lineno > 0)
+        fprintf(stderr, "%s:%ld: ", r->path, r->lineno);
+    else
+        fprintf(stderr, "%s: ", r->path);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return -1;
+}
+
+static int tr_bad(const trace_reader_t *r, const char *field, const char *v, const char *expected)
+{
+    return tr_err(r, "bad %s '%s' (expected %s)", field, v, expected);
+}
+
+/* The next line without its newline: its length, EOF at the end, -2 on an
+ * error (said). A last line without a newline was cut off mid-write. */
+static long tr_getline(trace_reader_t *r)
+{
+    errno = 0;
+    ssize_t n = getline(&r->line, &r->cap, r->fp);
+    if (n < 0 && !ferror(r->fp))
+        return EOF;
+    if (n < 0) {
+        tr_err(r, "read error: %s", strerror(errno ? errno : EIO));
+        return -2;
+    }
+    r->lineno++;
+    if (r->line[n - 1] != '\n') {
+        tr_err(r, "truncated line (no newline at the end of the file): was the run killed "
+               "while writing its trace?");
+        return -2;
+    }
+    r->line[--n] = '\0';
+    if (strlen(r->line) != (size_t)n) {
+        tr_err(r, "NUL byte in the line: not a text trace");
+        return -2;
+    }
+    return (long)n;
+}
+
+static int tr_header(trace_reader_t *r)
+{
+    long n = tr_getline(r), v = 0;
+    if (n == EOF)
+        return tr_err(r, "empty file, not a libnfcoll trace (did the run end before its "
+                      "trace was written?)");
+    if (n < 0)
+        return -1;
+    if (strncmp(r->line, TR_MAGIC, strlen(TR_MAGIC)) != 0 ||
+        nf_parse_long(r->line + strlen(TR_MAGIC), 1, 1000000, &v) != 0)
+        return tr_err(r, "not a libnfcoll trace (first line '%.60s', expected '" TR_MAGIC
+                      "%d')", r->line, TR_VERSION);
+    if (v != TR_VERSION)
+        return tr_err(r, "trace format v%ld; nfcoll_replay reads v%d (v1 has no segments "
+                      "and no 'ran' column: record the run again)", v, TR_VERSION);
+    return 0;
+}
+
+int trace_read_open(trace_reader_t *r, const char *path)
+{
+    *r = (trace_reader_t){.path = path};
+    r->fp = fopen(path, "r");
+    if (r->fp == NULL)
+        return tr_err(r, "cannot open: %s", strerror(errno));
+    if (tr_header(r) != 0) {
+        trace_read_close(r);
+        return -1;
+    }
+    return 0;
+}
+
+void trace_read_close(trace_reader_t *r)
+{
+    if (r->fp != NULL)
+        fclose(r->fp);
+    free(r->line);
+    r->fp = NULL, r->line = NULL, r->cap = 0;
+}
+
+/* Decimal digits only: no sign, no spaces; 0 on success. */
+static int tr_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (*s == '\0')
+        return -1;
+    for (; *s != '\0'; s++) {
+        if (!nf_ascii_isdigit((unsigned char)*s) || v > (UINT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static int tr_int(const char *s, long lo, int *out)
+{
+    long v;
+    if (nf_parse_long(s, lo, INT_MAX, &v) != 0 || !nf_ascii_isdigit((unsigned char)s[0]))
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* comm_size datatype op bytes route, from tok[0]: 0 when they parse. */
+static int tr_middle(char **tok, trace_rec_t *rec)
+{
+    int dt = nf_dtype_parse(tok[1]), op = nf_opkind_parse(tok[2]);
+    if (tr_int(tok[0], 1, &rec->comm_size) != 0 || dt < 0 || op < 0 ||
+        tr_u64(tok[3], &rec->bytes) != 0 || nf_route_parse(tok[4], &rec->route) != NF_OK)
+        return -1;
+    rec->dt = (nf_dtype_t)dt, rec->op = (nf_opkind_t)op;
+    return 0;
+}
+
+/* The same fields one by one, to say which is wrong. */
+static int tr_middle_why(const trace_reader_t *r, char **tok)
+{
+    trace_rec_t x;
+    if (tr_int(tok[0], 1, &x.comm_size) != 0)
+        return tr_bad(r, "comm_size", tok[0], "a number 1 or more");
+    if (nf_dtype_parse(tok[1]) < 0)
+        return tr_bad(r, "datatype", tok[1], "a datatype name of nfcoll-policy(5)");
+    if (nf_opkind_parse(tok[2]) < 0)
+        return tr_bad(r, "op", tok[2], "an op name of nfcoll-policy(5)");
+    if (tr_u64(tok[3], &x.bytes) != 0)
+        return tr_bad(r, "bytes", tok[3], "a number");
+    return tr_bad(r, "route", tok[4], "pmpi, fp32, binary or ternary");
+}
+
+/* Split the line on single spaces (runs of spaces inside a name survive as
+ * empty tokens, so joining restores the name exactly). */
+static int tr_split(trace_reader_t *r, char **tok)
+{
+    int t = 0;
+    char *p = r->line;
+    for (;;) {
+        if (t == TR_MAX_TOKENS)
+            return tr_err(r, "more than %d fields", TR_MAX_TOKENS);
+        tok[t++] = p;
+        p = strchr(p, ' ');
+        if (p == NULL)
+            return t;
+        *p++ = '\0';
+    }
+}
+
+static void tr_join(char **tok, int from, int to)
+{
+    for (int j = from + 1; j < to; j++)
+        tok[j][-1] = ' ';
+}
+
+/* Index of comm_size: the first place after the name where the five
+ * fixed fields parse (3 when the name has no space). */
+static int tr_find_middle(const trace_reader_t *r, char **tok, int t, trace_rec_t *rec)
+{
+    if (t == TR_FIELDS)
+        return tr_middle(tok + 3, rec) == 0 ? 3 : tr_middle_why(r, tok + 3);
+    for (int i = 3; i <= t - 11; i++)
+        if (tr_middle(tok + i, rec) == 0)
+            return i;
+    return tr_err(r, "cannot find 'comm_size datatype op bytes route' after the "
+                  "communicator name (columns: " TR_COLUMNS ")");
+}
+
+/* "file:line", file "-" for the built-in default. */
+static int tr_where_ok(const char *w)
+{
+    const char *c = strrchr(w, ':');
+    uint64_t line;
+    return c != NULL && c > w && tr_u64(c + 1, &line) == 0;
+}
+
+/* What the runtime guarantees: a float call's bytes are 4 per element, and
+ * a segment is part of a sum of 4-byte floats (float, or a 4-byte real). */
+static int tr_consistent(const trace_reader_t *r, const trace_rec_t *rec)
+{
+    int seg = rec->region != NULL || rec->offset > 0;
+    int four = rec->elements <= UINT64_MAX / sizeof(float) &&
+               rec->bytes == rec->elements * sizeof(float);
+    if (seg && ((rec->dt != NF_DT_FLOAT && rec->dt != NF_DT_REAL) || rec->op != NF_OP_SUM))
+        return tr_err(r, "a segment (region or offset) of a %s %s call: only float sums are "
+                      "cut into segments", nf_dtype_name(rec->dt), nf_opkind_name(rec->op));
+    if ((seg || rec->dt == NF_DT_FLOAT) && !four)
+        return tr_err(r, "bytes %llu is not 4 x elements %llu for a float %s",
+                      (unsigned long long)rec->bytes, (unsigned long long)rec->elements,
+                      seg ? "segment" : "call");
+    return 0;
+}
+
+static int tr_tail(const trace_reader_t *r, char **tok, int t, trace_rec_t *rec)
+{
+    if (tr_u64(tok[t - 3], &rec->offset) != 0)
+        return tr_bad(r, "offset", tok[t - 3], "a number");
+    if (tr_u64(tok[t - 2], &rec->elements) != 0)
+        return tr_bad(r, "elements", tok[t - 2], "a number");
+    if (nf_route_parse(tok[t - 1], &rec->ran) != NF_OK)
+        return tr_bad(r, "ran", tok[t - 1], "pmpi, fp32, binary or ternary");
+    rec->region = strcmp(tok[t - 4], "-") == 0 ? NULL : tok[t - 4];
+    if (tok[t - 4][0] == '\0')
+        return tr_bad(r, "region", "", "a region name or '-'");
+    return 0;
+}
+
+static int tr_parse(trace_reader_t *r, trace_rec_t *rec)
+{
+    char *tok[TR_MAX_TOKENS];
+    int t = tr_split(r, tok), i;
+    if (t < 0)
+        return -1;
+    if (t < TR_FIELDS)
+        return tr_err(r, "%d field%s, expected %d: " TR_COLUMNS, t, t == 1 ? "" : "s", TR_FIELDS);
+    if (tr_int(tok[0], 0, &rec->rank) != 0)
+        return tr_bad(r, "rank", tok[0], "a number 0 or more");
+    if (tr_u64(tok[1], &rec->call) != 0)
+        return tr_bad(r, "call", tok[1], "a number");
+    if ((i = tr_find_middle(r, tok, t, rec)) < 0 || tr_tail(r, tok, t, rec) != 0)
+        return -1;
+    tr_join(tok, 2, i);
+    tr_join(tok, i + 6, t - 4);
+    if (tok[i + 5][0] == '\0')
+        return tr_bad(r, "rule", "", "a rule name");
+    if (!tr_where_ok(tok[i + 6]))
+        return tr_bad(r, "where", tok[i + 6], "the rule's file:line");
+    rec->rule = tok[i + 5];
+    rec->comm = strcmp(tok[2], "-") == 0 ? "" : tok[2];
+    return tr_consistent(r, rec);
+}
+
+int trace_read_next(trace_reader_t *r, trace_rec_t *rec)
+{
+    for (;;) {
+        long n = tr_getline(r);
+        if (n == EOF)
+            return 0;
+        if (n < 0)
+            return -1;
+        if (r->line[0] != '#')
+            return tr_parse(r, rec) == 0 ? 1 : -1;
+    }
+}
