@@ -1,7 +1,7 @@
 """libnfcoll from Python: a thin ctypes layer over libnfcoll.so.
 
-    from mpi4py import MPI      # MPI_Init (nfcoll imports it too)
-    import nfcoll
+    import nfcoll                            # first: it starts MPI (see below)
+    from mpi4py import MPI                   # communicators, if any but the world
     nfcoll.allreduce(grad)                   # the policy's admission decides
     nfcoll.allreduce(grad, route="binary")   # or a forced route
     nfcoll.bind(grad[:1290], "head.weight")  # name a region of a fused buffer

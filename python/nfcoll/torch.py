@@ -132,8 +132,10 @@ def ddp_hook(model, route=None, comm=None):
     """(state, hook) for DistributedDataParallel.register_comm_hook.
 
     model: the module (or its DDP wrapper) whose named_parameters() name the
-    regions. route None: the policy's admission decides per region; or a
-    forced route name. comm: the mpi4py communicator (default COMM_WORLD),
+    regions. route None: the policy's admission decides per region (the
+    usual choice). A route name forces it (NF_Allreduce_route) on the whole
+    bucket: one scale and residual for the bucket, no per-region routes or
+    per-region stats. comm: the mpi4py communicator (default COMM_WORLD),
     whose ranks must be DDP's.
     """
     state = HookState(model, route, comm)
