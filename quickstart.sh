@@ -12,12 +12,14 @@ case $cmd in
 esac
 top=$(cd "$(dirname "$0")" && pwd)
 
-# Everything the build, the tests and make check-cxl need, from Debian.
+# Everything the build, the tests, make check-cxl and the Python package
+# with its training check (make train-check) need, from Debian.
 packages="build-essential autoconf automake libtool pkg-config
   openmpi-bin libopenmpi-dev libhwloc-dev hwloc libnuma-dev numactl
   check libinih-dev iproute2 gfortran
   qemu-system-x86 busybox-static cpio kmod
-  clang libclang-rt-14-dev"
+  clang libclang-rt-14-dev
+  python3-torch python3-mpi4py python3-numpy python3-matplotlib dataset-fashion-mnist"
 
 if [ "${NF_NO_APT:-0}" != 1 ]; then
   if [ "$(id -u)" -ne 0 ]; then

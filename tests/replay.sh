@@ -47,12 +47,12 @@ top() { # top JSON KEY: a number at the top level of the replay's JSON
 # a fused call of two segments, an unnamed communicator, a double sum.
 t0=$tmp/written.0
 cat > "$t0" <<'EOF'
-# libnfcoll trace v2
-# rank call comm comm_size datatype op bytes route rule where region offset elements ran
-0 0 MPI COMMUNICATOR 3 DUP 2 float sum 4000 fp32 head /a b/x.policy:5 head.weight 0 1000 fp32
-0 0 MPI COMMUNICATOR 3 DUP 2 float sum 400 binary gaps /a b/x.policy:18 - 1000 100 binary
-0 1 - 2 double sum 80 pmpi default /a b/x.policy:23 - 0 10 pmpi
-0 0 MPI_COMM_WORLD 2 float sum 8 binary gaps /a b/x.policy:18 - 0 2 fp32
+# libnfcoll trace v3
+# rank call comm comm_size datatype op bytes route rule where region offset elements ran health
+0 0 MPI COMMUNICATOR 3 DUP 2 float sum 4000 fp32 head /a b/x.policy:5 head.weight 0 1000 fp32 -
+0 0 MPI COMMUNICATOR 3 DUP 2 float sum 400 binary gaps /a b/x.policy:18 - 1000 100 binary -
+0 1 - 2 double sum 80 pmpi default /a b/x.policy:23 - 0 10 pmpi -
+0 0 MPI_COMM_WORLD 2 float sum 8 binary gaps /a b/x.policy:18 - 0 2 fp32 -
 EOF
 js=$tmp/written.json
 if $replay --policy "$pol/regions.policy" --json "$t0" > "$js" && [ "$(top "$js" calls)" = 3 ] &&
@@ -97,7 +97,7 @@ bad() { # WHAT WANT(regex on stderr) TRACE...
   fi
 }
 bad "a trace that does not exist" "^$tmp/none: cannot open: No such file" "$tmp/none"
-sed '1s/v2/v1/' "$t0" > "$tmp/v1"
+sed '1s/v3/v1/' "$t0" > "$tmp/v1"
 bad "a v1 header" "^$tmp/v1:1: trace format v1" "$tmp/v1"
 printf 'rank call comm\n' > "$tmp/nohdr"
 bad "no header" "^$tmp/nohdr:1: not a libnfcoll trace" "$tmp/nohdr"
@@ -106,8 +106,8 @@ bad "an empty file" "^$tmp/empty: empty file" "$tmp/empty"
 head -4 "$t0" > "$tmp/cut"; sed -n 5p "$t0" | head -c 40 >> "$tmp/cut"
 bad "a line cut off (after a good trace)" "^$tmp/cut:5: truncated line" "$t0" "$tmp/cut"
 head -4 "$t0" > "$tmp/short"; sed -n 5p "$t0" | cut -d' ' -f1-9 >> "$tmp/short"
-bad "a line with 9 fields" "^$tmp/short:5: 9 fields, expected 14" "$tmp/short"
-head -4 "$t0" > "$tmp/route"; sed -n 5p "$t0" | sed 's/ [a-z0-9]*$/ fp16/' >> "$tmp/route"
+bad "a line with 9 fields" "^$tmp/short:5: 9 fields, expected 15" "$tmp/short"
+head -4 "$t0" > "$tmp/route"; sed -n 5p "$t0" | sed 's/ [a-z0-9]* -$/ fp16 -/' >> "$tmp/route"
 bad "an unknown route" "^$tmp/route:5: bad ran 'fp16'" "$tmp/route"
 head -4 "$t0" > "$tmp/bytes"; sed -n 6p "$t0" | sed 's/ 8 binary/ 9 binary/' >> "$tmp/bytes"
 bad "float bytes that are not 4 per element" "^$tmp/bytes:5: bytes 9 is not 4 x elements 2" \

@@ -14,10 +14,10 @@
 #include "trace_read.h"
 
 #define TR_MAGIC "# libnfcoll trace v"
-#define TR_VERSION 2
-#define TR_FIELDS 14
+#define TR_VERSION 3
+#define TR_FIELDS 14 /* before the last, health */
 #define TR_COLUMNS "rank call comm comm_size datatype op bytes route rule where region offset " \
-                   "elements ran"
+                   "elements ran health"
 #define TR_MAX_TOKENS 256
 
 static int tr_err(const trace_reader_t *r, const char *fmt, ...)
@@ -81,8 +81,8 @@ static int tr_header(trace_reader_t *r)
         return tr_err(r, "not a libnfcoll trace (first line '%.60s', expected '" TR_MAGIC
                       "%d')", r->line, TR_VERSION);
     if (v != TR_VERSION)
-        return tr_err(r, "trace format v%ld; nfcoll_replay reads v%d (v1 has no segments "
-                      "and no 'ran' column: record the run again)", v, TR_VERSION);
+        return tr_err(r, "trace format v%ld; nfcoll_replay reads v%d (older ones lack the "
+                      "segments, 'ran' or 'health' columns: record the run again)", v, TR_VERSION);
     return 0;
 }
 
@@ -238,8 +238,15 @@ static int tr_parse(trace_reader_t *r, trace_rec_t *rec)
     int t = tr_split(r, tok), i;
     if (t < 0)
         return -1;
-    if (t < TR_FIELDS)
-        return tr_err(r, "%d field%s, expected %d: " TR_COLUMNS, t, t == 1 ? "" : "s", TR_FIELDS);
+    if (t < TR_FIELDS + 1)
+        return tr_err(r, "%d field%s, expected %d: " TR_COLUMNS, t, t == 1 ? "" : "s",
+                      TR_FIELDS + 1);
+    /* The last field, health: "-" or the signal of a cool-down; the other
+     * fields are read as before it. */
+    rec->health = strcmp(tok[--t], "-") == 0 ? NULL : tok[t];
+    if (rec->health != NULL && strcmp(rec->health, "nonfinite") != 0 &&
+        strcmp(rec->health, "ef_growth") != 0 && strcmp(rec->health, "loss_spike") != 0)
+        return tr_bad(r, "health", rec->health, "-, nonfinite, ef_growth or loss_spike");
     if (tr_int(tok[0], 0, &rec->rank) != 0)
         return tr_bad(r, "rank", tok[0], "a number 0 or more");
     if (tr_u64(tok[1], &rec->call) != 0)

@@ -28,6 +28,7 @@ typedef struct trace_rec {
     const char *region;  /* NULL for an unbound buffer or gap ('-') */
     uint64_t offset, elements;
     nf_route_t ran;      /* what the call or segment ran on */
+    const char *health;  /* the health signal that cooled it down, or NULL */
 } trace_rec_t;
 
 typedef struct trace_reader {

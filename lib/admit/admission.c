@@ -1,12 +1,14 @@
 /* Admission (nf_admit.h) and its per-communicator decision cache. */
 #include "config.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nf_admit.h"
 #include "nf_calib.h"
 #include "nf_handles.h"
+#include "nf_health.h"
 #include "nf_log.h"
 #include "nf_plan.h"
 #include "nf_stats.h"
@@ -62,6 +64,7 @@ void nf_admit_init(const nf_settings_t *s, int rank)
         nf_trace_open(trace, rank);
     nf_calib_init(s->calibrate != NULL ? s->calibrate : nf_policy_calibrate(nf_pol),
                   nf_policy_calibrate_calls(nf_pol), nf_policy_admit_cosine(nf_pol));
+    nf_health_init(nf_policy_health(nf_pol));
 }
 
 void nf_admit_finalize(void)
@@ -117,6 +120,7 @@ typedef struct nf_adm_entry {
 typedef struct nf_adm_comm {
     uint64_t calls;      /* admitted on this communicator: the `calls` index */
     nf_plan_t plan;      /* the last fused call's segments */
+    nf_health_comm_t *health; /* per-segment health, when the policy watches it */
     nf_adm_entry_t scratch; /* a decision the cache may not keep */
     MPI_Datatype last_dt;
     MPI_Op last_op;
@@ -129,6 +133,7 @@ static void nf_adm_free(void *p)
 {
     nf_adm_comm_t *s = p;
     nf_plan_free(&s->plan);
+    nf_health_comm_free(s->health);
     free(s);
 }
 
@@ -292,6 +297,14 @@ static nf_route_t nf_adm_comm_check(const nf_comm_t *c, nf_route_t route)
     return route;
 }
 
+void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
+{
+    nf_adm_comm_t *s = c->upper;
+    if (st == NF_OK && d->health && s != NULL)
+        nf_health_observe(s->health, d->seg, d->nseg, d->loss_mean);
+    nf_admit_trace(c, d);
+}
+
 void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
 {
     const nf_adm_comm_t *s = c->upper;
@@ -301,14 +314,35 @@ void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
     nf_policy_query_t q;
     nf_adm_query(c, d->call, e->dt, e->op, e->bytes, &q);
     if (!d->fused) {
-        nf_trace_record(c->rank, &q, d->route, &e->a, NULL, 0, d->seg[0].m, d->seg[0].ran);
+        const nf_seg_t *g = &d->seg[0];
+        nf_trace_record(c->rank, &q, g->cooling ? g->asked : d->route, &e->a, NULL, 0, g->m,
+                        g->ran, g->health);
         return;
     }
     for (size_t i = 0; i < d->nseg; i++) {
         const nf_seg_t *g = &d->seg[i];
         q.bytes = (uint64_t)g->m * sizeof(float);
-        nf_trace_record(c->rank, &q, g->route, &s->plan.act[i], g->name, g->off, g->m, g->ran);
+        nf_trace_record(c->rank, &q, g->cooling ? g->asked : g->route, &s->plan.act[i], g->name,
+                        g->off, g->m, g->ran, g->health);
     }
+}
+
+/* Health: segments cooling down run fp32; a call with a low-bit segment
+ * carries this rank's reported loss and measures the signals. */
+static void nf_adm_health(nf_adm_comm_t *s, nf_decision_t *d)
+{
+    for (size_t i = 0; i < d->nseg; i++) {
+        d->seg[i].asked = d->seg[i].route;
+        d->seg[i].cooling = 0, d->seg[i].health = NULL;
+    }
+    if (!nf_health_on() || d->calibrate || d->route == NF_ROUTE_PMPI)
+        return;
+    if (s->health == NULL && (s->health = nf_health_comm_new()) == NULL)
+        return; /* no memory: the call runs unwatched, as with health off */
+    nf_health_apply(s->health, d->seg, d->nseg);
+    for (size_t i = 0; i < d->nseg && !d->health; i++)
+        d->health = d->seg[i].route == NF_ROUTE_BINARY || d->seg[i].route == NF_ROUTE_TERNARY;
+    d->loss = d->health ? nf_health_take_loss() : NAN;
 }
 
 void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype datatype, MPI_Op op,
@@ -333,9 +367,11 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     if (fused > 0 && out->route != NF_ROUTE_PMPI) {
         out->fused = 1;
         out->seg = s->plan.seg, out->nseg = s->plan.n;
+        nf_adm_health(s, out);
         return;
     }
     out->one.route = out->route, out->one.ef = e->a.ef, out->one.gamma = e->a.gamma;
     if (out->route != NF_ROUTE_PMPI)
         nf_adm_auto(&out->one, &e->a);
+    nf_adm_health(s, out);
 }

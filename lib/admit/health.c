@@ -9,19 +9,9 @@
 
 #include "nf_health.h"
 #include "nf_log.h"
+#include "nf_region.h"
 #include "nf_regstats.h"
 #include "nf_util.h"
-
-static const char *const nf_health_names[NF_HEALTH_N] = {
-    [NF_HEALTH_NONFINITE] = "nonfinite",
-    [NF_HEALTH_EF_GROWTH] = "ef_growth",
-    [NF_HEALTH_LOSS_SPIKE] = "loss_spike",
-};
-
-const char *nf_health_signal_name(nf_health_signal_t s)
-{
-    return (unsigned)s < NF_HEALTH_N ? nf_health_names[s] : "unknown";
-}
 
 static nf_policy_health_t nf_hcfg;
 static pthread_mutex_t nf_hloss_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -86,9 +76,8 @@ static void nf_hkey(const nf_seg_t *g, char *key, size_t len)
 {
     if (g->name != NULL)
         snprintf(key, len, "%s", g->name);
-    else
-        snprintf(key, len, "buffer:%zu@%llx", g->m * sizeof(float),
-                 (unsigned long long)g->tag);
+    else /* as calibration names it */
+        snprintf(key, len, "buffer:%zu", g->m * sizeof(float));
 }
 
 static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *g, int make)
@@ -115,12 +104,13 @@ static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *g, int make)
     return s;
 }
 
-void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n, const char **why)
+void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        why[i] = NULL;
-        nf_hseg_t *s = h != NULL && seg[i].route != NF_ROUTE_FP32 &&
-                               seg[i].route != NF_ROUTE_PMPI
+        seg[i].asked = seg[i].route;
+        seg[i].cooling = 0, seg[i].health = NULL;
+        nf_hseg_t *s = h != NULL && (seg[i].route == NF_ROUTE_BINARY ||
+                                     seg[i].route == NF_ROUTE_TERNARY)
                            ? nf_hseg(h, &seg[i], 0)
                            : NULL;
         if (s == NULL)
@@ -129,7 +119,7 @@ void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n, const char **
             s->since++;
             continue;
         }
-        why[i] = nf_health_names[s->why];
+        seg[i].health = nf_health_signal_name(s->why);
         seg[i].route = NF_ROUTE_FP32;
         seg[i].cooling = 1;
         if (--s->left == 0)
@@ -163,9 +153,9 @@ static void nf_health_start(nf_hseg_t *s, const nf_seg_t *g, nf_health_signal_t 
     unsigned len = s->len == 0 || s->since > s->len ? nf_hcfg.cooldown : 2 * s->len;
     s->len = len < nf_hcfg.cooldown_max ? len : nf_hcfg.cooldown_max;
     s->left = s->len, s->why = why, s->since = 0;
-    nf_regstats_health(g->name != NULL ? g->name : s->key, nf_health_names[why]);
-    nf_log_info(1, "segment %s unhealthy (%s): fp32 for %u calls", s->key, nf_health_names[why],
-                s->len);
+    nf_regstats_health(g != NULL && g->name != NULL ? g->name : s->key, why);
+    nf_log_info(1, "segment %s unhealthy (%s): fp32 for %u calls", s->key,
+                nf_health_signal_name(why), s->len);
 }
 
 void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, size_t n, double loss)
@@ -173,16 +163,21 @@ void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, size_t n, double loss
     if (h == NULL)
         return;
     int spike = nf_health_spike(h, loss);
+    /* A loss spike affects every low-bit segment of the communicator: the
+     * ones this call reduced below, and every one seen before. */
+    for (size_t i = 0; spike && i < h->n; i++)
+        if (h->v[i].left == 0)
+            nf_health_start(&h->v[i], NULL, NF_HEALTH_LOSS_SPIKE);
     for (size_t i = 0; i < n; i++) {
         nf_seg_t *g = &seg[i];
-        if (g->route == NF_ROUTE_FP32 || g->cooling)
+        if (!(g->route == NF_ROUTE_BINARY || g->route == NF_ROUTE_TERNARY) || g->cooling)
             continue; /* only a segment that ran (or tried) low-bit */
         nf_health_signal_t why = g->nonfinite ? NF_HEALTH_NONFINITE
                                  : g->ef_ratio > nf_hcfg.ef_growth ? NF_HEALTH_EF_GROWTH
                                  : spike ? NF_HEALTH_LOSS_SPIKE : NF_HEALTH_N;
-        nf_hseg_t *s = why != NF_HEALTH_N ? nf_hseg(h, g, 1) : NULL;
-        if (s == NULL)
-            continue;
+        nf_hseg_t *s = nf_hseg(h, g, 1); /* known from now on (loss spikes) */
+        if (s == NULL || why == NF_HEALTH_N || s->left > 0)
+            continue; /* healthy, or already cooling by this call's spike */
         nf_health_start(s, g, why);
         if (why == NF_HEALTH_EF_GROWTH && g->res != NULL)
             nf_residual_zero(g->res); /* what grew: start it over */

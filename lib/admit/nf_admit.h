@@ -41,6 +41,9 @@ typedef struct nf_decision {
     nf_seg_t one;      /* an unfused call: one segment, the whole buffer */
     int fused;
     int calibrate;     /* run it with nf_calib_run (nf_calib.h) */
+    int health;        /* health watches this call: measure and exchange */
+    double loss;       /* this rank's reported loss to exchange, NAN if none */
+    double loss_mean;  /* filled by the run: the ranks' mean loss */
     uint64_t call;     /* the communicator's call index */
     const void *entry; /* admission's record of the decision, for the trace */
 } nf_decision_t;
@@ -51,8 +54,12 @@ typedef struct nf_decision {
 void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype datatype, MPI_Op op,
                      nf_decision_t *out);
 
-/* After the run: the trace's records of the call (one per segment), with
- * the route each ran on. Nothing when no trace is open. */
+/* After the run (st its status): health observes the signals, then the
+ * trace. */
+void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st);
+
+/* The trace's records of the call (one per segment), with the route each
+ * ran on. Nothing when no trace is open. */
 void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d);
 
 #endif

@@ -12,15 +12,7 @@
 
 #include "nf_coll.h"
 #include "nf_policy.h"
-
-typedef enum nf_health_signal {
-    NF_HEALTH_NONFINITE = 0,
-    NF_HEALTH_EF_GROWTH,
-    NF_HEALTH_LOSS_SPIKE,
-    NF_HEALTH_N
-} nf_health_signal_t;
-
-const char *nf_health_signal_name(nf_health_signal_t s);
+#include "nf_regstats.h" /* nf_health_signal_t */
 
 /* Process-wide: the policy's settings (NULL or health off: nothing
  * watched) and the loss reports waiting for the next low-bit call. */
@@ -34,9 +26,9 @@ typedef struct nf_health_comm nf_health_comm_t;
 nf_health_comm_t *nf_health_comm_new(void);
 void nf_health_comm_free(nf_health_comm_t *h);
 
-/* Before a call: segments cooling down run fp32; the trace's signal for
- * each (NULL when healthy) goes to why[s]. */
-void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n, const char **why);
+/* Before a call: segments cooling down run fp32 (seg->cooling, and
+ * seg->health names the signal for the trace). */
+void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n);
 
 /* After a call: the agreed signals of its low-bit segments (their
  * nonfinite flag and ef ratio) and the agreed mean loss (NAN when no rank

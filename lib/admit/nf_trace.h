@@ -15,7 +15,7 @@ int nf_trace_on(void);
  * what admission decided, ran what the call ran on (fallbacks included). */
 void nf_trace_record(int rank, const nf_policy_query_t *q, nf_route_t route,
                      const nf_policy_action_t *a, const char *region, uint64_t offset,
-                     uint64_t elements, nf_route_t ran);
+                     uint64_t elements, nf_route_t ran, const char *health);
 void nf_trace_close(void);
 
 #endif

@@ -59,19 +59,20 @@ typedef struct nf_trace_seg {
     const char *region;
     uint64_t offset, elements;
     nf_route_t ran;
+    const char *health;
 } nf_trace_seg_t;
 
 static int nf_trace_line(char *buf, size_t n, int rank, const nf_policy_query_t *q,
                          nf_route_t route, const nf_policy_action_t *a, const nf_trace_seg_t *g)
 {
-    return snprintf(buf, n, "%d %llu %s %d %s %s %llu %s %s %s:%d %s %llu %llu %s\n", rank,
+    return snprintf(buf, n, "%d %llu %s %d %s %s %llu %s %s %s:%d %s %llu %llu %s %s\n", rank,
                     (unsigned long long)q->call,
                     q->comm_name && q->comm_name[0] ? q->comm_name : "-", q->comm_size,
                     nf_dtype_name(q->datatype), nf_opkind_name(q->op),
                     (unsigned long long)q->bytes, nf_route_name(route), a->rule,
                     a->file[0] ? a->file : "-", a->line, g->region != NULL ? g->region : "-",
                     (unsigned long long)g->offset, (unsigned long long)g->elements,
-                    nf_route_name(g->ran));
+                    nf_route_name(g->ran), g->health != NULL ? g->health : "-");
 }
 
 void nf_trace_open(const char *path, int rank)
@@ -97,8 +98,8 @@ void nf_trace_open(const char *path, int rank)
         nf_log_warn("no memory for the NFCOLL_TRACE buffer; no trace is written");
         return;
     }
-    fprintf(nf_trace_f.fp, "# libnfcoll trace v2\n# rank call comm comm_size datatype op "
-            "bytes route rule where region offset elements ran\n");
+    fprintf(nf_trace_f.fp, "# libnfcoll trace v3\n# rank call comm comm_size datatype op "
+            "bytes route rule where region offset elements ran health\n");
     nf_trace_flush(); /* a run that dies at once still leaves a valid trace */
     nf_trace_open_ = 1;
 }
@@ -107,10 +108,10 @@ int nf_trace_on(void) { return nf_trace_open_; }
 
 void nf_trace_record(int rank, const nf_policy_query_t *q, nf_route_t route,
                      const nf_policy_action_t *a, const char *region, uint64_t offset,
-                     uint64_t elements, nf_route_t ran)
+                     uint64_t elements, nf_route_t ran, const char *health)
 {
     char small[512], *line = small;
-    nf_trace_seg_t g = {region, offset, elements, ran};
+    nf_trace_seg_t g = {region, offset, elements, ran, health};
     int n = nf_trace_line(small, sizeof(small), rank, q, route, a, &g);
     if (n >= (int)sizeof(small) && (line = malloc((size_t)n + 1)) != NULL)
         nf_trace_line(line, (size_t)n + 1, rank, q, route, a, &g); /* very long names */

@@ -6,10 +6,13 @@
  */
 #include "config.h"
 
+#include <math.h>
+
 #include <stdatomic.h>
 
 #include "nf_admit.h"
 #include "nf_calib.h"
+#include "nf_health.h"
 #include "nf_api.h"
 #include "nf_checkpoint.h"
 #include "nf_ctx.h"
@@ -79,8 +82,10 @@ static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
                     a->datatype, a->op, &d);
     nf_run_args_t b = *a;
     b.bytes = (int64_t)d.bytes;
+    b.health = d.health, b.loss = d.loss, b.loss_mean = &d.loss_mean;
+    d.loss_mean = NAN;
     st = d.calibrate ? nf_calib_run(c, &b, d.seg, d.nseg) : nf_run_plan(c, &b, d.seg, d.nseg);
-    nf_admit_trace(c, &d);
+    nf_admit_after(c, &d, st);
     return st;
 }
 
@@ -96,7 +101,7 @@ NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                  nf_route_t route)
 {
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1};
+    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL};
     if ((unsigned)route >= NF_ROUTE_COUNT)
         return nf_api_raise(comm, MPI_ERR_ARG);
     int rc = nf_api_check(&a);
@@ -106,7 +111,7 @@ NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
 NF_EXPORT int NF_Allreduce(const void *sendbuf, void *recvbuf, int count,
                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1};
+    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL};
     int rc = nf_api_check(&a);
     return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_api_allreduce(&a, -1);
 }
@@ -125,6 +130,14 @@ NF_EXPORT int NF_Region_bind(const void *base, int count, MPI_Datatype datatype,
 NF_EXPORT int NF_Region_unbind(const void *base)
 {
     return nf_region_unbind(base) == NF_OK ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
+NF_EXPORT int NF_Health_report(double loss)
+{
+    if (!isfinite(loss))
+        return MPI_ERR_ARG;
+    nf_health_report(loss);
+    return MPI_SUCCESS;
 }
 
 NF_EXPORT nf_status_t nf_placement_query(MPI_Comm comm, nf_placement_info_t *info)

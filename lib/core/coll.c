@@ -52,6 +52,8 @@ typedef struct nf_shape {
     size_t lines;     /* low-bit lines of all low-bit segments */
     size_t slines;    /* lines the scales take after them */
     unsigned nlow;    /* low-bit segments */
+    unsigned nsc;     /* doubles per rank in the scale exchange: nlow, or with
+                         health 2 * nlow + 1 (the ef ratios, the loss) */
     size_t fp32;      /* elements of fp32 segments */
     size_t bf16;      /* elements of bf16 segments (a pass of their own) */
     int small;        /* one node, and everything fits a control block's area */
@@ -90,7 +92,8 @@ static void nf_layout(const nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
         sh->lines += nf_seg_lines(g);
         sh->nlow++;
     }
-    sh->slines = nf_up64(sh->nlow * sizeof(double)) / NF_LINE_BYTES;
+    sh->nsc = call->health && sh->nlow > 0 ? 2 * sh->nlow + 1 : sh->nlow;
+    sh->slines = nf_up64(sh->nsc * sizeof(double)) / NF_LINE_BYTES;
     size_t bytes = (sh->lines + sh->slines) * NF_LINE_BYTES + sh->fp32 * sizeof(float);
     sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES && sh->bf16 == 0;
     sh->parity = (unsigned)(c->calls & 1u);
@@ -223,6 +226,16 @@ static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus,
     return nin > 0 ? bsum / (double)nin : 0.0;
 }
 
+/* Health's signal: the residual carried into this call against the call's
+ * gradient, sum |e| / sum |x| (0 without a residual or a gradient). */
+static double nf_ef_ratio(const nf_seg_t *g, const float *x)
+{
+    if (g->res == NULL)
+        return 0.0;
+    double gx = nf_ctx.k->abs_sum(x, NULL, g->m);
+    return gx > 0.0 && isfinite(gx) ? nf_residual_l1(g->res) / gx : 0.0;
+}
+
 /* Pack every low-bit segment into my lines; its scale goes to c->mine[j]
  * and after the lines (segment order), its gate (ternary) to c->gate[j].
  * Touches only my lines and the residuals' next buffers: harmless when the
@@ -240,9 +253,13 @@ static void nf_pack_all(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *s
         c->mine[j] = g->route == NF_ROUTE_BINARY
                          ? nf_pack_binary(g, call->x + g->off, lines)
                          : nf_pack_ternary(g, call->x + g->off, lines, &c->gate[j]);
+        if (call->health)
+            c->mine[sh->nlow + j] = nf_ef_ratio(g, call->x + g->off);
         j++;
     }
-    memcpy(nf_scales_of(c, sh, c->lrank), c->mine, sh->nlow * sizeof(double));
+    if (call->health)
+        c->mine[2 * sh->nlow] = call->loss;
+    memcpy(nf_scales_of(c, sh, c->lrank), c->mine, sh->nsc * sizeof(double));
 }
 
 /* Every rank's scales, rank-major, into c->scales: from the segment on one
@@ -252,21 +269,39 @@ static nf_status_t nf_gather_scales(nf_comm_t *c, const nf_shape_t *sh)
 {
     if (c->nnodes < 2) {
         for (int i = 0; i < c->lsize; i++)
-            memcpy(c->scales + (size_t)i * sh->nlow, nf_scales_of(c, sh, i),
-                   sh->nlow * sizeof(double));
+            memcpy(c->scales + (size_t)i * sh->nsc, nf_scales_of(c, sh, i),
+                   sh->nsc * sizeof(double));
         return NF_OK;
     }
-    return nf_mpi_status(PMPI_Allgather(c->mine, (int)sh->nlow, MPI_DOUBLE, c->scales,
-                                        (int)sh->nlow, MPI_DOUBLE, c->priv));
+    return nf_mpi_status(PMPI_Allgather(c->mine, (int)sh->nsc, MPI_DOUBLE, c->scales,
+                                        (int)sh->nsc, MPI_DOUBLE, c->priv));
 }
 
-/* The rank-ordered mean of scale j, NaN when some rank flagged. */
-static double nf_mean_scale(const nf_comm_t *c, unsigned nlow, unsigned j)
+/* The rank-ordered mean of exchanged value j, NaN when some rank flagged. */
+static double nf_mean_scale(const nf_comm_t *c, unsigned nsc, unsigned j)
 {
     double sum = 0.0;
     for (int i = 0; i < c->size; i++)
-        sum += c->scales[(size_t)i * nlow + j];
+        sum += c->scales[(size_t)i * nsc + j];
     return sum / (double)c->size;
+}
+
+/* Health: the ranks' mean ef ratio per low-bit segment, and the mean of
+ * the losses the ranks reported (NaN: none did). Every rank reads the same
+ * values in the same order: the same bits. */
+static void nf_health_agree(const nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh)
+{
+    unsigned j = 0, nl = 0;
+    double ls = 0.0;
+    for (size_t s = 0; s < call->nseg; s++)
+        if (nf_lowbit(&call->seg[s]))
+            call->seg[s].ef_ratio = nf_mean_scale(c, sh->nsc, sh->nlow + j++);
+    for (int i = 0; i < c->size; i++) {
+        double l = c->scales[(size_t)i * sh->nsc + 2 * sh->nlow];
+        if (!isnan(l))
+            ls += l, nl++;
+    }
+    call->loss_mean = nl > 0 ? ls / nl : NAN;
 }
 
 /* Count my share of lines [0, nlines) over every local slot, near the node;
@@ -332,7 +367,7 @@ static int nf_finish_all(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
         nf_seg_t *g = &call->seg[s];
         if (!nf_lowbit(g))
             continue;
-        double mean = nf_mean_scale(c, sh->nlow, j);
+        double mean = nf_mean_scale(c, sh->nsc, j);
         const uint64_t *gc = cnt + g->line0 * c->k * NF_LINE_WORDS;
         if (!isfinite(mean))
             g->nonfinite = marked = 1;
@@ -365,6 +400,8 @@ static nf_status_t nf_lowbit_shared(nf_comm_t *c, nf_call_t *call, const nf_shap
             return st;
     }
     *marked = nf_finish_all(c, call, sh, c->cnt);
+    if (call->health)
+        nf_health_agree(c, call, sh);
     return NF_OK;
 }
 
@@ -535,6 +572,8 @@ static nf_status_t nf_small_run(nf_comm_t *c, nf_call_t *call, const nf_shape_t 
         nf_gather_scales(c, sh);
         nf_count_lines(c, sh, c->pcnt);
         marked = nf_finish_all(c, call, sh, c->pcnt);
+        if (call->health)
+            nf_health_agree(c, call, sh);
     }
     size_t at = 0;
     for (size_t s = 0; s < call->nseg; s++) {
@@ -590,7 +629,10 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
     nf_layout(c, call, &sh);
     c->calls++;
     call->mismatch = call->capacity = 0;
-    int packed = nf_publish(c, call, &sh, nf_comm_scales(c, sh.nlow) == NF_OK, mine);
+    call->loss_mean = NAN;
+    for (size_t s = 0; s < call->nseg; s++)
+        call->seg[s].ef_ratio = NAN;
+    int packed = nf_publish(c, call, &sh, nf_comm_scales(c, sh.nsc) == NF_OK, mine);
     nf_node_barrier(c);
     nf_status_t st = nf_verdict(c, call, mine, sh.parity, &v);
     if (st != NF_OK)

@@ -19,6 +19,11 @@ typedef struct nf_seg {
     const char *name;     /* bound region, or NULL (a gap, or no regions) */
     uint64_t tag;         /* what else ranks must agree on: the region's name hash */
     nf_route_t ran;       /* out (run.c): the route it ran on, fallbacks included */
+    nf_route_t asked;     /* admission: the route before a health cool-down */
+    int cooling;          /* admission: runs fp32 for a health cool-down */
+    const char *health;   /* admission: the signal of that cool-down, or NULL */
+    double ef_ratio;      /* out, health on: mean |e| / mean |x| over the segment,
+                             the ranks' mean (NAN when not measured) */
     /* set by nf_coll_run: */
     int nonfinite;        /* some rank had a NaN or Inf: this segment ran fp32 */
     size_t line0;         /* low-bit: first line in the slots */
@@ -32,6 +37,9 @@ typedef struct nf_call {
     size_t nseg;
     int mismatch;         /* out: ranks' layouts differed: the whole call ran fp32 */
     int capacity;         /* out: the segment could not grow: the whole call ran fp32 */
+    int health;           /* measure each low-bit segment's ef_ratio and agree on loss */
+    double loss;          /* this rank's reported loss for the exchange, NAN if none */
+    double loss_mean;     /* out: the mean of the ranks' reported losses, NAN if none */
 } nf_call_t;
 
 /*

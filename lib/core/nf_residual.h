@@ -77,6 +77,11 @@ typedef struct nf_residual_table {
 nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count);
 /* e for the E-form kernels, converting a Y- or TY-form residual exactly. */
 float *nf_residual_e(nf_residual_t *r);
+/* Sum |e| over the residual, whatever its form (health's error-feedback
+ * signal; a plain pass, only when health is on). */
+double nf_residual_l1(const nf_residual_t *r);
+/* Start the residual over at zero (health, after error-feedback growth). */
+void nf_residual_zero(nf_residual_t *r);
 void nf_residual_table_free(nf_residual_table_t *t);
 
 /* ---- for checkpoints (checkpoint.c) ---- */

@@ -18,6 +18,9 @@ typedef struct nf_run_args {
     MPI_Op op;
     MPI_Comm comm;       /* the user's communicator (PMPI calls) */
     int64_t bytes;       /* count * type size when the caller knows it, else -1 */
+    int health;          /* measure the health signals (nf_call_t) */
+    double loss;         /* this rank's reported loss, NAN if none */
+    double *loss_mean;   /* out when not NULL: the ranks' mean loss, NAN if none */
 } nf_run_args_t;
 
 /* Run a on route; ef < 0 and gamma < 0 inherit the settings. c may be NULL

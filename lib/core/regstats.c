@@ -16,9 +16,21 @@ enum { NF_RS_CALLS, NF_RS_ELEMS, NF_RS_UP, NF_RS_TOTAL, NF_RS_N };
 #define NF_RS_OTHER "(other)"
 
 typedef struct nf_rs_entry {
-    char name[NF_REGION_NAME_MAX]; /* "" : empty slot */
+    char name[NF_REGION_NAME_MAX + 32]; /* "" : empty slot */
     uint64_t v[NF_ROUTE_COUNT][NF_RS_N];
+    uint64_t health[NF_HEALTH_N];  /* events by signal */
 } nf_rs_entry_t;
+
+static const char *const nf_health_names[NF_HEALTH_N] = {
+    [NF_HEALTH_NONFINITE] = "nonfinite",
+    [NF_HEALTH_EF_GROWTH] = "ef_growth",
+    [NF_HEALTH_LOSS_SPIKE] = "loss_spike",
+};
+
+const char *nf_health_signal_name(nf_health_signal_t s)
+{
+    return (unsigned)s < NF_HEALTH_N ? nf_health_names[s] : "unknown";
+}
 
 typedef struct nf_rs_table {
     nf_rs_entry_t slot[NF_RS_SLOTS];
@@ -63,6 +75,17 @@ void nf_regstats_add(const char *name, nf_route_t route, uint64_t elements, uint
     pthread_mutex_unlock(&nf_rs_lock);
 }
 
+void nf_regstats_health(const char *name, nf_health_signal_t signal)
+{
+    pthread_mutex_lock(&nf_rs_lock);
+    if (nf_rs == NULL)
+        nf_rs = calloc(1, sizeof(*nf_rs));
+    nf_rs_entry_t *e = nf_rs != NULL ? nf_rs_get(nf_rs, name) : NULL;
+    if (e != NULL)
+        e->health[signal]++;
+    pthread_mutex_unlock(&nf_rs_lock);
+}
+
 /* This process's used entries, packed. */
 static size_t nf_rs_pack(nf_rs_entry_t **out)
 {
@@ -86,6 +109,8 @@ static void nf_rs_merge(const nf_rs_entry_t *v, size_t n)
         for (int r = 0; e != NULL && r < NF_ROUTE_COUNT; r++)
             for (int f = 0; f < NF_RS_N; f++)
                 e->v[r][f] += v[i].v[r][f];
+        for (int h = 0; e != NULL && h < NF_HEALTH_N; h++)
+            e->health[h] += v[i].health[h];
     }
 }
 
@@ -142,13 +167,60 @@ void nf_regstats_table(FILE *fp)
     }
 }
 
+static int nf_rs_any_calls(const nf_rs_entry_t *e)
+{
+    for (int r = 0; r < NF_ROUTE_COUNT; r++)
+        if (e->v[r][NF_RS_CALLS] != 0)
+            return 1;
+    return 0;
+}
+
+/* The health events: one line per segment that had any. */
+void nf_regstats_health_table(FILE *fp)
+{
+    int first = 1;
+    for (unsigned i = 0; nf_rs_sum != NULL && i < NF_RS_SLOTS; i++) {
+        const nf_rs_entry_t *e = &nf_rs_sum->slot[i];
+        if (e->name[0] == '\0' || (e->health[0] | e->health[1] | e->health[2]) == 0)
+            continue;
+        if (first)
+            fprintf(fp, "health events (summed over ranks):\n");
+        fprintf(fp, "  %-32s", e->name);
+        for (int h = 0; h < NF_HEALTH_N; h++)
+            fprintf(fp, " %s=%llu", nf_health_names[h], (unsigned long long)e->health[h]);
+        fprintf(fp, "\n");
+        first = 0;
+    }
+}
+
+void nf_regstats_health_json(FILE *fp)
+{
+    int first = 1;
+    fprintf(fp, "{");
+    for (unsigned i = 0; nf_rs_sum != NULL && i < NF_RS_SLOTS; i++) {
+        const nf_rs_entry_t *e = &nf_rs_sum->slot[i];
+        if (e->name[0] == '\0' || (e->health[0] | e->health[1] | e->health[2]) == 0)
+            continue;
+        fprintf(fp, "%s\n    \"", first ? "" : ",");
+        for (const char *p = e->name; *p != '\0'; p++)
+            fprintf(fp, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+        fprintf(fp, "\": {");
+        for (int h = 0; h < NF_HEALTH_N; h++)
+            fprintf(fp, "%s\"%s\": %llu", h ? ", " : "", nf_health_names[h],
+                    (unsigned long long)e->health[h]);
+        fprintf(fp, "}");
+        first = 0;
+    }
+    fprintf(fp, "%s}", first ? "" : "\n  ");
+}
+
 void nf_regstats_json(FILE *fp)
 {
     int first = 1;
     fprintf(fp, "{");
     for (unsigned i = 0; nf_rs_sum != NULL && i < NF_RS_SLOTS; i++) {
         const nf_rs_entry_t *e = &nf_rs_sum->slot[i];
-        if (e->name[0] == '\0')
+        if (e->name[0] == '\0' || !nf_rs_any_calls(e))
             continue;
         /* Region names are printable non-space ASCII: only " and \ need escaping. */
         fprintf(fp, "%s\n    \"", first ? "" : ",");

@@ -111,6 +111,30 @@ static void nf_res_destroy(nf_residual_t *r)
 /* Y form to E form: e = y - a where y's sign bit is clear, y + a where set,
  * the update the binary route would have stored; TY form: y - b above the
  * gate, y + b below minus it, else y, the ternary route's. Exact, in place. */
+double nf_residual_l1(const nf_residual_t *r)
+{
+    const float *b = r->buf[r->cur];
+    double sum = 0.0;
+    for (size_t j = 0; j < r->count; j++) {
+        float y = b[j], a = fabsf(y);
+        if (r->form == NF_RES_Y) /* e = y -+ a: | |y| - a | */
+            sum += fabs((double)a - (double)r->aprev);
+        else if (r->form == NF_RES_TY) /* gated in: | |y| - b |, else |y| */
+            sum += y > r->tprev || y < -r->tprev ? fabs((double)a - (double)r->aprev) : a;
+        else
+            sum += a;
+    }
+    return sum;
+}
+
+void nf_residual_zero(nf_residual_t *r)
+{
+    memset(r->buf[r->cur], 0, r->count * sizeof(float));
+    r->form = NF_RES_Y; /* zero y with a = 0 is the zero residual */
+    r->aprev = 0.0f;
+    r->tprev = 0.0f;
+}
+
 float *nf_residual_e(nf_residual_t *r)
 {
     float *b = r->buf[r->cur], a = r->aprev, t = r->tprev;

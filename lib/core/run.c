@@ -3,6 +3,8 @@
  * capacity), falls back with a reason, and hands the call to the protocol. */
 #include "config.h"
 
+#include <math.h>
+
 #include "nf_coll.h"
 #include "nf_ctx.h"
 #include "nf_log.h"
@@ -128,6 +130,8 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
         .m = (size_t)a->count,
         .seg = seg,
         .nseg = nseg,
+        .health = a->health,
+        .loss = a->loss,
     };
     nf_lanes_check(c, seg, nseg);
     for (size_t s = 0; s < nseg; s++)
@@ -137,6 +141,8 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
     nf_status_t st = nf_coll_run(c, &call);
     if (st == NF_OK)
         nf_seg_stats(c, &call);
+    if (a->loss_mean != NULL)
+        *a->loss_mean = st == NF_OK ? call.loss_mean : NAN;
     return st;
 }
 

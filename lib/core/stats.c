@@ -186,6 +186,7 @@ static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
     fprintf(fp, "residuals: at most %llu B held by a rank, %llu dropped (NFCOLL_RESIDUAL_MAX)\n",
             (unsigned long long)v[NF_V_PEAK], (unsigned long long)v[NF_V_DROPS]);
     nf_regstats_table(fp);
+    nf_regstats_health_table(fp);
 }
 
 static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
@@ -226,6 +227,8 @@ static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
             (unsigned long long)p[3], (unsigned long long)v[NF_V_PEAK],
             (unsigned long long)v[NF_V_DROPS]);
     nf_regstats_json(fp);
+    fprintf(fp, ",\n  \"health\": ");
+    nf_regstats_health_json(fp);
     fprintf(fp, "\n}\n");
 }
 

@@ -1,0 +1,395 @@
+#!/usr/bin/python3
+"""The libnfcoll training check: Fashion-MNIST under PyTorch DDP with
+nfcoll's comm hook, one mpirun per configuration, then a table and a plot.
+
+    bench/train/compare.py --np 2 --models cnn,mlp --epochs 3 --out train-check
+
+Configurations (policies in bench/train/policies/, copied next to the results):
+
+    fp32           no policy: every gradient through Open MPI's allreduce (pmpi)
+    binary-all     every parameter G-Binary, each with its own scale
+    ternary-all    every parameter G-Ternary
+    bf16-all       every parameter on the bf16 route
+    head-fp32      head.* exact, every other parameter G-Binary
+    auto           a calibration run writes calib.profile; the run uses route = auto
+    binary-health  binary-all with health = on, the loss reported every step
+
+A configuration the library in use cannot run (nfcoll_policy check drops a
+setting or route it does not know) is skipped, with that reason.
+Traffic is each run's libnfcoll stats (NFCOLL_STATS), summed over ranks,
+as % of FP32: upstream bytes over the bytes of fp32 gradients reduced
+(what libnfcoll's exact route sends up), total bytes over twice that (up
+and back). --check asserts what make check asserts (see check()).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIGS = {  # name: (policy, train.py arguments, a function it needs)
+    "fp32": (None, [], None),
+    "binary-all": ("binary-all.policy", [], None),
+    "ternary-all": ("ternary-all.policy", [], None),
+    "bf16-all": ("bf16-all.policy", [], None),
+    "head-fp32": ("head-fp32.policy", [], None),
+    "auto": ("auto.policy", [], None),
+    "binary-health": ("binary-health.policy", ["--health"], "NF_Health_report"),
+}
+CALIBRATION = ("calibrate.policy", "calib.profile")
+
+
+class Runner:
+    """Runs train.py under mpirun with the library, tools and package chosen."""
+
+    def __init__(self, a):
+        self.a = a
+        self.env = dict(os.environ)
+        if os.geteuid() == 0:
+            self.env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        self.pass_env = {}
+        if a.build:
+            self.pass_env["NFCOLL_LIBRARY"] = os.path.join(a.build, "lib", ".libs", "libnfcoll.so")
+        elif os.environ.get("NFCOLL_LIBRARY"):
+            self.pass_env["NFCOLL_LIBRARY"] = os.environ["NFCOLL_LIBRARY"]
+        if a.src:
+            self.pass_env["PYTHONPATH"] = os.path.join(a.src, "python")
+        self.policy_tool = os.path.join(a.build, "tools", "nfcoll_policy") if a.build \
+            else shutil.which("nfcoll_policy") or "nfcoll_policy"
+
+    def lacks(self, symbol):
+        """Why the library the runs load has no such function, or None."""
+        import ctypes
+        path = self.pass_env.get("NFCOLL_LIBRARY", "libnfcoll.so.0")
+        try:
+            if hasattr(ctypes.CDLL(path), symbol):
+                return None
+        except OSError as e:
+            return "cannot load %s: %s" % (path, e)
+        return "the libnfcoll in use (%s) has no %s" % (path, symbol)
+
+    def unsupported(self, policy):
+        """Why the library in use cannot run this policy, or None."""
+        try:
+            p = subprocess.run([self.policy_tool, "check", policy], capture_output=True,
+                               text=True, env=self.env, timeout=60)
+        except OSError as e:
+            return "cannot run nfcoll_policy: %s" % e
+        if p.returncode == 0:
+            return None
+        lines = [ln for ln in (p.stderr + p.stdout).splitlines() if "warning:" in ln
+                 or "error:" in ln]
+        why = re.sub(r"^.*?:\d+: (warning|error): ", "", lines[0]) if lines else "?"
+        return "the libnfcoll in use drops a setting (nfcoll_policy check: %s)" % why
+
+    def train(self, name, model, policy, extra, out):
+        """One mpirun; (results, stats, log text) or raises RuntimeError."""
+        res, stats, log = (os.path.join(out, "%s.%s.%s" % (model, name, x))
+                           for x in ("json", "stats.json", "log"))
+        env = dict(self.pass_env, NFCOLL_STATS=stats)
+        if policy:
+            env["NFCOLL_POLICY"] = policy
+        session = tempfile.mkdtemp(prefix="nfcoll-train.")  # mpiruns side by side: own session dirs
+        cmd = [self.a.mpirun, "--oversubscribe", "--bind-to", "none",
+               "--mca", "orte_tmpdir_base", session] + self.a.mpirun_args.split()
+        cmd += ["-np", str(self.a.np)]
+        for k, v in env.items():
+            cmd += ["-x", "%s=%s" % (k, v)]
+        cmd += [self.a.python, os.path.join(HERE, "train.py"), "--model", model,
+                "--epochs", str(self.a.epochs), "--train-subset", str(self.a.train_subset),
+                "--seed", str(self.a.seed), "--lr", str(self.a.lr),
+                "--momentum", str(self.a.momentum), "--out", res] + extra
+        print("+ %s" % " ".join(cmd[:1] + cmd[cmd.index("-np"):]), file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            with open(log, "w") as f:
+                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=self.env,
+                                    timeout=self.a.timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout after %d s" % self.a.timeout
+        finally:
+            shutil.rmtree(session, ignore_errors=True)
+        text = open(log).read()
+        if rc != 0 or not os.path.exists(res):
+            raise RuntimeError("%s %s failed (%s); last lines of %s:\n%s"
+                               % (model, name, rc, log, "\n".join(text.splitlines()[-15:])))
+        r = json.load(open(res))
+        r["mpirun_seconds"] = time.perf_counter() - t0
+        s = json.load(open(stats)) if os.path.exists(stats) else {}
+        return r, s, text
+
+
+def traffic(stats):
+    """Upstream and total bytes as % of FP32, and as % of an FP32 ring."""
+    routes = stats.get("routes", {}).values()
+    b, up, tot, ring = (sum(r[k] for r in routes) for k in
+                        ("bytes", "upstream_bytes", "total_bytes", "fp32_ring_bytes"))
+    pct = lambda x, y: 100.0 * x / y if y else None  # noqa: E731
+    return {"bytes": b, "upstream_pct_fp32": pct(up, b), "total_pct_fp32": pct(tot, 2 * b),
+            "upstream_pct_ring": pct(2 * up, ring), "total_pct_ring": pct(tot, ring),
+            "routes": {k: v["calls"] for k, v in stats.get("routes", {}).items() if v["calls"]}}
+
+
+def read_profile(path):
+    """The profile's entries: {segment: {elements, calls, cos_*, relerr_*, route}}."""
+    out = {}
+    for line in open(path):
+        f = line.split()
+        if len(f) == 8 and not line.startswith("#"):
+            out[f[0]] = dict(zip(("elements", "calls", "cos_binary", "cos_ternary",
+                                  "relerr_binary", "relerr_ternary"),
+                                 [int(f[1]), int(f[2])] + [float(x) for x in f[3:7]]),
+                             route=f[7])
+    return out
+
+
+def policy_value(path, key, default):
+    for line in open(path):
+        m = re.match(r"\s*%s\s*[=:]\s*([^\s;#]+)" % key, line, re.I)
+        if m:
+            return m.group(1)
+    return default
+
+
+def health_events(stats, log):
+    """What the health monitor reported: the stats' "health" entry, else its log lines."""
+    h = stats.get("health")
+    if h is not None:
+        return h
+    return [ln for ln in log.splitlines() if ln.startswith("libnfcoll") and "health" in ln.lower()]
+
+
+def run_config(runner, name, model, out):
+    policy, extra, needs = CONFIGS[name]
+    entry = {"config": name, "model": model}
+    why = needs and runner.lacks(needs)
+    if why:
+        return dict(entry, skipped=why)
+    pol = os.path.join(out, "policies", policy) if policy else None
+    if name == "auto":
+        calib = os.path.join(out, "policies", CALIBRATION[0])
+        why = runner.unsupported(calib)
+        if why:
+            return dict(entry, skipped="calibration: " + why)
+        prof = os.path.join(out, "policies", CALIBRATION[1])
+        if os.path.exists(prof):
+            os.unlink(prof)
+        calls = int(policy_value(calib, "calibrate_calls", 20))
+        r, s, _ = runner.train("calibrate", model, calib, ["--steps", str(calls + 1)], out)
+        entry["calibration_seconds"] = r["mpirun_seconds"]
+        if not os.path.exists(prof):
+            raise RuntimeError("%s: the calibration run wrote no profile %s" % (model, prof))
+        shutil.copy(prof, os.path.join(out, "%s.calib.profile" % model))
+        entry["admit_cosine"] = float(policy_value(calib, "admit_cosine", 0.5))
+        entry["profile"] = read_profile(prof)
+    if pol:
+        why = runner.unsupported(pol)
+        if why:
+            return dict(entry, skipped=why)
+    r, s, log = runner.train(name, model, pol, extra, out)
+    entry.update(result=r, traffic=traffic(s),
+                 regions={k: sorted(v) for k, v in s.get("regions", {}).items()})
+    if "--health" in extra:
+        entry["health"] = health_events(s, log)
+    return entry
+
+
+def fmt(x, f="%.1f"):
+    return "-" if x is None else f % x
+
+
+def table(entries, a):
+    """The results as text: one row per configuration, then auto and health details."""
+    lines = []
+    for model in a.models:
+        rows = [e for e in entries if e["model"] == model]
+        first = next((e["result"] for e in rows if "result" in e), None)
+        if first is None:
+            continue
+        lines.append("%s (%d parameters), %d ranks, %d epoch%s of %s training images, "
+                     "batch %d per rank, seed %d" % (model, first["params"], first["ranks"],
+                                                     a.epochs, "s" * (a.epochs > 1),
+                                                     first["train_images"],
+                                                     first["batch_per_rank"], a.seed))
+        lines.append("%-14s %-26s %6s %8s %8s %7s  %s" % ("config", "test acc % per epoch",
+                                                          "final", "up %fp32", "tot %fp32",
+                                                          "train s", "same weights"))
+        for e in rows:
+            if "skipped" in e:
+                lines.append("%-14s skipped: %s" % (e["config"], e["skipped"]))
+                continue
+            r, t = e["result"], e["traffic"]
+            wall = fmt(r["train_seconds"])
+            if "calibration_seconds" in e:  # the whole calibration mpirun
+                wall += "+%s" % fmt(e["calibration_seconds"], "%.0f")
+            lines.append("%-14s %-26s %6.2f %8s %8s %7s  %s" % (
+                e["config"], " ".join("%.2f" % x for x in r["acc"]), r["final_acc"],
+                fmt(t["upstream_pct_fp32"], "%.2f"), fmt(t["total_pct_fp32"], "%.2f"), wall,
+                "yes" if r["identical_weights"] else "NO"))
+        lines.append("up/tot %fp32: bytes each rank sent up / sent and read back, summed over "
+                     "ranks (libnfcoll stats), over those\nof the exact fp32 route for the same "
+                     "gradients (the fp32 row is Open MPI's ring: (n-1)/n each way); train s: "
+                     "training\nwithout evaluation (+ the calibration run's whole mpirun for auto)")
+        for e in rows:
+            if "profile" in e:
+                lines.append("auto: calibration over the first %d calls, admit_cosine %.2f; "
+                             "what it measured and admitted, and what the run took:"
+                             % (max(p["calls"] for p in e["profile"].values()),
+                                e["admit_cosine"]))
+                lines.append("  %-14s %8s %8s %8s %8s %8s  %-8s %s" % (
+                    "segment", "elements", "cos bin", "cos ter", "rel bin", "rel ter",
+                    "admitted", "ran"))
+                for seg, p in e["profile"].items():
+                    lines.append("  %-14s %8d %8.4f %8.4f %8.4f %8.4f  %-8s %s" % (
+                        seg, p["elements"], p["cos_binary"], p["cos_ternary"],
+                        p["relerr_binary"], p["relerr_ternary"], p["route"],
+                        ",".join(e.get("regions", {}).get(seg, ["-"]))))
+            if "health" in e:
+                ev = e["health"]
+                lines.append("health (binary-health): %s" % (
+                    json.dumps(ev) if not isinstance(ev, list) else
+                    "%d event%s%s" % (len(ev), "s" * (len(ev) != 1),
+                                      "".join("\n  " + x for x in ev[:10]))))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(entries, a, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(a.models), figsize=(6 * len(a.models), 4.2), squeeze=False)
+    for ax, model in zip(axes[0], a.models):
+        for e in entries:
+            if e["model"] == model and "result" in e:
+                acc = e["result"]["acc"]
+                ax.plot(range(1, len(acc) + 1), acc, marker="o", label=e["config"])
+        ax.set_title("Fashion-MNIST, %s, %d ranks" % (model, a.np))
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("test accuracy (%)")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def check(entries, a):
+    """make check's assertions; returns the number that failed."""
+    failed = 0
+
+    def ok(cond, what):
+        nonlocal failed
+        print(("ok - " if cond else "not ok - ") + what, flush=True)
+        failed += not cond
+
+    for model in a.models:
+        by = {e["config"]: e for e in entries if e["model"] == model}
+        base = by.get("fp32", {}).get("result")
+        for e in by.values():
+            if "result" in e:
+                ok(e["result"]["identical_weights"], "%s %s: identical weights on every rank "
+                   "(sha256 %s...)" % (model, e["config"], e["result"]["weights_sha256"][:16]))
+        for name in ("head-fp32", "auto"):
+            e = by.get(name)
+            if e is None:
+                continue
+            if "skipped" in e:
+                print("ok - %s %s # SKIP %s" % (model, name, e["skipped"]), flush=True)
+                continue
+            d = e["result"]["final_acc"] - base["final_acc"]
+            ok(d >= -2.0, "%s %s: final accuracy %.2f %%, %+.2f points from fp32's %.2f %% "
+               "(at most 2 below)" % (model, name, e["result"]["final_acc"], d, base["final_acc"]))
+        e = by.get("head-fp32")
+        if e and "result" in e:
+            up = e["traffic"]["upstream_pct_fp32"]
+            ok(up is not None and up <= 6.0, "%s head-fp32: upstream traffic %s %% of FP32 "
+               "(at most 6)" % (model, fmt(up, "%.2f")))
+            heads = {k: v for k, v in e["regions"].items() if k.startswith("head.")}
+            ok(heads and all(v == ["fp32"] for v in heads.values()) and
+               all(v == ["binary"] for k, v in e["regions"].items() if k not in heads),
+               "%s head-fp32: regions ran %s" % (model, " ".join(
+                   "%s:%s" % (k, ",".join(v)) for k, v in sorted(e["regions"].items()))))
+        e = by.get("auto")
+        if e and "profile" in e:
+            thr, bad = e["admit_cosine"], []
+            for seg, p in e["profile"].items():
+                want = "binary" if p["cos_binary"] >= thr else \
+                    "ternary" if p["cos_ternary"] >= thr else "fp32"
+                ran = e["regions"].get(seg)
+                if p["route"] != want or ran != [p["route"]]:
+                    bad.append("%s: cos %.4f/%.4f admitted %s ran %s" % (
+                        seg, p["cos_binary"], p["cos_ternary"], p["route"], ran))
+            names = set(e["result"]["regions"])
+            ok(not bad and set(e["profile"]) == names,
+               "%s auto: admitted exactly the segments whose cosine reached %.2f, and ran them "
+               "so (%s)%s" % (model, thr, ", ".join("%s %s" % (k, p["route"]) for k, p in
+                                                    e["profile"].items()),
+                              "; " + "; ".join(bad) if bad else ""))
+    return failed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--models", default="cnn", help="cnn, mlp or cnn,mlp")
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--train-subset", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--momentum", type=float, default=0.0)
+    ap.add_argument("--out", default="train-check")
+    ap.add_argument("--build", help="a build tree: its libnfcoll.so and nfcoll_policy")
+    ap.add_argument("--src", help="a source tree: its python/ package")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--mpirun-args", default=os.environ.get("NF_MPIRUN_EXTRA", ""))
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per mpirun")
+    ap.add_argument("--check", action="store_true", help="assert make check's claims")
+    ap.add_argument("--no-plot", action="store_true")
+    a = ap.parse_args()
+    a.models = a.models.split(",")
+    names = a.configs.split(",")
+    unknown = [c for c in names if c not in CONFIGS]
+    if unknown:
+        ap.error("unknown configuration %s (known: %s)" % (unknown, ", ".join(CONFIGS)))
+    if a.check and "fp32" not in names:
+        names.insert(0, "fp32")
+    a.build = a.build and os.path.abspath(a.build)
+    a.src = a.src and os.path.abspath(a.src)
+    os.makedirs(os.path.join(a.out, "policies"), exist_ok=True)
+    for f in os.listdir(os.path.join(HERE, "policies")):
+        shutil.copy(os.path.join(HERE, "policies", f), os.path.join(a.out, "policies", f))
+    runner = Runner(a)
+    entries, start = [], time.perf_counter()
+    for model in a.models:
+        for name in names:
+            entries.append(run_config(runner, name, model, a.out))
+            e = entries[-1]
+            print("%s %s: %s" % (model, name, e["skipped"] if "skipped" in e else
+                                 "final accuracy %.2f %%" % e["result"]["final_acc"]),
+                  file=sys.stderr, flush=True)
+    text = table(entries, a)
+    text += "all runs: %.0f s\n" % (time.perf_counter() - start)
+    print(text)
+    with open(os.path.join(a.out, "table.txt"), "w") as f:
+        f.write(text)
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump({"np": a.np, "epochs": a.epochs, "train_subset": a.train_subset,
+                   "seed": a.seed, "lr": a.lr, "momentum": a.momentum, "runs": entries}, f, indent=1)
+    if not a.no_plot:
+        plot(entries, a, os.path.join(a.out, "accuracy.png"))
+        print("plot: %s" % os.path.join(a.out, "accuracy.png"))
+    if a.check:
+        raise SystemExit(1 if check(entries, a) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""libnfcoll from Python: a thin ctypes layer over libnfcoll.so.
+
+    import nfcoll                            # first: it starts MPI (see below)
+    from mpi4py import MPI                   # communicators, if any but the world
+    nfcoll.allreduce(grad)                   # the policy's admission decides
+    nfcoll.allreduce(grad, route="binary")   # or a forced route
+    nfcoll.bind(grad[:1290], "head.weight")  # name a region of a fused buffer
+
+Arrays are contiguous float32 numpy arrays or CPU torch tensors, reduced in
+place (MPI_IN_PLACE, MPI_FLOAT, MPI_SUM). comm is an mpi4py communicator
+(default MPI.COMM_WORLD). A failing call raises nfcoll.Error with the
+library's message. See nfcoll.torch for PyTorch DDP.
+
+Import nfcoll before anything initializes MPI (mpi4py.MPI, torch's MPI
+backend): nfcoll then starts MPI through libnfcoll's MPI_Init_thread, where
+the ranks agree once on the policy, stats and trace settings, and ends it
+at exit through libnfcoll's MPI_Finalize, which writes NFCOLL_STATS (call
+nfcoll.finalize() to end it earlier; not MPI.Finalize(), which bypasses the
+report). Under mpirun -x LD_PRELOAD=libnfcoll.so the same happens through
+the preloaded library, and MPI_Allreduce calls of other code (mpi4py's
+included) go through libnfcoll's admission too. When MPI was initialized
+first and nothing was preloaded, libnfcoll starts at its first call: the
+ranks compare their policies per communicator, and NFCOLL_STATS is not
+written.
+"""
+
+import ctypes
+
+from . import _lib  # first: it may initialize MPI
+
+from mpi4py import MPI  # noqa: E402,I100
+
+__all__ = ["Error", "allreduce", "bind", "unbind", "stats", "stats_reset", "routes",
+           "health_report", "save_residuals", "load_residuals", "version", "library_path",
+           "preloaded", "finalize"]
+
+library_path = _lib.path
+"""The libnfcoll.so in use."""
+preloaded = _lib.preloaded
+"""True when that library was in the process before nfcoll (LD_PRELOAD)."""
+
+_IN_PLACE = ctypes.c_void_p(int(MPI.IN_PLACE))
+_FLOAT = MPI._handleof(MPI.FLOAT)
+_SUM = MPI._handleof(MPI.SUM)
+_INT_MAX = 2**31 - 1
+
+
+class Error(RuntimeError):
+    """A libnfcoll call failed. code: the MPI error code (or nf_status_t)
+    it returned; function: the C function."""
+
+    def __init__(self, function, code, detail=""):
+        self.function, self.code = function, code
+        super().__init__("%s%s: %s" % (function, detail, _message(code)))
+
+
+def _message(code):
+    mpi = code if code > 0 else (-1000 - code if code <= -1000 else None)
+    if mpi is not None:
+        try:
+            return MPI.Get_error_string(mpi)
+        except MPI.Exception:
+            return "MPI error %d" % mpi
+    return _lib.lib.nf_strerror(code).decode()
+
+
+def _check(function, rc, detail=""):
+    if rc != 0:
+        raise Error(function, rc, detail)
+
+
+def finalize():
+    """End MPI now through libnfcoll's MPI_Finalize (collective; writes
+    NFCOLL_STATS) if nfcoll started it; otherwise nothing (the preloaded
+    library's MPI_Finalize runs when mpi4py finalizes at exit)."""
+    _lib.finalize()
+
+
+def version():
+    """The version string of the libnfcoll in use."""
+    return _lib.version()
+
+
+def routes():
+    """The route names the library in use knows, in nf_route_t order."""
+    names = []
+    while True:
+        name = _lib.lib.nf_route_name(len(names)).decode()
+        if name == "unknown":
+            return names
+        names.append(name)
+
+
+def _route(route):
+    if isinstance(route, str):
+        r = ctypes.c_int()
+        if _lib.lib.nf_route_parse(route.encode(), ctypes.byref(r)) != 0:
+            raise ValueError("unknown route %r (this libnfcoll knows %s)"
+                             % (route, ", ".join(routes())))
+        return r.value
+    return int(route)  # a number goes to the library as it is, which checks it
+
+
+def _comm(comm):
+    return MPI._handleof(MPI.COMM_WORLD if comm is None else comm)
+
+
+def _buffer(x):
+    """(address, count) of a contiguous, writable float32 array or CPU tensor."""
+    if hasattr(x, "data_ptr") and hasattr(x, "is_contiguous"):  # torch.Tensor
+        if str(x.dtype) != "torch.float32":
+            raise TypeError("nfcoll: tensor dtype %s, expected torch.float32" % x.dtype)
+        if x.device.type != "cpu":
+            raise ValueError("nfcoll: tensor on %s, expected a CPU tensor" % x.device)
+        if not x.is_contiguous():
+            raise ValueError("nfcoll: tensor is not contiguous")
+        addr, count = x.data_ptr(), x.numel()
+    elif hasattr(x, "__array_interface__") and hasattr(x, "flags"):  # numpy.ndarray
+        if x.dtype.char != "f" or not x.dtype.isnative:
+            raise TypeError("nfcoll: array dtype %s, expected float32" % x.dtype)
+        if not (x.flags.c_contiguous or x.flags.f_contiguous):
+            raise ValueError("nfcoll: array is not contiguous")
+        if not x.flags.writeable:
+            raise ValueError("nfcoll: array is read-only")
+        addr, count = x.__array_interface__["data"][0], x.size
+    else:
+        raise TypeError("nfcoll: expected a float32 numpy array or a CPU torch tensor, got %s"
+                        % type(x).__name__)
+    if count > _INT_MAX:
+        raise ValueError("nfcoll: %d elements, more than an MPI count (%d)" % (count, _INT_MAX))
+    return addr, count
+
+
+def allreduce(x, route=None, comm=None):
+    """Sum x over the ranks of comm, in place, and return x.
+
+    route None: libnfcoll's admission decides (the policy, NFCOLL_POLICY;
+    without one every call takes pmpi). Otherwise a route name ("pmpi",
+    "fp32", "binary", "ternary", ... see routes()) or its nf_route_t number:
+    NF_Allreduce_route. Collective: every rank of comm calls it with the
+    same count (and the same bound regions in x).
+    """
+    addr, count = _buffer(x)
+    lib, c = _lib.lib, _comm(comm)
+    if route is None:
+        rc = lib.NF_Allreduce(_IN_PLACE, addr, count, _FLOAT, _SUM, c)
+        _check("NF_Allreduce", rc, "(%d floats)" % count)
+    else:
+        r = _route(route)
+        rc = lib.NF_Allreduce_route(_IN_PLACE, addr, count, _FLOAT, _SUM, c, r)
+        _check("NF_Allreduce_route", rc, "(%d floats, route %r)" % (count, route))
+    return x
+
+
+def bind(x, name):
+    """Name the floats of x (an array, a tensor or a slice view of a fused
+    buffer) as a model region: NF_Region_bind(3). Local, not collective;
+    every rank must bind the same layout."""
+    addr, count = _buffer(x)
+    rc = _lib.lib.NF_Region_bind(addr, count, _FLOAT, name.encode())
+    _check("NF_Region_bind", rc, "(%r, %d floats)" % (name, count))
+
+
+def unbind(x):
+    """Forget the region that starts at x: NF_Region_unbind(3)."""
+    addr = x if isinstance(x, int) else _buffer(x)[0]
+    _check("NF_Region_unbind", _lib.lib.NF_Region_unbind(addr), "(0x%x)" % addr)
+
+
+def stats():
+    """This process's counters since MPI_Init (or stats_reset()):
+    {"routes": {route: {"calls", "bytes", "upstream_bytes", "total_bytes",
+    "fp32_ring_bytes"}}, "fallbacks": {reason: count}}, the keys of the
+    NFCOLL_STATS JSON (which sums them over ranks at MPI_Finalize and adds
+    "regions" and "placement")."""
+    lib = _lib.lib
+    out = {"routes": {}, "fallbacks": {}}
+    for r, name in enumerate(routes()):
+        s = _lib.RouteStats()
+        _check("nf_stats_get", lib.nf_stats_get(r, ctypes.byref(s)), "(%s)" % name)
+        out["routes"][name] = {f: getattr(s, f) for f, _ in s._fields_}
+    f = 0
+    while True:
+        name = lib.nf_fallback_name(f).decode()
+        if name == "unknown":
+            return out
+        out["fallbacks"][name] = lib.nf_stats_fallbacks(f)
+        f += 1
+
+
+def stats_reset():
+    """Zero this process's counters."""
+    _lib.lib.nf_stats_reset()
+
+
+def health_report(loss):
+    """Tell libnfcoll's health monitor this step's loss (policy health = on):
+    NF_Health_report. RuntimeError when the library predates it."""
+    _check("NF_Health_report", _lib.later("NF_Health_report")(float(loss)))
+
+
+def save_residuals(prefix, comm=None):
+    """Write this communicator's error-feedback residuals to files named by
+    prefix (collective): NF_Residuals_save. For checkpoints."""
+    fn = _lib.later("NF_Residuals_save")
+    _check("NF_Residuals_save", fn(_comm(comm), str(prefix).encode()), "(%r)" % str(prefix))
+
+
+def load_residuals(prefix, comm=None):
+    """Read residuals written by save_residuals (collective): NF_Residuals_load."""
+    fn = _lib.later("NF_Residuals_load")
+    _check("NF_Residuals_load", fn(_comm(comm), str(prefix).encode()), "(%r)" % str(prefix))

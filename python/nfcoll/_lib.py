@@ -1,0 +1,199 @@
+"""Finding libnfcoll.so, starting MPI through it, and declaring its C
+functions for ctypes.
+
+Which library: a libnfcoll already in the process wins (LD_PRELOAD, or a
+program linked with -lnfcoll), so there is never a second copy with state
+of its own; otherwise NFCOLL_LIBRARY=path; otherwise libnfcoll.so.0 through
+the dynamic loader's path (LD_LIBRARY_PATH, ld.so.cache); otherwise the
+libdir `make install` put it in.
+
+MPI_Init: when MPI is not initialized yet, nfcoll initializes it through
+libnfcoll's own MPI_Init_thread (the one LD_PRELOAD would interpose), so the
+ranks agree on the policy, stats and trace settings at MPI_Init as in a
+preloaded program, and registers libnfcoll's MPI_Finalize (stats report,
+then PMPI_Finalize) to run at exit; mpi4py then finds MPI initialized and
+leaves finalization to nfcoll. When MPI was initialized before nfcoll was
+imported (mpi4py imported first, not preloaded), libnfcoll starts at its
+first call, the ranks compare policies per communicator, and nothing
+writes NFCOLL_STATS at exit.
+
+Functions added in later releases (NF_Health_report, NF_Residuals_save,
+NF_Residuals_load) are looked up at first use: an older library still loads,
+and only a call that needs one says that the library is too old.
+"""
+
+import atexit
+import ctypes
+import os
+import warnings
+
+
+class RouteStats(ctypes.Structure):
+    """nf_route_stats_t"""
+    _fields_ = [("calls", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
+                ("upstream_bytes", ctypes.c_uint64), ("total_bytes", ctypes.c_uint64),
+                ("fp32_ring_bytes", ctypes.c_uint64)]
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def _declare(lib, name, sig):
+    fn = getattr(lib, name)
+    fn.restype, fn.argtypes = sig
+    return fn
+
+
+def _path_of(fn):
+    """The file a loaded function lives in (dladdr), or None."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except (OSError, AttributeError):
+        return None
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    info = _DlInfo()
+    if not dladdr(ctypes.cast(fn, ctypes.c_void_p), ctypes.byref(info)) or not info.dli_fname:
+        return None
+    return os.fsdecode(info.dli_fname)
+
+
+def _installed_libdir():
+    try:
+        from . import _build  # written by make install
+        return _build.LIBDIR
+    except ImportError:
+        return None
+
+
+def _open():
+    """(CDLL, path, preloaded) of the libnfcoll to use; OSError when none."""
+    glob = ctypes.CDLL(None)  # the process's global scope: LD_PRELOAD, -lnfcoll
+    if hasattr(glob, "nf_version") and hasattr(glob, "NF_Region_bind"):
+        path = _path_of(glob.nf_version)
+        asked = os.environ.get("NFCOLL_LIBRARY")
+        if asked and path and os.path.realpath(asked) != os.path.realpath(path):
+            warnings.warn("NFCOLL_LIBRARY=%s ignored: libnfcoll is already loaded from %s "
+                          "(LD_PRELOAD); one process uses one copy" % (asked, path))
+        # dlopen of the loaded file returns that same copy, not a new one
+        return (ctypes.CDLL(path) if path else glob), path, True
+    tried = []
+    asked = os.environ.get("NFCOLL_LIBRARY")
+    candidates = [asked] if asked else ["libnfcoll.so.0", "libnfcoll.so"]
+    libdir = _installed_libdir()
+    if not asked and libdir:
+        candidates.append(os.path.join(libdir, "libnfcoll.so.0"))
+    for name in candidates:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError as e:
+            tried.append(str(e))
+            continue
+        return lib, _path_of(lib.nf_version) or name, False
+    hint = ("NFCOLL_LIBRARY=%s cannot be loaded" % asked) if asked else \
+        "libnfcoll.so.0 is not on the loader path (set LD_LIBRARY_PATH, run ldconfig after " \
+        "make install, or set NFCOLL_LIBRARY=/path/to/libnfcoll.so)"
+    raise OSError("nfcoll: %s: %s" % (hint, "; ".join(tried)))
+
+
+_THREAD_LEVELS = {"single": 0, "funneled": 1, "serialized": 2, "multiple": 3}
+
+
+def _init_mpi():
+    """Start MPI through libnfcoll's MPI_Init_thread unless it is up; True
+    when this module did (and so finalizes it)."""
+    flag = ctypes.c_int()
+    lib.PMPI_Initialized(ctypes.byref(flag))  # libmpi's, found through libnfcoll's handle
+    if flag.value:
+        if os.environ.get("NFCOLL_STATS"):
+            warnings.warn("nfcoll: MPI was initialized before nfcoll was imported and libnfcoll "
+                          "is not preloaded: NFCOLL_STATS will not be written (import nfcoll "
+                          "before mpi4py.MPI, or run under LD_PRELOAD=libnfcoll.so)")
+        return False
+    import mpi4py
+    # Open MPI's components resolve libmpi's symbols globally: make libmpi
+    # global before MPI_Init (mpi4py does the same when it initializes).
+    mpi = _path_of(lib.PMPI_Init_thread)
+    if mpi:
+        ctypes.CDLL(mpi, mode=ctypes.RTLD_GLOBAL)
+    provided = ctypes.c_int()
+    init = lib.MPI_Init_thread
+    init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+    level = _THREAD_LEVELS.get(str(mpi4py.rc.thread_level).lower(), 3)
+    rc = init(None, None, level, ctypes.byref(provided))
+    if rc != 0:
+        raise OSError("nfcoll: MPI_Init_thread failed (%d)" % rc)
+    mpi4py.rc.initialize = mpi4py.rc.finalize = False
+    atexit.register(finalize)
+    return True
+
+
+def finalize():
+    """libnfcoll's MPI_Finalize (the NFCOLL_STATS report, then
+    PMPI_Finalize) when this module initialized MPI and it is still up."""
+    flag = ctypes.c_int()
+    lib.PMPI_Finalized(ctypes.byref(flag))
+    if started_mpi and not flag.value:
+        lib.MPI_Finalize()
+
+
+lib, path, preloaded = _open()
+started_mpi = False if preloaded else _init_mpi()
+
+# MPI handles are what mpi4py's MPI._handleof() gives: a pointer in Open MPI
+# (to ompi_mpi_comm_world, ompi_mpi_float, ...), an int in MPICH. The size
+# of the handle type decides which ctypes type carries it.
+from mpi4py import MPI  # noqa: E402 - after MPI_Init above
+
+handle_t = ctypes.c_void_p if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_void_p) \
+    else ctypes.c_int
+
+_i, _p, _s = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
+# name: (restype, argtypes) of the functions every libnfcoll has
+_CORE = {
+    "nf_version": (_s, [ctypes.POINTER(_i)] * 3),
+    "nf_strerror": (_s, [_i]),
+    "nf_route_name": (_s, [_i]),
+    "nf_route_parse": (_i, [_s, ctypes.POINTER(_i)]),
+    "nf_fallback_name": (_s, [_i]),
+    "nf_stats_get": (_i, [_i, ctypes.POINTER(RouteStats)]),
+    "nf_stats_fallbacks": (ctypes.c_uint64, [_i]),
+    "nf_stats_reset": (None, []),
+    "NF_Allreduce": (_i, [_p, _p, _i, handle_t, handle_t, handle_t]),
+    "NF_Allreduce_route": (_i, [_p, _p, _i, handle_t, handle_t, handle_t, _i]),
+    "NF_Region_bind": (_i, [_p, _i, handle_t, _s]),
+    "NF_Region_unbind": (_i, [_p]),
+}
+# and those newer than the first release, bound at first use
+_LATER = {
+    "NF_Health_report": (_i, [ctypes.c_double]),
+    "NF_Residuals_save": (_i, [handle_t, _s]),
+    "NF_Residuals_load": (_i, [handle_t, _s]),
+}
+_bound = {}
+for _name, _sig in _CORE.items():
+    _declare(lib, _name, _sig)
+
+
+def later(name):
+    """A function newer than the first release, or RuntimeError saying the
+    libnfcoll in use is too old to have it."""
+    fn = _bound.get(name)
+    if fn is None:
+        try:
+            fn = _declare(lib, name, _LATER[name])
+        except AttributeError:
+            raise RuntimeError("nfcoll: %s: the libnfcoll in use (%s, version %s) is too old: "
+                               "it has no %s" % (name, path, version(), name)) from None
+        _bound[name] = fn
+    return fn
+
+
+def has(name):
+    """Whether the library in use has this function."""
+    return hasattr(lib, name)
+
+
+def version():
+    return lib.nf_version(None, None, None).decode()

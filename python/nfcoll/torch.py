@@ -1,0 +1,156 @@
+"""PyTorch DistributedDataParallel through libnfcoll.
+
+Launch with mpirun, one process per rank; gloo carries DDP's own traffic
+(the parameter broadcast at construction), libnfcoll the gradients:
+
+    # mpirun -np 2 [-x LD_PRELOAD=libnfcoll.so] -x NFCOLL_POLICY=p.ini python3 train.py
+    import torch
+    import nfcoll.torch
+    nfcoll.torch.init_process_group()           # gloo, from Open MPI's environment
+    model = Net()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp.register_comm_hook(*nfcoll.torch.ddp_hook(model))
+
+init_process_group() takes the rank and size from OMPI_COMM_WORLD_RANK and
+OMPI_COMM_WORLD_SIZE (the MPI world's otherwise), the rendezvous from
+MASTER_ADDR (default 127.0.0.1 when every rank is on one host, else rank
+0's host name) and MASTER_PORT (default: a free port rank 0 picks and
+broadcasts over MPI, so runs side by side do not collide).
+
+The hook names each parameter's slice of every gradient bucket after
+model.named_parameters() (NF_Region_bind), so a policy's `region = head.*`
+and a calibration profile speak the model's own names; it allreduces the
+bucket in one NF_Allreduce over MPI_COMM_WORLD and divides by the world
+size. DDP rebuilds its buckets after the first iterations (other order,
+other buffers): the hook rebinds; residuals are kept by region name, so
+they follow the parameters into the new buckets. The regions are unbound
+when the hook's state is freed with its DDP model (or by state.close()).
+"""
+
+import os
+import socket
+
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+
+import nfcoll
+
+
+def init_process_group(backend="gloo", comm=None, **kwargs):
+    """torch.distributed.init_process_group for a job started by mpirun."""
+    comm = MPI.COMM_WORLD if comm is None else comm
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", comm.Get_rank()))
+    size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", comm.Get_size()))
+    if (rank, size) != (comm.Get_rank(), comm.Get_size()):
+        raise RuntimeError("nfcoll.torch: OMPI_COMM_WORLD_RANK/SIZE %d/%d differ from the "
+                           "communicator's %d/%d" % (rank, size, comm.Get_rank(), comm.Get_size()))
+    addr = os.environ.get("MASTER_ADDR")
+    if not addr:
+        hosts = comm.allgather(socket.gethostname())
+        addr = "127.0.0.1" if len(set(hosts)) == 1 else hosts[0]
+    port = os.environ.get("MASTER_PORT")
+    if not port:
+        port = comm.bcast(_free_port() if rank == 0 else None, root=0)
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = addr, str(port)
+    dist.init_process_group(backend, rank=rank, world_size=size, **kwargs)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+class HookState:
+    """What the hook keeps between calls: parameter names, the regions it
+    bound per bucket, and the counts it reports (calls, rebinds)."""
+
+    def __init__(self, model, route, comm):
+        module = getattr(model, "module", model)  # a DDP wrapper: its module's names
+        self.names = {id(p): n for n, p in module.named_parameters()}
+        self.route, self.comm = route, comm
+        self.size = (MPI.COMM_WORLD if comm is None else comm).Get_size()
+        self.layouts = {}   # bucket index -> (data_ptr, numel, ((offset, count, name), ...))
+        self.bound = {}     # address -> (bucket index, bytes), every region bound now
+        self.calls = 0
+        self.rebinds = 0
+
+    def layout(self, bucket):
+        buf = bucket.buffer()
+        parts, offset = [], 0
+        for p, g in zip(bucket.parameters(), bucket.gradients()):
+            n = p.numel()
+            at = (g.data_ptr() - buf.data_ptr()) // buf.element_size()
+            if g.numel() != n or at != offset:
+                raise RuntimeError("nfcoll.torch: bucket %d: a gradient is not where its "
+                                   "parameter's place in the bucket says" % bucket.index())
+            parts.append((offset, n, self.names.get(id(p))))
+            offset += n
+        return buf.data_ptr(), buf.numel(), tuple(parts)
+
+    def bind(self, bucket):
+        """Bind the bucket's parameters as regions unless already bound so."""
+        index, buf = bucket.index(), bucket.buffer()
+        lay = self.layout(bucket)
+        if self.layouts.get(index) != lay:
+            self.rebinds += 1
+            # this bucket's old regions, and any left inside its new buffer (freed by
+            # the rebuild; a live buffer overlaps no other)
+            start, end, size = lay[0], lay[0] + lay[1] * buf.element_size(), buf.element_size()
+            self._unbind(lambda a, i, nb: i == index or (a < end and a + nb > start))
+            for offset, n, name in lay[2]:
+                if name is not None:  # a parameter the model does not name stays a gap
+                    nfcoll.bind(buf[offset:offset + n], name)
+                    self.bound[start + offset * size] = (index, n * size)
+            self.layouts[index] = lay
+        if bucket.is_last():  # buckets after the last are gone (a rebuild made fewer)
+            self._unbind(lambda a, i, nb: i > index)
+            for i in [i for i in self.layouts if i > index]:
+                del self.layouts[i]
+
+    def close(self):
+        """Unbind every region this hook bound (done when the state is freed,
+        with the DDP model that holds it): bound regions outlive buffers
+        and would name whatever memory comes next."""
+        self._unbind(lambda a, i, nb: True)
+        self.layouts.clear()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown: nothing to report to
+            pass
+
+    def _unbind(self, stale):
+        for addr in [a for a, (i, nb) in self.bound.items() if stale(a, i, nb)]:
+            nfcoll.unbind(addr)
+            del self.bound[addr]
+
+
+def ddp_hook(model, route=None, comm=None):
+    """(state, hook) for DistributedDataParallel.register_comm_hook.
+
+    model: the module (or its DDP wrapper) whose named_parameters() name the
+    regions. route None: the policy's admission decides per region (the
+    usual choice). A route name forces it (NF_Allreduce_route) on the whole
+    bucket: one scale and residual for the bucket, no per-region routes or
+    per-region stats. comm: the mpi4py communicator (default COMM_WORLD),
+    whose ranks must be DDP's.
+    """
+    state = HookState(model, route, comm)
+    if dist.is_initialized() and dist.get_world_size() != state.size:
+        raise RuntimeError("nfcoll.torch: DDP has %d ranks, the communicator %d"
+                           % (dist.get_world_size(), state.size))
+
+    def nfcoll_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+        buf = bucket.buffer()
+        state.bind(bucket)
+        nfcoll.allreduce(buf, route=state.route, comm=state.comm)
+        buf.div_(state.size)
+        state.calls += 1
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+
+    return state, nfcoll_hook

@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""The nfcoll package on 2+ ranks: routes against numpy references, torch
+tensors, errors as exceptions, stats, bound regions under a region policy,
+and the functions newer libraries add (residual files, health, bf16).
+
+    test_nfcoll.py api          no policy
+    test_nfcoll.py regions      NFCOLL_POLICY=tests/python/regions.policy
+    test_nfcoll.py later DIR    NFCOLL_POLICY=tests/python/health.policy; DIR for files
+"""
+
+import os
+import sys
+import zlib
+
+import nfcoll  # first: it starts MPI through libnfcoll's MPI_Init_thread
+import numpy as np
+from mpi4py import MPI
+
+import nfref
+
+comm = MPI.COMM_WORLD
+rank, n = comm.Get_rank(), comm.Get_size()
+t = nfref.Tap(comm)
+
+
+def delta(before, route, key="calls"):
+    return nfcoll.stats()["routes"][route][key] - before["routes"][route][key]
+
+
+def test_library():
+    t.ok(nfcoll.version().count(".") == 2, "version %s from %s" % (nfcoll.version(),
+                                                                    nfcoll.library_path))
+    t.ok(nfcoll.routes()[:4] == ["pmpi", "fp32", "binary", "ternary"],
+         "routes %s" % ",".join(nfcoll.routes()))
+    # a preloaded libnfcoll is the one in use: one file mapped, not two copies
+    maps = {line.split()[-1] for line in open("/proc/self/maps") if "libnfcoll" in line}
+    want = "LD_PRELOAD" in os.environ and "libnfcoll" in os.environ["LD_PRELOAD"]
+    t.ok(nfcoll.preloaded == want and len(maps) == 1,
+         "preloaded=%s, one libnfcoll mapped (%s)" % (nfcoll.preloaded, ", ".join(maps)))
+
+
+def test_routes():
+    """Each route on a few sizes; EF residuals carried over a second call."""
+    for route, ref, sizes in (("fp32", "fp32", (1, 7, 130, 4099, 70001)),
+                              ("pmpi", "fp32", (3, 515)),
+                              ("binary", nfref.binary, (1, 17, 513, 4101, 70003)),
+                              ("ternary", nfref.ternary, (2, 19, 514, 4102, 70005))):
+        for m in sizes:
+            seed = zlib.crc32(("%s %d" % (route, m)).encode())
+            xs = nfref.inputs(n, m, seed)
+            x = xs[rank].copy()
+            if ref == "fp32":
+                nfcoll.allreduce(x, route=route)
+                t.ok(np.array_equal(x, nfref.fp32(xs)), "%s %d floats: exact sum" % (route, m))
+                continue
+            es = np.zeros_like(xs)
+            same = True
+            for call in range(2):  # the second call uses the residual of the first
+                xs = nfref.inputs(n, m, seed, call)
+                x[:] = xs[rank]
+                nfcoll.allreduce(x, route=route)
+                same &= np.array_equal(x, ref(xs, es))
+            t.ok(same, "%s %d floats, 2 calls with error feedback: bit-exact" % (route, m))
+
+
+def test_admission_and_stats():
+    before = nfcoll.stats()
+    x = nfref.inputs(n, 100, 5)[rank].copy()
+    nfcoll.allreduce(x)  # no policy: pmpi
+    t.ok(delta(before, "pmpi") == 1 and delta(before, "pmpi", "bytes") == 400,
+         "route None without a policy takes pmpi (stats: +1 call, +400 bytes)")
+    y = x.copy()
+    nfcoll.allreduce(y, route="fp32", comm=MPI.COMM_SELF)
+    t.ok(np.array_equal(x, y), "fp32 on MPI_COMM_SELF: the input unchanged")
+    nfcoll.stats_reset()
+    t.ok(nfcoll.stats()["routes"]["pmpi"]["calls"] == 0, "stats_reset zeroes the counters")
+    y = np.ones((4, 3), dtype=np.float32, order="F")
+    nfcoll.allreduce(y, route="fp32")
+    t.ok((y == n).all(), "a 2-d Fortran-order array is reduced whole")
+    z = np.ones(0, dtype=np.float32)
+    t.ok(nfcoll.allreduce(z, route="binary") is z, "0 elements; allreduce returns its argument")
+
+
+def test_torch():
+    try:
+        import torch
+    except ImportError:
+        t.skip("torch tensors", "no torch for %s (apt-get install python3-torch)" % sys.executable)
+        return
+    xs = nfref.inputs(n, 1000, 9)
+    x = torch.from_numpy(xs[rank].copy()).reshape(10, 100)
+    nfcoll.allreduce(x, route="fp32")
+    t.ok(np.array_equal(x.numpy().ravel(), nfref.fp32(xs)), "torch tensor, fp32: exact sum")
+    t.raises(ValueError, lambda: nfcoll.allreduce(x[:, ::2]), "strided tensor")
+    t.raises(TypeError, lambda: nfcoll.allreduce(x.double()), "float64 tensor")
+
+
+def test_errors():
+    x = np.zeros(64, dtype=np.float32)
+    is_arg = lambda e: e.code == MPI.ERR_ARG and "MPI_ERR_ARG" in str(e)  # noqa: E731
+    t.raises(nfcoll.Error, lambda: nfcoll.allreduce(x, route=9), "route 9", is_arg)
+    t.raises(ValueError, lambda: nfcoll.allreduce(x, route="quaternary"), "route 'quaternary'")
+    t.raises(nfcoll.Error, lambda: nfcoll.allreduce(x, comm=MPI.COMM_NULL), "MPI_COMM_NULL",
+             lambda e: e.code == MPI.ERR_COMM)
+    t.raises(nfcoll.Error, lambda: nfcoll.bind(x, "two words"), "region name with a space",
+             is_arg)
+    nfcoll.bind(x[:32], "a.weight")
+    t.raises(nfcoll.Error, lambda: nfcoll.bind(x[16:48], "b.weight"), "overlapping region",
+             is_arg)
+    nfcoll.unbind(x[:32])
+    t.raises(nfcoll.Error, lambda: nfcoll.unbind(x[:32]), "unbind where nothing is bound",
+             is_arg)
+    t.raises(TypeError, lambda: nfcoll.allreduce(x.astype(np.float64)), "float64 array")
+    t.raises(TypeError, lambda: nfcoll.allreduce([1.0, 2.0]), "a list")
+    t.raises(ValueError, lambda: nfcoll.allreduce(x[::2]), "strided array")
+    ro = x.copy()
+    ro.flags.writeable = False
+    t.raises(ValueError, lambda: nfcoll.allreduce(ro), "read-only array")
+
+
+def test_regions():
+    """region = head.* fp32, the rest binary: a fused buffer of a bound
+    body, a bound head and an unbound gap, each part on its own route with
+    its own scale."""
+    sizes = {"body.weight": 1000, "head.weight": 130, None: 50}
+    m = sum(sizes.values())
+    xs = nfref.inputs(n, m, 77)
+    buf = xs[rank].copy()
+    nfcoll.bind(buf[:1000], "body.weight")
+    nfcoll.bind(buf[1000:1130], "head.weight")
+    before = nfcoll.stats()
+    nfcoll.allreduce(buf)
+    t.ok(np.array_equal(buf[1000:1130], nfref.fp32(xs[:, 1000:1130])), "head region: fp32, exact")
+    t.ok(np.array_equal(buf[:1000], nfref.binary(xs[:, :1000])), "body region: binary, own scale")
+    t.ok(np.array_equal(buf[1130:], nfref.binary(xs[:, 1130:])), "unbound gap: binary, own scale")
+    t.ok(delta(before, "fp32", "bytes") == 130 * 4 and delta(before, "binary", "bytes") == 1050 * 4,
+         "stats: %d fp32 bytes, %d binary bytes" % (delta(before, "fp32", "bytes"),
+                                                    delta(before, "binary", "bytes")))
+    nfcoll.unbind(buf[:1000])
+    nfcoll.unbind(buf[1000:1130])
+
+
+def test_later(tmp):
+    """Functions newer libraries add; each SKIPs only where the symbol is absent."""
+    from nfcoll import _lib
+    if _lib.has("NF_Residuals_save") and _lib.has("NF_Residuals_load"):
+        prefix = os.path.join(tmp, "resid")
+        x = np.zeros(3000, dtype=np.float32)
+        nfcoll.bind(x, "saved.weight")
+        xs = [nfref.inputs(n, 3000, 31, c) for c in range(2)]
+        x[:] = xs[0][rank]
+        nfcoll.allreduce(x)  # the policy's binary, residual kept by region name
+        nfcoll.save_residuals(prefix)
+        x[:] = xs[1][rank]
+        r1 = nfcoll.allreduce(x).copy()
+        nfcoll.load_residuals(prefix)
+        x[:] = xs[1][rank]
+        r2 = nfcoll.allreduce(x)
+        t.ok(np.array_equal(r1, r2), "load_residuals restores what save_residuals wrote")
+        nfcoll.unbind(x)
+    else:
+        t.skip("save_residuals/load_residuals", "this libnfcoll has no NF_Residuals_save")
+        t.raises(RuntimeError, lambda: nfcoll.save_residuals("x"), "too old",
+                 lambda e: "too old" in str(e))
+    if _lib.has("NF_Health_report"):
+        x = np.zeros(3000, dtype=np.float32)
+        for call, loss in enumerate((2.0, 1.5, 1.2)):
+            x[:] = nfref.inputs(n, 3000, 51, call)[rank]
+            nfcoll.allreduce(x)
+            nfcoll.health_report(loss)
+        t.ok(True, "health = on: health_report after each step of a falling loss")
+    else:
+        t.skip("health_report", "this libnfcoll has no NF_Health_report")
+        t.raises(RuntimeError, lambda: nfcoll.health_report(1.0), "too old",
+                 lambda e: "too old" in str(e))
+    if "bf16" in nfcoll.routes():
+        xs = nfref.inputs(n, 1000, 41)
+        x = xs[rank].copy()
+        nfcoll.allreduce(x, route="bf16")
+        err = np.abs(x.astype(np.float64) - xs.astype(np.float64).sum(axis=0))
+        bound = 2.0 ** -7 * np.abs(xs.astype(np.float64)).sum(axis=0)
+        same = comm.allgather(x.tobytes())
+        t.ok((err <= bound).all() and len(set(same)) == 1,
+             "bf16: within 2^-7 of the sum, the same on every rank")
+    else:
+        t.skip("bf16 route", "this libnfcoll has no bf16 route")
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else "api"
+    test_library()
+    if mode == "api":
+        test_routes()
+        test_admission_and_stats()
+        test_torch()
+        test_errors()
+    elif mode == "regions":
+        test_regions()
+    else:
+        test_later(sys.argv[2] if len(sys.argv) > 2 else ".")
+    t.exit()

@@ -1,0 +1,24 @@
+#!/bin/sh
+# The nfcoll package on 2 ranks (tests/python/test_nfcoll.py): every route
+# bit-exact against numpy references, torch tensors, errors as exceptions,
+# stats; a fused buffer of bound regions under a region policy, each part on
+# its route and in the stats JSON; residual files, health and bf16 where the
+# library has them (each SKIPs where not). Each run with nfcoll loading
+# libnfcoll, and preloaded.
+. "${srcdir:-.}/tests/mpi_common.sh"
+. "$srcdir/tests/python_common.sh"
+py_need numpy mpi4py
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+pol=$top/tests/python/regions.policy
+for how in loaded preloaded; do
+  pre=NFCOLL_VERBOSE=0
+  [ $how = preloaded ] && pre=LD_PRELOAD=$lib
+  run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib $pre "$py" "$top/tests/python/test_nfcoll.py" api
+  run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib $pre NFCOLL_POLICY=$pol NFCOLL_STATS=$tmp/$how.json \
+    "$py" "$top/tests/python/test_nfcoll.py" regions
+  expect_regions "$tmp/$how.json" "body.weight:binary head.weight:fp32" "$how"
+done
+run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib NFCOLL_POLICY=$top/tests/python/health.policy \
+  "$py" "$top/tests/python/test_nfcoll.py" later "$tmp"
+finish
