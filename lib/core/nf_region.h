@@ -36,7 +36,5 @@ typedef struct nf_region_part {
  * it; at most max written, the number found returned. */
 size_t nf_region_parts(const float *x, size_t m, nf_region_part_t *out, size_t max);
 
-/* Drop every binding (finalize). */
-void nf_region_clear(void);
 
 #endif

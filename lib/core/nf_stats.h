@@ -27,9 +27,6 @@ void nf_stats_placed(nf_place_kind_t kind, size_t bytes, double resident_frac);
  * NFCOLL_RESIDUAL_MAX. */
 void nf_stats_residual_held(size_t bytes);
 void nf_stats_residual_dropped(void);
-/* Peak bytes held since the start (or the last reset), and drops. */
-uint64_t nf_stats_residual_peak(void);
-uint64_t nf_stats_residual_drops(void);
 
 /* Calls this thread has counted (nf_stats_count), and in *thread a token
  * for the thread. The runner counts a call after the call is done with its

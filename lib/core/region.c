@@ -122,13 +122,3 @@ size_t nf_region_parts(const float *x, size_t m, nf_region_part_t *out, size_t m
     pthread_rwlock_unlock(&nf_reg_lock);
     return n;
 }
-
-void nf_region_clear(void)
-{
-    pthread_rwlock_wrlock(&nf_reg_lock);
-    free(nf_reg);
-    nf_reg = NULL;
-    nf_reg_n = nf_reg_cap = 0;
-    atomic_fetch_add(&nf_reg_gen, 1u);
-    pthread_rwlock_unlock(&nf_reg_lock);
-}

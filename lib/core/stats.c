@@ -60,8 +60,6 @@ void nf_stats_residual_held(size_t bytes)
 }
 
 void nf_stats_residual_dropped(void) { NF_ADD(nf_res_drops, 1); }
-uint64_t nf_stats_residual_peak(void) { return NF_GET(nf_res_peak); }
-uint64_t nf_stats_residual_drops(void) { return NF_GET(nf_res_drops); }
 
 void nf_stats_internode(nf_route_t route, uint64_t bytes)
 {
