@@ -59,7 +59,8 @@ int nf_status_to_mpi(nf_status_t st)
     switch (st) {
     case NF_ERR_INVALID:
     case NF_ERR_PARSE: return MPI_ERR_ARG;
-    case NF_ERR_NO_MEMORY: return MPI_ERR_NO_MEM;
+    case NF_ERR_NO_MEMORY:
+    case NF_ERR_CAPACITY: return MPI_ERR_NO_MEM; /* e.g. the CXL node is full */
     case NF_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
     case NF_ERR_MPI: return MPI_ERR_INTERN;
     default: return MPI_ERR_OTHER;

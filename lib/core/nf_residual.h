@@ -33,7 +33,9 @@ typedef struct nf_residual {
     char name[NF_RES_NAME_MAX]; /* key: region name */
     uint64_t hash;        /* of the name, for a cheap compare */
     size_t count;         /* elements; a new count at the key resets it */
-    float *buf[2];        /* page-aligned, placed like the aggregation buffer */
+    float *buf[2];        /* page-aligned, placed like the aggregation buffer
+                             at their first write (zero until then) */
+    int touched[2];       /* buf[i] placed and touched */
     size_t bytes;         /* mapped size of each buffer */
     unsigned cur;         /* buffer holding the state */
     nf_res_form_t form;
@@ -72,9 +74,13 @@ typedef struct nf_residual_table {
 
 /* The residual for (key, count): found, reset after a count change, a
  * pending one of that count (unbound keys), or new and zero (form
- * NF_RES_Y). NULL on allocation failure or when NFCOLL_RESIDUAL_MAX cannot
- * make room (logged). */
-nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count);
+ * NF_RES_Y), with what this call may write placed and touched. NULL on
+ * allocation failure or when NFCOLL_RESIDUAL_MAX cannot make room (logged;
+ * *why NF_OK: the buffer runs without error feedback), or when placement
+ * refuses its memory under NFCOLL_CXL=require (*why NF_ERR_CAPACITY,
+ * logged: the call still runs, then reports it). */
+nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count,
+                               nf_status_t *why);
 /* e for the E-form kernels, converting a Y- or TY-form residual exactly. */
 float *nf_residual_e(nf_residual_t *r);
 /* Sum |e| over the residual, whatever its form (health's error-feedback

@@ -79,12 +79,15 @@ static void nf_residual_release(nf_residual_t *r)
     r->buf[0] = r->buf[1] = NULL;
 }
 
+/* Both buffers mapped, neither touched: a new residual is zero, and its
+ * first call reads buf[0] (zero pages cost nothing) and writes buf[1]. Each
+ * buffer is placed and touched before its first write (nf_res_touch), so
+ * the first call on a new buffer faults in one buffer, not two. */
 static nf_status_t nf_residual_alloc(nf_residual_t *r, size_t count)
 {
     size_t bytes = count * sizeof(float);
-    double frac0 = 1.0, frac1 = 1.0;
-    r->buf[0] = nf_place_alloc(bytes, &frac0);
-    r->buf[1] = r->buf[0] != NULL ? nf_place_alloc(bytes, &frac1) : NULL;
+    r->buf[0] = nf_place_map(bytes);
+    r->buf[1] = r->buf[0] != NULL ? nf_place_map(bytes) : NULL;
     r->bytes = bytes;
     if (r->buf[1] == NULL) {
         nf_residual_release(r);
@@ -92,11 +95,36 @@ static nf_status_t nf_residual_alloc(nf_residual_t *r, size_t count)
     }
     r->count = count;
     r->cur = 0;
+    r->touched[0] = r->touched[1] = 0;
     r->form = NF_RES_Y; /* zero y with a = 0 is the zero residual */
     r->aprev = r->tprev = 0.0f;
-    r->resident_frac = (frac0 + frac1) / 2;
-    nf_stats_placed(NF_PLACED_RESIDUAL, 2 * bytes, r->resident_frac);
+    r->resident_frac = 1.0;
     return NF_OK;
+}
+
+/* Place and touch buffer i before its first write. */
+static nf_status_t nf_res_touch(nf_residual_t *r, unsigned i)
+{
+    double frac = 1.0;
+    if (r->touched[i])
+        return NF_OK;
+    nf_status_t st = nf_place_bind_touch(r->buf[i], r->bytes, &frac);
+    if (st != NF_OK)
+        return st;
+    r->resident_frac = r->touched[i ^ 1u] ? (r->resident_frac + frac) / 2 : frac;
+    r->touched[i] = 1;
+    nf_stats_placed(NF_PLACED_RESIDUAL, r->bytes, frac);
+    return NF_OK;
+}
+
+/* What this call may write: the next buffer, and the current one in E form
+ * (updated in place). */
+static nf_status_t nf_res_prepare(nf_residual_t *r)
+{
+    nf_status_t st = nf_res_touch(r, r->cur ^ 1u);
+    if (st == NF_OK && r->form == NF_RES_E)
+        st = nf_res_touch(r, r->cur);
+    return st;
 }
 
 /* Under the lock: give back r's memory and r. */
@@ -129,7 +157,8 @@ double nf_residual_l1(const nf_residual_t *r)
 
 void nf_residual_zero(nf_residual_t *r)
 {
-    memset(r->buf[r->cur], 0, r->count * sizeof(float));
+    if (r->touched[r->cur])
+        memset(r->buf[r->cur], 0, r->count * sizeof(float));
     r->form = NF_RES_Y; /* zero y with a = 0 is the zero residual */
     r->aprev = 0.0f;
     r->tprev = 0.0f;
@@ -138,7 +167,12 @@ void nf_residual_zero(nf_residual_t *r)
 float *nf_residual_e(nf_residual_t *r)
 {
     float *b = r->buf[r->cur], a = r->aprev, t = r->tprev;
-    if (r->form == NF_RES_Y) {
+    if (!r->touched[r->cur]) {
+        /* never written: y = 0 and a = 0, so e = 0 already. The E form's
+         * in-place update touches it first (nf_res_prepare, next call; the
+         * only E-form writer in this call is a route that writes the other
+         * buffer). */
+    } else if (r->form == NF_RES_Y) {
         for (size_t j = 0; j < r->count; j++)
             b[j] = signbit(b[j]) ? b[j] + a : b[j] - a;
     } else if (r->form == NF_RES_TY) {
@@ -327,9 +361,11 @@ static nf_residual_t *nf_res_new(nf_residual_table_t *t, const nf_res_key_t *key
     return r;
 }
 
-nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count)
+nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count,
+                               nf_status_t *why)
 {
     uint64_t hash = key->name != NULL ? nf_hash_str(NF_HASH_INIT, key->name) : 0;
+    *why = NF_OK;
     pthread_mutex_lock(&nf_res_lock);
     nf_res_call(t);
     nf_residual_t *r = nf_res_find(t, key, hash);
@@ -341,6 +377,13 @@ nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, 
             r = nf_res_reshape(t, r, count);
     } else {
         r = nf_res_new(t, key, hash, count);
+    }
+    nf_status_t st = r != NULL ? nf_res_prepare(r) : NF_OK;
+    if (st != NF_OK) { /* the node is full under require: give it all back */
+        nf_res_remove(t, r);
+        nf_res_destroy(r);
+        r = NULL;
+        *why = st;
     }
     pthread_mutex_unlock(&nf_res_lock);
     return r;
@@ -373,6 +416,11 @@ nf_residual_t *nf_residual_make(size_t count)
 {
     nf_residual_t *r = calloc(1, sizeof(*r));
     if (r == NULL || nf_residual_alloc(r, count) != NF_OK) {
+        free(r);
+        return NULL;
+    }
+    if (nf_res_touch(r, 0) != NF_OK || nf_res_touch(r, 1) != NF_OK) { /* loaded into */
+        nf_residual_release(r);
         free(r);
         return NULL;
     }

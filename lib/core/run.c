@@ -65,11 +65,11 @@ static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c)
 /* Region segments keep their residual by name (a bucket rebuilt at another
  * address keeps it), unbound buffers and gaps by address. */
 static nf_residual_t *nf_seg_residual(nf_residual_table_t *t, const float *x,
-                                      const nf_seg_t *g)
+                                      const nf_seg_t *g, nf_status_t *why)
 {
     nf_res_key_t key = {.addr = x + g->off, .name = g->name};
-    nf_residual_t *e = nf_residual_get(t, &key, g->m);
-    if (e == NULL)
+    nf_residual_t *e = nf_residual_get(t, &key, g->m, why);
+    if (e == NULL && *why == NF_OK)
         nf_log_warn_once("no memory for error-feedback residuals; this buffer runs without "
                          "error feedback");
     return e;
@@ -133,14 +133,23 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
         .health = a->health,
         .loss = a->loss,
     };
+    nf_status_t why = NF_OK;
     nf_lanes_check(c, seg, nseg);
-    for (size_t s = 0; s < nseg; s++)
+    for (size_t s = 0; s < nseg; s++) {
+        nf_status_t w = NF_OK;
         seg[s].res = nf_route_lowbit(seg[s].route) && seg[s].ef
-                         ? nf_seg_residual(&c->resid, call.x, &seg[s])
+                         ? nf_seg_residual(&c->resid, call.x, &seg[s], &w)
                          : NULL;
+        why = why != NF_OK ? why : w;
+    }
+    /* A residual that NFCOLL_CXL=require refused is this rank's error, but
+     * the call is collective: it runs (without that residual) and the
+     * error comes after, so no rank waits for this one. */
     nf_status_t st = nf_coll_run(c, &call);
     if (st == NF_OK)
         nf_seg_stats(c, &call);
+    if (st == NF_OK && why != NF_OK)
+        st = why;
     if (a->loss_mean != NULL)
         *a->loss_mean = st == NF_OK ? call.loss_mean : NAN;
     return st;
@@ -193,8 +202,10 @@ nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_s
     nf_call_t call = {.x = x, .r = r, .m = m, .seg = seg, .nseg = nseg};
     for (size_t s = 0; s < nseg; s++) {
         nf_seg_defaults(&seg[s]);
-        seg[s].res = seg[s].ef && c->lowbit_ok ? nf_seg_residual(&c->shadow[which], x, &seg[s])
-                                               : NULL;
+        nf_status_t why; /* calibration's shadow: no residual, no error feedback */
+        seg[s].res = seg[s].ef && c->lowbit_ok
+                         ? nf_seg_residual(&c->shadow[which], x, &seg[s], &why)
+                         : NULL;
     }
     nf_lanes_check(c, seg, nseg);
     return nf_coll_run(c, &call);

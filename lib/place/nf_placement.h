@@ -87,15 +87,21 @@ const char *nf_place_detail(void);
 uint64_t nf_place_node_bytes(void);
 
 /*
- * Bind [addr, addr + len) (page aligned, not yet touched) to the chosen node,
- * touch every page, then verify with move_pages/get_mempolicy. *frac gets
- * the fraction of pages found on the node (1.0 when no node is chosen and
- * nothing was asked). Under NFCOLL_CXL=require, too little free memory on
- * the node is NF_ERR_CAPACITY with a message naming the node and the bytes.
+ * Bind [addr, addr + len) (page aligned, not yet written) to the chosen node,
+ * touch every page, then verify with move_pages. *frac gets the fraction of
+ * pages found on the node (1.0 when no node is chosen and nothing was
+ * asked). Too little free memory on the node, or pages that landed
+ * elsewhere because it filled meanwhile, are NF_ERR_CAPACITY under
+ * NFCOLL_CXL=require, with a message naming the node and the bytes, and one
+ * warning under prefer (the rest is local DRAM).
  */
 nf_status_t nf_place_bind_touch(void *addr, size_t len, double *frac);
 
-/* Private, placed, zeroed memory (error-feedback residuals). */
+/* Private zero memory, mapped but not placed or touched: nf_place_bind_touch
+ * places it at its first write (a residual's second buffer, needed from its
+ * second call on). Reads before that see zeros and cost no memory. */
+void *nf_place_map(size_t len);
+/* Private, placed, zeroed memory: nf_place_map + nf_place_bind_touch. */
 void *nf_place_alloc(size_t len, double *frac);
 void nf_place_free(void *p, size_t len);
 

@@ -246,6 +246,20 @@ static void nf_place_touch(void *addr, size_t len)
     memset(addr, 0, len);
 }
 
+/* Pages that did not land on the node: under require an error (the caller
+ * gives the memory back), under prefer one warning. */
+static nf_status_t nf_place_short(size_t len, double frac)
+{
+    if (nf_pl.mode == NF_CXL_REQUIRE) {
+        nf_log_error("CXL memory node %d is full: only %.1f %% of %zu bytes fit "
+                     "(NFCOLL_CXL=require)", nf_pl.node, 100.0 * frac, len);
+        return NF_ERR_CAPACITY;
+    }
+    nf_log_warn_once("CXL memory node %d is full: %.1f %% of %zu bytes went to local DRAM "
+                     "(NFCOLL_CXL=prefer)", nf_pl.node, 100.0 * (1.0 - frac), len);
+    return NF_OK;
+}
+
 nf_status_t nf_place_bind_touch(void *addr, size_t len, double *frac)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -261,10 +275,12 @@ nf_status_t nf_place_bind_touch(void *addr, size_t len, double *frac)
     }
     if ((st = nf_place_capacity(len, &bind)) != NF_OK)
         return st;
-    /* Strict binding under require (capacity was checked); preferred under
-     * prefer so a full node spills to DRAM instead of failing a fault. */
-    int mode = nf_pl.mode == NF_CXL_REQUIRE ? MPOL_BIND : MPOL_PREFERRED;
-    if (bind && mbind(addr, len, mode, nf_pl.mask->maskp, nf_pl.mask->size + 1, MPOL_MF_MOVE) != 0) {
+    /* Touched under the preferred policy in every mode: ranks filling the
+     * node at once can each see room that is gone when their pages fault,
+     * and a strict binding would then end in the OOM killer. What landed is
+     * verified below; under require the binding is made strict after. */
+    if (bind && mbind(addr, len, MPOL_PREFERRED, nf_pl.mask->maskp, nf_pl.mask->size + 1,
+                      MPOL_MF_MOVE) != 0) {
         if (nf_pl.mode == NF_CXL_REQUIRE) {
             nf_log_error("mbind of %zu bytes to CXL memory node %d failed: %m", len, nf_pl.node);
             return NF_ERR_IO;
@@ -273,18 +289,29 @@ nf_status_t nf_place_bind_touch(void *addr, size_t len, double *frac)
     }
     nf_place_touch(addr, len);
     *frac = nf_place_verify(addr, len, page, nf_pl.node);
-    if (*frac < 1.0)
-        nf_log_info(1, "%.1f %% of %zu bytes are on CXL memory node %d", 100.0 * *frac, len, nf_pl.node);
+    if (*frac < 1.0 && bind)
+        return nf_place_short(len, *frac);
+    if (nf_pl.mode == NF_CXL_REQUIRE &&
+        mbind(addr, len, MPOL_BIND, nf_pl.mask->maskp, nf_pl.mask->size + 1, 0) != 0)
+        nf_log_warn_once("cannot make the binding to CXL memory node %d strict: %m", nf_pl.node);
     return NF_OK;
 }
 
-void *nf_place_alloc(size_t len, double *frac)
+void *nf_place_map(size_t len)
 {
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         nf_log_error("mmap of %zu bytes failed: %m", len);
         return NULL;
     }
+    return p;
+}
+
+void *nf_place_alloc(size_t len, double *frac)
+{
+    void *p = nf_place_map(len);
+    if (p == NULL)
+        return NULL;
     if (nf_place_bind_touch(p, len, frac) != NF_OK) {
         munmap(p, len);
         return NULL;
