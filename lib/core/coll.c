@@ -481,22 +481,22 @@ static void nf_fp32_sum_share(nf_comm_t *c, unsigned k, float *res, size_t len, 
         const uint16_t **in = (const uint16_t **)c->ptrs;
         for (int i = 0; i < c->lsize; i++)
             in[i] = (const uint16_t *)((const float *)nf_slot(c, i) +
-                                       (size_t)(k & 1u) * nf_fp32_chunk(c)) + j0;
+                                       (size_t)(k & 1u) * c->fp32_chunk) + j0;
         nf_ctx.k->sum_bf16(res + j0, in, (unsigned)c->lsize, j1 - j0);
         return;
     }
     const float **in = (const float **)c->ptrs;
     for (int i = 0; i < c->lsize; i++)
-        in[i] = (const float *)nf_slot(c, i) + (size_t)(k & 1u) * nf_fp32_chunk(c) + j0;
+        in[i] = (const float *)nf_slot(c, i) + (size_t)(k & 1u) * c->fp32_chunk + j0;
     nf_ctx.k->sum_f32(res + j0, in, (unsigned)c->lsize, j1 - j0);
 }
 
 static float *nf_fp32_res(const nf_comm_t *c, size_t k)
 {
-    return c->fp32_res + (k % nf_fp32_nres(c)) * nf_fp32_chunk(c);
+    return c->fp32_res + (k % nf_fp32_nres(c)) * c->fp32_chunk;
 }
 
-/* Chunks of nf_fp32_chunk floats through a pipeline with one node barrier
+/* Chunks of c->fp32_chunk floats through a pipeline with one node barrier
  * per stage. Between barriers s and s+1 a rank copies out chunk s-D's
  * result, (several nodes) the leader sums chunk s-2's node results across
  * nodes, every rank sums its share of chunk s-1, and copies in chunk s; D
@@ -526,7 +526,7 @@ static nf_status_t nf_fp32_pipe(nf_comm_t *c, const nf_call_t *call, nf_take_t t
         if (s >= 1 && len[(s - 1) % nres] > 0)
             nf_fp32_sum_share(c, (unsigned)(s - 1), nf_fp32_res(c, s - 1), len[(s - 1) % nres],
                               take == NF_TAKE_BF16);
-        len[s % nres] = nf_fp32_move(&in, mine + (s & 1u) * nf_fp32_chunk(c), nf_fp32_chunk(c), 1);
+        len[s % nres] = nf_fp32_move(&in, mine + (s & 1u) * c->fp32_chunk, c->fp32_chunk, 1);
         size_t busy = 0;
         for (size_t i = 0; i < nres; i++)
             busy += len[i];
@@ -538,13 +538,32 @@ static nf_status_t nf_fp32_pipe(nf_comm_t *c, const nf_call_t *call, nf_take_t t
     }
 }
 
-static nf_status_t nf_fp32_pass(nf_comm_t *c, const nf_call_t *call, nf_take_t take)
+/* Elements a pass takes: the same on every rank (a pass over all of a call
+ * whose ranks cut it differently takes the agreed count). */
+static size_t nf_fp32_elems(const nf_call_t *call, nf_take_t take)
 {
+    nf_fp32_it_t it = {.call = call, .take = take};
+    size_t n = 0;
+    if (take == NF_TAKE_ALL)
+        return call->m;
+    for (size_t s = 0; s < call->nseg; s++)
+        if (nf_fp32_takes(&it, &call->seg[s]))
+            n += call->seg[s].m;
+    return n;
+}
+
+/* Every rank enters each pass of a call alike, after it is done with what
+ * the segment held: the chunk may grow here (agreed); when it cannot, the
+ * pass runs in the chunks the segment has, as exact. */
+static nf_status_t nf_fp32_pass(nf_comm_t *c, nf_call_t *call, nf_take_t take)
+{
+    if (nf_comm_reserve_fp32(c, nf_fp32_elems(call, take)) != NF_OK)
+        call->fp32_stuck = 1;
     if (c->size == 1) { /* identity read-back: byte-exact (bf16: rounded, widened) */
         nf_fp32_it_t in = {.call = call, .take = take}, out = in;
         float *mine = (float *)nf_slot(c, 0), *res = c->fp32_res;
         size_t len;
-        while ((len = nf_fp32_move(&in, mine, nf_fp32_chunk(c), 1)) > 0) {
+        while ((len = nf_fp32_move(&in, mine, c->fp32_chunk, 1)) > 0) {
             if (take == NF_TAKE_BF16) {
                 const uint16_t *one[1] = {(const uint16_t *)mine};
                 nf_ctx.k->sum_bf16(res, one, 1, len);
@@ -628,7 +647,7 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
     int marked = 0;
     nf_layout(c, call, &sh);
     c->calls++;
-    call->mismatch = call->capacity = 0;
+    call->mismatch = call->capacity = call->fp32_stuck = 0;
     call->loss_mean = NAN;
     for (size_t s = 0; s < call->nseg; s++)
         call->seg[s].ef_ratio = NAN;

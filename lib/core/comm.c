@@ -102,25 +102,28 @@ void nf_comm_finalize(void)
         PMPI_Comm_free_keyval(&nf_ctx.comm_keyval);
 }
 
-/* Carve the segment: control blocks | slots | counters | fp32 results. */
-static void nf_comm_layout(nf_comm_t *c, size_t cap, size_t *slot, size_t *cnt, size_t *total)
+/* Carve the segment: control blocks | slots | counters | fp32 results,
+ * for cap low-bit elements and fp32 chunks of chunk floats. */
+static void nf_comm_layout(nf_comm_t *c, size_t cap, size_t chunk, size_t *slot, size_t *cnt,
+                           size_t *total)
 {
     size_t nlines = nf_lines(cap);
-    size_t fp32 = 2 * nf_fp32_chunk(c) * sizeof(float);
+    size_t fp32 = 2 * chunk * sizeof(float);
     size_t lowbit = 2 * nlines * NF_LINE_BYTES;
     *slot = nf_align_up(lowbit > fp32 ? lowbit : fp32, 4096);
     *cnt = nf_align_up(2 * nlines * c->k * NF_LINE_BYTES, 4096);
     *total = (size_t)c->lsize * (NF_CTL_BYTES + *slot) + *cnt +
-             nf_fp32_nres(c) * nf_fp32_chunk(c) * sizeof(float);
+             nf_fp32_nres(c) * chunk * sizeof(float);
 }
 
-/* A new segment for cap elements. The old one stays mapped until the new
- * one exists everywhere, so a failed growth leaves a working segment. */
-static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap)
+/* A new segment for cap elements and chunk floats. The old one stays
+ * mapped until the new one exists everywhere, so a failed growth leaves a
+ * working segment. */
+static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap, size_t chunk)
 {
     size_t slot, cnt, total;
     nf_shm_t shm;
-    nf_comm_layout(c, cap, &slot, &cnt, &total);
+    nf_comm_layout(c, cap, chunk, &slot, &cnt, &total);
     nf_status_t st = nf_agree_status(c->priv, nf_shm_create(&shm, total, c->node));
     if (st != NF_OK) {
         nf_shm_destroy(&shm);
@@ -139,11 +142,11 @@ static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap)
     return NF_OK;
 }
 
-static nf_status_t nf_comm_xnode(nf_comm_t *c, size_t cap)
+static nf_status_t nf_comm_xnode(nf_comm_t *c, size_t cap, size_t chunk)
 {
     if (c->leaders == MPI_COMM_NULL || c->nnodes < 2)
         return NF_OK;
-    size_t bytes = nf_xnode_bytes(c, cap);
+    size_t bytes = nf_xnode_bytes(c, cap, chunk);
     if (bytes <= c->xnode_bytes)
         return NF_OK;
     void *p = NULL;
@@ -177,18 +180,40 @@ nf_status_t nf_comm_scales(nf_comm_t *c, unsigned n)
     return NF_OK;
 }
 
+/* The scratch first (a leader-local failure, agreed), then the segment:
+ * cap_elems and fp32_chunk grow only when both hold the new sizes
+ * everywhere. Every rank passes the same sizes (the callers' arguments are
+ * agreed), so every rank maps the same layout or keeps the old one. */
+static nf_status_t nf_comm_grow(nf_comm_t *c, size_t cap, size_t chunk)
+{
+    nf_status_t st = nf_agree_status(c->priv, nf_comm_xnode(c, cap, chunk));
+    if (st == NF_OK)
+        st = nf_comm_map(c, cap, chunk);
+    if (st == NF_OK) {
+        c->cap_elems = cap;
+        c->fp32_chunk = chunk;
+    }
+    return st;
+}
+
 nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m)
 {
     if (m <= c->cap_elems)
         return NF_OK;
     size_t cap = nf_align_up(m > 2 * c->cap_elems ? m : 2 * c->cap_elems, NF_LINE_BITS);
-    /* The scratch first (a leader-local failure, agreed), then the segment:
-     * cap_elems grows only when both hold the new size everywhere. */
-    nf_status_t st = nf_agree_status(c->priv, nf_comm_xnode(c, cap));
-    if (st == NF_OK)
-        st = nf_comm_map(c, cap);
-    if (st == NF_OK)
-        c->cap_elems = cap;
+    return nf_comm_grow(c, cap, c->fp32_chunk);
+}
+
+nf_status_t nf_comm_reserve_fp32(nf_comm_t *c, size_t n)
+{
+    size_t most = nf_fp32_chunk_max(c);
+    if (n <= c->fp32_chunk || c->fp32_chunk >= most || c->fp32_stuck)
+        return NF_OK;
+    size_t chunk = n > 2 * c->fp32_chunk ? n : 2 * c->fp32_chunk;
+    chunk = nf_align_up(chunk < most ? chunk : most, NF_FP32_CHUNK_ALIGN);
+    nf_status_t st = nf_comm_grow(c, c->cap_elems, chunk);
+    if (st != NF_OK) /* the pass runs in the chunks it has: no need to retry each call */
+        c->fp32_stuck = 1;
     return st;
 }
 
@@ -306,8 +331,9 @@ nf_status_t nf_comm_ready(nf_comm_t *c)
     /* Every rank sets placement up (not only the one that binds the
      * segment), so each can say where its buffers are. */
     nf_place_init();
-    /* Collective: every rank reaches the first fp32/low-bit call alike. */
-    nf_status_t st = nf_comm_reserve(c, NF_LINE_BITS);
+    /* Collective: every rank reaches the first fp32/low-bit call alike.
+     * Sized for small calls; the calls that need more grow it. */
+    nf_status_t st = nf_comm_grow(c, NF_LINE_BITS, NF_FP32_CHUNK_MIN);
     if (st != NF_OK) {
         nf_log_warn_once("cannot set up the shared aggregation buffer (%s); calls on this "
                          "communicator go to PMPI_Allreduce", nf_strerror(st));

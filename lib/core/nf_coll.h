@@ -37,6 +37,8 @@ typedef struct nf_call {
     size_t nseg;
     int mismatch;         /* out: ranks' layouts differed: the whole call ran fp32 */
     int capacity;         /* out: the segment could not grow: the whole call ran fp32 */
+    int fp32_stuck;       /* out: the fp32 chunk could not grow: ran in the chunks the
+                             segment has (exact, slower) */
     int health;           /* measure each low-bit segment's ef_ratio and agree on loss */
     double loss;          /* this rank's reported loss for the exchange, NAN if none */
     double loss_mean;     /* out: the mean of the ranks' reported losses, NAN if none */

@@ -27,21 +27,29 @@
  * flags, header and two small-call areas, page-aligned. */
 #define NF_CTL_BYTES (NF_SMALL_BYTES * 2u + 4096u)
 
-/* Elements per FP32 chunk: the fp32 route pipelines through the shared
- * buffer in chunks of this many floats (double-buffered). */
+/* Elements per FP32 chunk at most: the fp32 route pipelines through the
+ * shared buffer in chunks (double-buffered) of up to this many floats. */
 #define NF_FP32_CHUNK (128u * 1024u)
 
-/* FP32 result buffers of NF_FP32_CHUNK floats: two on one node, four across
+/* FP32 result buffers of one chunk each: two on one node, four across
  * nodes, where a chunk's result waits one more stage for the leader. */
 #define NF_FP32_NRES_MAX 4u
 #define nf_fp32_nres(c) ((c)->nnodes > 1 ? NF_FP32_NRES_MAX : 2u)
 
-/* Elements per FP32 chunk across nodes (2 MiB): each chunk is one exchange
- * among leaders, and over TCP a 512 KiB exchange costs several times its
- * wire time (2 hosts x 2 ranks, 10 Gbit/s, 16 MiB: 0.5 MiB chunks 0.76x
- * pmpi's speed, 1 MiB 0.82-1.33x, 2 MiB 1.16-1.18x, 4 MiB 0.71-0.88x). */
+/* Elements per FP32 chunk across nodes at most (2 MiB): each chunk is one
+ * exchange among leaders, and over TCP a 512 KiB exchange costs several
+ * times its wire time (2 hosts x 2 ranks, 10 Gbit/s, 16 MiB: 0.5 MiB chunks
+ * 0.76x pmpi's speed, 1 MiB 0.82-1.33x, 2 MiB 1.16-1.18x, 4 MiB 0.71-0.88x). */
 #define NF_FP32_CHUNK_XNODE (512u * 1024u)
-#define nf_fp32_chunk(c) ((c)->nnodes > 1 ? (size_t)NF_FP32_CHUNK_XNODE : (size_t)NF_FP32_CHUNK)
+#define nf_fp32_chunk_max(c) \
+    ((c)->nnodes > 1 ? (size_t)NF_FP32_CHUNK_XNODE : (size_t)NF_FP32_CHUNK)
+
+/* Elements per FP32 chunk of a new segment (16 KiB): a communicator whose
+ * calls are this small never holds more; a larger fp32 pass grows the
+ * chunk (agreed, comm.c) towards nf_fp32_chunk_max. Chunks are whole 4 KiB
+ * pages of floats. */
+#define NF_FP32_CHUNK_MIN (4u * 1024u)
+#define NF_FP32_CHUNK_ALIGN (1024u)
 
 /* Whether this communicator can use libnfcoll's routes, decided once for
  * every rank alike (agree.c). */
@@ -70,10 +78,12 @@ typedef struct nf_comm {
     uint64_t gen;        /* node barrier generation; 0 for a new segment */
     uint64_t calls;      /* calls on this state: parity of the header and small areas */
     size_t cap_elems;    /* low-bit elements the segment holds */
+    size_t fp32_chunk;   /* floats per fp32 chunk the segment holds */
+    int fp32_stuck;      /* a growth of fp32_chunk failed (agreed): not tried again */
     size_t slot_bytes;   /* per local rank */
     uint8_t *slots;      /* lsize slots */
     uint64_t *cnt;       /* 2 counters (plus, minus) of k planes per line */
-    float *fp32_res;     /* nf_fp32_nres x NF_FP32_CHUNK result floats */
+    float *fp32_res;     /* nf_fp32_nres x fp32_chunk result floats */
     void *xnode;         /* leaders: exchange scratch (private, nf_xnode_bytes) */
     int *xv;             /* 4 x nnodes counts and displacements (xnode.c) */
     size_t xnode_bytes;
@@ -112,8 +122,14 @@ nf_status_t nf_comm_init(void);
 void nf_comm_finalize(void);
 /* Room for the scales of n low-bit segments per call (local). */
 nf_status_t nf_comm_scales(nf_comm_t *c, unsigned n);
-/* Make sure the segment holds m low-bit elements (collective). */
+/* Make sure the segment holds m low-bit elements (collective: every rank
+ * passes the same m). NF_OK, or the segment is as it was on every rank. */
 nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m);
+/* Grow the fp32 chunk towards n floats, up to nf_fp32_chunk_max
+ * (collective: every rank passes the same n). NF_OK when the chunk did not
+ * need to grow or grew; otherwise the segment and chunk are as they were on
+ * every rank, and no later call tries again. */
+nf_status_t nf_comm_reserve_fp32(nf_comm_t *c, size_t n);
 /* Map the segment on first use (collective). NF_OK when usable; otherwise
  * the communicator is marked broken (one warning) and every later call
  * returns the same. */

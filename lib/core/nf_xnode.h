@@ -24,8 +24,9 @@
  * unless whole sends no more (xnode.c). */
 #define NF_XNODE_WHOLE_MAX (32u * 1024u)
 
-/* Leaders' private scratch for a segment of cap low-bit elements. */
-size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap);
+/* Leaders' private scratch for a segment of cap low-bit elements and fp32
+ * chunks of chunk floats. */
+size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk);
 
 /* node: {count, layout hash, local verdict, 0}; *v: the verdict of all. */
 nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v);

@@ -98,6 +98,12 @@ static void nf_seg_stats(const nf_comm_t *c, nf_call_t *call)
                               "call of %zu elements; running fp32", call->m);
         nf_stats_fallback(NF_FALLBACK_CAPACITY);
     }
+    if (call->fp32_stuck) {
+        nf_log_warn_once_root(c->rank == 0, "the aggregation buffer cannot grow to hold "
+                              "larger fp32 chunks; fp32 calls on this communicator run in "
+                              "chunks of %zu floats", c->fp32_chunk);
+        nf_stats_fallback(NF_FALLBACK_CAPACITY);
+    }
     if (call->mismatch) {
         nf_log_warn_once_root(c->rank == 0, "ranks split a call into different segments "
                               "(bound regions differ): running fp32");

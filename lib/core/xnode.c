@@ -31,15 +31,15 @@ static int nf_me(const nf_comm_t *c)
 static size_t nf_max(size_t a, size_t b) { return a > b ? a : b; }
 
 /* The largest of what each exchange below keeps in the scratch. */
-size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap)
+size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk)
 {
     size_t p = (size_t)c->nnodes, k = c->k, kn = c->kn;
     size_t nl = 2 * nf_lines(cap) + 1; /* lines of one call, at most */
     size_t wl = p * kn <= kn + k ? nl : NF_XNODE_WHOLE_MAX / (kn * NF_LINE_BYTES);
     size_t cwhole = (wl * kn + p * wl * kn + wl * k) * NF_LINE_BYTES;
     size_t csplit = (nl * kn + (nl + p) * kn + (nl / p + 1) * k) * NF_LINE_BYTES;
-    size_t fl = p == 2 ? nf_fp32_chunk(c) : NF_XNODE_WHOLE_MAX / sizeof(float);
-    size_t fwhole = p * fl * sizeof(float), fsplit = (nf_fp32_chunk(c) + p) * sizeof(float);
+    size_t fl = p == 2 ? chunk : NF_XNODE_WHOLE_MAX / sizeof(float);
+    size_t fwhole = p * fl * sizeof(float), fsplit = (chunk + p) * sizeof(float);
     return nf_max(nf_max(cwhole, csplit), nf_max(fwhole, fsplit)) + NF_HDR_WORDS * 8 * p;
 }
 
