@@ -308,7 +308,9 @@ def plot(entries, a, path):
         for e in entries:
             if e["model"] == model and "result" in e:
                 acc = e["result"]["acc"]
-                ax.plot(range(1, len(acc) + 1), acc, marker="o", label=e["config"])
+                dashed = e["config"] == "binary-health"  # may lie on binary-all's line
+                ax.plot(range(1, len(acc) + 1), acc, marker="x" if dashed else "o",
+                        linestyle="--" if dashed else "-", label=e["config"])
         ax.set_title("Fashion-MNIST, %s, %d ranks" % (model, a.np))
         ax.set_xlabel("epoch")
         ax.set_ylabel("test accuracy (%)")
