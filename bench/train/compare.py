@@ -19,7 +19,10 @@ setting or route it does not know) is skipped, with that reason.
 Traffic is each run's libnfcoll stats (NFCOLL_STATS), summed over ranks,
 as % of FP32: upstream bytes over the bytes of fp32 gradients reduced
 (what libnfcoll's exact route sends up), total bytes over twice that (up
-and back). --check asserts what make check asserts (see check()).
+and back). binary-health's health events are the stats' "health" object:
+cool-downs started, by signal and segment. --configs runs some; --merge
+adds a previous run's summary.json for the rest (table, summary, plot).
+--check asserts what make check asserts (see check()).
 """
 
 import argparse
@@ -133,7 +136,8 @@ def traffic(stats):
     pct = lambda x, y: 100.0 * x / y if y else None  # noqa: E731
     return {"bytes": b, "upstream_pct_fp32": pct(up, b), "total_pct_fp32": pct(tot, 2 * b),
             "upstream_pct_ring": pct(2 * up, ring), "total_pct_ring": pct(tot, ring),
-            "routes": {k: v["calls"] for k, v in stats.get("routes", {}).items() if v["calls"]}}
+            "routes": {k: v["calls"] for k, v in stats.get("routes", {}).items() if v["calls"]},
+            "route_bytes": {k: v["bytes"] for k, v in stats.get("routes", {}).items() if v["calls"]}}
 
 
 def read_profile(path):
@@ -158,11 +162,22 @@ def policy_value(path, key, default):
 
 
 def health_events(stats, log):
-    """What the health monitor reported: the stats' "health" entry, else its log lines."""
+    """What the health monitor reported: the stats' "health" entry ({segment:
+    {signal: count}}, summed over ranks), else its log lines."""
     h = stats.get("health")
     if h is not None:
         return h
     return [ln for ln in log.splitlines() if ln.startswith("libnfcoll") and "health" in ln.lower()]
+
+
+def health_counts(ev, ranks):
+    """Cool-downs started, by signal, from the stats' health object. Every rank
+    counts each agreed event, so the sums over ranks are divided by the ranks."""
+    by = {}
+    for sig in ev.values():
+        for k, v in sig.items():
+            by[k] = by.get(k, 0) + v
+    return {k: v / ranks for k, v in by.items()}
 
 
 def run_config(runner, name, model, out):
@@ -204,6 +219,11 @@ def fmt(x, f="%.1f"):
     return "-" if x is None else f % x
 
 
+def label(e):
+    """A row's name: the configuration, * when merged from an earlier run."""
+    return e["config"] + "*" * ("merged_from" in e)
+
+
 def table(entries, a):
     """The results as text: one row per configuration, then auto and health details."""
     lines = []
@@ -222,20 +242,24 @@ def table(entries, a):
                                                           "train s", "same weights"))
         for e in rows:
             if "skipped" in e:
-                lines.append("%-14s skipped: %s" % (e["config"], e["skipped"]))
+                lines.append("%-14s skipped: %s" % (label(e), e["skipped"]))
                 continue
             r, t = e["result"], e["traffic"]
             wall = fmt(r["train_seconds"])
             if "calibration_seconds" in e:  # the whole calibration mpirun
                 wall += "+%s" % fmt(e["calibration_seconds"], "%.0f")
             lines.append("%-14s %-26s %6.2f %8s %8s %7s  %s" % (
-                e["config"], " ".join("%.2f" % x for x in r["acc"]), r["final_acc"],
+                label(e),
+                " ".join("%.2f" % x for x in r["acc"]), r["final_acc"],
                 fmt(t["upstream_pct_fp32"], "%.2f"), fmt(t["total_pct_fp32"], "%.2f"), wall,
                 "yes" if r["identical_weights"] else "NO"))
         lines.append("up/tot %fp32: bytes each rank sent up / sent and read back, summed over "
                      "ranks (libnfcoll stats), over those\nof the exact fp32 route for the same "
                      "gradients (the fp32 row is Open MPI's ring: (n-1)/n each way); train s: "
                      "training\nwithout evaluation (+ the calibration run's whole mpirun for auto)")
+        merged = sorted({e["merged_from"] for e in rows if "merged_from" in e})
+        if merged:
+            lines.append("*: from an earlier run, %s (--merge)" % ", ".join(merged))
         for e in rows:
             if "profile" in e:
                 lines.append("auto: calibration over the first %d calls, admit_cosine %.2f; "
@@ -251,13 +275,28 @@ def table(entries, a):
                         p["relerr_binary"], p["relerr_ternary"], p["route"],
                         ",".join(e.get("regions", {}).get(seg, ["-"]))))
             if "health" in e:
-                ev = e["health"]
-                lines.append("health (binary-health): %s" % (
-                    json.dumps(ev) if not isinstance(ev, list) else
-                    "%d event%s%s" % (len(ev), "s" * (len(ev) != 1),
-                                      "".join("\n  " + x for x in ev[:10]))))
+                lines += health_lines(e)
         lines.append("")
     return "\n".join(lines)
+
+
+def health_lines(e):
+    """The health events of a run: cool-downs by signal, then by segment."""
+    ev, ranks = e["health"], e["result"]["ranks"]
+    if isinstance(ev, list):  # a library without the stats' health object: its log lines
+        return ["health (%s): %d log line%s%s" % (e["config"], len(ev), "s" * (len(ev) != 1),
+                                                  "".join("\n  " + x for x in ev[:10]))]
+    by = health_counts(ev, ranks)
+    b = e["traffic"].get("route_bytes", {})
+    out = ["health (%s): %s; %s of the gradient bytes ran fp32 (cooling down)" % (
+        e["config"], "none fired" if not any(by.values()) else
+        "segment cool-downs started " + ", ".join("%s %g" % (k, v)
+                                                  for k, v in sorted(by.items()) if v),
+        fmt(100.0 * b.get("fp32", 0) / sum(b.values()) if b else None, "%.2f %%"))]
+    for seg, sig in sorted(ev.items()):  # a loss spike cools every low-bit segment down
+        out.append("  %-14s %s" % (seg, " ".join("%s %g" % (k, v / ranks)
+                                                 for k, v in sorted(sig.items()) if v)))
+    return out
 
 
 def plot(entries, a, path):
@@ -269,7 +308,9 @@ def plot(entries, a, path):
         for e in entries:
             if e["model"] == model and "result" in e:
                 acc = e["result"]["acc"]
-                ax.plot(range(1, len(acc) + 1), acc, marker="o", label=e["config"])
+                dashed = e["config"] == "binary-health"  # may lie on binary-all's line
+                ax.plot(range(1, len(acc) + 1), acc, marker="x" if dashed else "o",
+                        linestyle="--" if dashed else "-", label=e["config"])
         ax.set_title("Fashion-MNIST, %s, %d ranks" % (model, a.np))
         ax.set_xlabel("epoch")
         ax.set_ylabel("test accuracy (%)")
@@ -335,6 +376,26 @@ def check(entries, a):
     return failed
 
 
+SETTINGS = ("np", "epochs", "train_subset", "seed", "lr", "momentum")
+
+
+def merge(entries, a):
+    """entries plus a previous run's (a.merge) for the (model, configuration)
+    pairs not run now, in CONFIGS order; each marked merged_from."""
+    prev = json.load(open(a.merge))
+    differ = ["%s %s here, %s there" % (k, getattr(a, k), prev.get(k))
+              for k in SETTINGS if prev.get(k) != getattr(a, k)]
+    if differ:
+        raise SystemExit("--merge %s: other settings (%s)" % (a.merge, "; ".join(differ)))
+    have = {(e["model"], e["config"]) for e in entries}
+    old = [dict(e, merged_from=os.path.abspath(a.merge)) for e in prev["runs"]
+           if e["model"] in a.models and e["config"] in CONFIGS
+           and (e["model"], e["config"]) not in have]
+    order = list(CONFIGS)
+    return sorted(entries + old, key=lambda e: (a.models.index(e["model"]),
+                                                order.index(e["config"])))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--np", type=int, default=2)
@@ -354,6 +415,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per mpirun")
     ap.add_argument("--check", action="store_true", help="assert make check's claims")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--merge", metavar="SUMMARY_JSON",
+                    help="a previous run's summary.json: its runs of the models here that this "
+                    "run does not repeat join the table, summary and plot (same settings)")
     a = ap.parse_args()
     a.models = a.models.split(",")
     names = a.configs.split(",")
@@ -376,6 +440,8 @@ def main():
             print("%s %s: %s" % (model, name, e["skipped"] if "skipped" in e else
                                  "final accuracy %.2f %%" % e["result"]["final_acc"]),
                   file=sys.stderr, flush=True)
+    if a.merge:
+        entries = merge(entries, a)
     text = table(entries, a)
     text += "all runs: %.0f s\n" % (time.perf_counter() - start)
     print(text)
