@@ -8,8 +8,9 @@
  * OSU's: the per-rank average latency over the iterations, then the average,
  * minimum and maximum of that over the ranks; with -R the row is the repeat
  * whose average latency is the median. With -F, each size first times its
- * first call (new residuals, perhaps a larger segment) and prints it next
- * to the steady row, with the largest peak RSS over the ranks.
+ * first call (new residuals, perhaps a larger segment) and its second (a
+ * residual's other buffer is first written then) and prints them next to
+ * the steady row, with the largest peak RSS over the ranks.
  */
 #include <getopt.h>
 #include <math.h>
@@ -43,8 +44,9 @@ static void usage(FILE *fp)
             "  -R REPEATS   repeat each size, report the median repeat (default 1)\n"
             "  -c           validate results before timing (identical on all ranks,\n"
             "               exact sums for pmpi/fp32, signs for binary/ternary)\n"
-            "  -F           time each size's first call (new residuals; one route per run),\n"
-            "               print it and the peak RSS (largest over ranks) after its row\n"
+            "  -F           time each size's first and second calls (new residuals; one route\n"
+            "               per run), print them and the peak RSS (largest over ranks)\n"
+            "               after its row\n"
             "  -h           this help\n"
             "Environment: NFCOLL_EF, NFCOLL_SIMD, NFCOLL_CXL... (see libnfcoll(7)).\n");
 }
@@ -279,6 +281,7 @@ static int run_route(nf_route_t route, const opts_t *o, float *s, float *r)
             return 1;
         }
         double first = o->first ? time_first(route, s, r, count) : 0.0;
+        double second = o->first ? time_first(route, s, r, count) : 0.0;
         for (int k = 0; k < o->repeats; k++)
             time_size(route, s, r, count, iters, o->warmup, rows[k]);
         qsort(rows, (size_t)o->repeats, sizeof(*rows), cmp_avg);
@@ -287,8 +290,9 @@ static int run_route(nf_route_t route, const opts_t *o, float *s, float *r)
         if (rank == 0)
             printf("%-10zu %18.2f %18.2f %18.2f %12d\n", bytes, med[0], med[1], med[2], iters);
         if (rank == 0 && o->first)
-            printf("# First call: %.2f us (%.2fx the steady average); peak RSS "
-                   "%.0f MiB\n", first, first / med[0], rss);
+            printf("# First call: %.2f us (%.2fx the steady average), second call: %.2f us "
+                   "(%.2fx); peak RSS %.0f MiB\n", first, first / med[0], second,
+                   second / med[0], rss);
         fflush(stdout);
     }
     placement(route);
