@@ -81,12 +81,13 @@ static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
     nf_admit_decide(c, a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf, a->count,
                     a->datatype, a->op, &d);
     nf_run_args_t b = *a;
+    nf_status_t after = NF_OK;
     b.bytes = (int64_t)d.bytes;
-    b.health = d.health, b.loss = d.loss, b.loss_mean = &d.loss_mean;
+    b.health = d.health, b.loss = d.loss, b.loss_mean = &d.loss_mean, b.after = &after;
     d.loss_mean = NAN;
     st = d.calibrate ? nf_calib_run(c, &b, d.seg, d.nseg) : nf_run_plan(c, &b, d.seg, d.nseg);
-    nf_admit_after(c, &d, st);
-    return st;
+    nf_admit_after(c, &d, st); /* health and the trace see the call every rank saw */
+    return st != NF_OK ? st : after;
 }
 
 int nf_api_allreduce(const nf_run_args_t *a, int route)
@@ -101,7 +102,7 @@ NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                  nf_route_t route)
 {
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL};
+    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
     if ((unsigned)route >= NF_ROUTE_COUNT)
         return nf_api_raise(comm, MPI_ERR_ARG);
     int rc = nf_api_check(&a);
@@ -111,7 +112,7 @@ NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
 NF_EXPORT int NF_Allreduce(const void *sendbuf, void *recvbuf, int count,
                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL};
+    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
     int rc = nf_api_check(&a);
     return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_api_allreduce(&a, -1);
 }

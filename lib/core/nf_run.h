@@ -21,6 +21,11 @@ typedef struct nf_run_args {
     int health;          /* measure the health signals (nf_call_t) */
     double loss;         /* this rank's reported loss, NAN if none */
     double *loss_mean;   /* out when not NULL: the ranks' mean loss, NAN if none */
+    nf_status_t *after;  /* out when not NULL: this rank's own error in a call that
+                            completed on every rank (a residual NFCOLL_CXL=require
+                            refused), kept apart from the call's status so that
+                            what every rank records of the call stays alike; NULL:
+                            returned as the call's status */
 } nf_run_args_t;
 
 /* Run a on route; ef < 0 and gamma < 0 inherit the settings. c may be NULL

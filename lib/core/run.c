@@ -154,7 +154,9 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
     nf_status_t st = nf_coll_run(c, &call);
     if (st == NF_OK)
         nf_seg_stats(c, &call);
-    if (st == NF_OK && why != NF_OK)
+    if (a->after != NULL)
+        *a->after = why;
+    else if (st == NF_OK && why != NF_OK)
         st = why;
     if (a->loss_mean != NULL)
         *a->loss_mean = st == NF_OK ? call.loss_mean : NAN;

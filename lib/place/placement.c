@@ -15,6 +15,7 @@
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -195,7 +196,8 @@ uint64_t nf_place_node_bytes(void)
     return bytes > 0 ? (uint64_t)bytes : 0;
 }
 
-/* Fraction of the pages of [addr, addr + len) that sit on node. */
+/* Fraction of the pages of [addr, addr + len) that sit on node; -1 when
+ * move_pages cannot tell (EPERM in some containers). */
 static double nf_place_verify(char *addr, size_t len, size_t page, int node)
 {
     void *pages[NF_VERIFY_BATCH];
@@ -206,8 +208,9 @@ static double nf_place_verify(char *addr, size_t len, size_t page, int node)
         for (size_t j = 0; j < b; j++)
             pages[j] = addr + (i + j) * page;
         if (move_pages(0, (unsigned long)b, pages, NULL, status, 0) != 0) {
-            nf_log_warn("move_pages could not verify the placement on NUMA node %d: %m", node);
-            return 0.0;
+            nf_log_warn_once("move_pages could not verify the placement on NUMA node %d: %m",
+                             node);
+            return -1.0;
         }
         for (size_t j = 0; j < b; j++)
             on += status[j] == node;
@@ -247,12 +250,18 @@ static void nf_place_touch(void *addr, size_t len)
 }
 
 /* Pages that did not land on the node: under require an error (the caller
- * gives the memory back), under prefer one warning. */
+ * gives the memory back; said once, every refusal returns it), under
+ * prefer one warning. */
 static nf_status_t nf_place_short(size_t len, double frac)
 {
+    static atomic_flag said = ATOMIC_FLAG_INIT;
     if (nf_pl.mode == NF_CXL_REQUIRE) {
-        nf_log_error("CXL memory node %d is full: only %.1f %% of %zu bytes fit "
-                     "(NFCOLL_CXL=require)", nf_pl.node, 100.0 * frac, len);
+        if (!atomic_flag_test_and_set(&said))
+            nf_log_error("CXL memory node %d is full: only %.1f %% of %zu bytes fit "
+                         "(NFCOLL_CXL=require)", nf_pl.node, 100.0 * frac, len);
+        else
+            nf_log_info(1, "CXL memory node %d is full: only %.1f %% of %zu bytes fit "
+                        "(NFCOLL_CXL=require)", nf_pl.node, 100.0 * frac, len);
         return NF_ERR_CAPACITY;
     }
     nf_log_warn_once("CXL memory node %d is full: %.1f %% of %zu bytes went to local DRAM "
@@ -289,6 +298,15 @@ nf_status_t nf_place_bind_touch(void *addr, size_t len, double *frac)
     }
     nf_place_touch(addr, len);
     *frac = nf_place_verify(addr, len, page, nf_pl.node);
+    if (*frac < 0.0) { /* cannot tell where the pages are (warned) */
+        *frac = 0.0;
+        if (nf_pl.mode == NF_CXL_REQUIRE) {
+            nf_log_error("cannot verify that %zu bytes are on CXL memory node %d "
+                         "(NFCOLL_CXL=require)", len, nf_pl.node);
+            return NF_ERR_IO;
+        }
+        return NF_OK;
+    }
     if (*frac < 1.0 && bind)
         return nf_place_short(len, *frac);
     if (nf_pl.mode == NF_CXL_REQUIRE &&
