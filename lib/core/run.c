@@ -210,7 +210,7 @@ nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_s
     nf_call_t call = {.x = x, .r = r, .m = m, .seg = seg, .nseg = nseg};
     for (size_t s = 0; s < nseg; s++) {
         nf_seg_defaults(&seg[s]);
-        nf_status_t why; /* calibration's shadow: no residual, no error feedback */
+        nf_status_t why; /* a shadow residual refused: that shadow runs without EF */
         seg[s].res = seg[s].ef && c->lowbit_ok
                          ? nf_seg_residual(&c->shadow[which], x, &seg[s], &why)
                          : NULL;
