@@ -595,7 +595,8 @@ static float *nf_stage_take(void *arg, const nf_ckpt_head_t *head, const nf_ckpt
     }
     nf_residual_t *r = nf_residual_make(e->count);
     if (r == NULL) {
-        snprintf(why, n, "entry %zu: no memory for %zu floats", sg->n, e->count);
+        snprintf(why, n, "entry %zu: no memory for %zu floats (or no room on the CXL node "
+                 "under NFCOLL_CXL=require)", sg->n, e->count);
         *st = NF_ERR_NO_MEMORY;
         return NULL;
     }

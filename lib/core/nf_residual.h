@@ -97,7 +97,9 @@ void nf_residual_table_free(nf_residual_table_t *t);
 void nf_residual_table_pin(nf_residual_table_t *t, int on);
 
 /* A zero residual of count elements outside any table, counted against
- * NFCOLL_RESIDUAL_MAX (nothing is dropped for it). NULL without memory. */
+ * NFCOLL_RESIDUAL_MAX (nothing is dropped for it), its current buffer
+ * placed and touched for loading into. NULL without memory, or when
+ * NFCOLL_CXL=require refuses it (logged: the CXL node is full). */
 nf_residual_t *nf_residual_make(size_t count);
 void nf_residual_free(nf_residual_t *r);
 

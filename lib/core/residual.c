@@ -419,7 +419,7 @@ nf_residual_t *nf_residual_make(size_t count)
         free(r);
         return NULL;
     }
-    if (nf_res_touch(r, 0) != NF_OK || nf_res_touch(r, 1) != NF_OK) { /* loaded into */
+    if (nf_res_touch(r, r->cur) != NF_OK) { /* loaded into; the other at its first write */
         nf_residual_release(r);
         free(r);
         return NULL;
