@@ -15,8 +15,12 @@ msg=$(mktemp) || exit 99
 nf_hosts_up 3 > "$msg" 2>&1 || { why=$(cat "$msg"); rm -f "$msg"; skip "$why"; }
 rm -f "$msg"
 NF_HOSTS_TIMEOUT=300
-# The launch itself must work before any result can mean something.
-names=$(nf_hosts_mpirun "$(nf_hosts_list 1 1 1)" 3 hostname 2>&1 | sort -u | tr '\n' ' ')
+# The launch itself must work before any result can mean something. Open
+# MPI's rsh launcher warns when a daemon it starts has made its own session
+# before the launcher set its process group (a race it survives; seen under
+# a loaded parallel make check): that line is not a failed launch.
+names=$(nf_hosts_mpirun "$(nf_hosts_list 1 1 1)" 3 hostname 2>&1 |
+        grep -v 'plm:rsh: Warning: setpgid(' | sort -u | tr '\n' ' ')
 [ "$names" = "$(nf_ns 1) $(nf_ns 2) $(nf_ns 3) " ] ||
   skip "mpirun cannot launch across the namespaces here: $names"
 
