@@ -1,6 +1,6 @@
 #!/bin/sh
 # The quickstart demo: where the aggregation buffer goes, then an osu-style
-# sweep of pmpi, fp32, binary and ternary on 2 ranks with their traffic.
+# sweep of pmpi, fp32, binary, ternary and bf16 on 2 ranks with their traffic.
 # Usage: demo.sh BUILDDIR
 set -eu
 b=${1:-.}

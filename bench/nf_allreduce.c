@@ -36,14 +36,15 @@ static void usage(FILE *fp)
 {
     fprintf(fp,
             "Usage: mpirun -np N nf_allreduce [options]\n"
-            "  -r ROUTES    pmpi,fp32,binary,ternary or all (default all)\n"
+            "  -r ROUTES    pmpi,fp32,binary,ternary,bf16 or all (default all)\n"
             "  -m [MIN:]MAX message sizes in bytes, powers of two; K/M/G suffixes\n"
             "               (default 4:4M)\n"
             "  -i ITERS     iterations per size (default 1000; sizes > 64K: ITERS/10, at least 10)\n"
             "  -x WARMUP    warm-up iterations per size (default 10)\n"
             "  -R REPEATS   repeat each size, report the median repeat (default 1)\n"
             "  -c           validate results before timing (identical on all ranks,\n"
-            "               exact sums for pmpi/fp32, signs for binary/ternary)\n"
+            "               exact sums for pmpi/fp32, sums of bf16-rounded inputs for bf16,\n"
+            "               signs for binary/ternary)\n"
             "  -F           time each size's first and second calls (new residuals; one route\n"
             "               per run), print them and the peak RSS (largest over ranks)\n"
             "               after its row\n"
