@@ -214,9 +214,6 @@ hit:
     return e;
 }
 
-/* A float sum whose buffer holds bound regions is cut into segments, each
- * matched as a call of its own; `segment = buffer` keeps the call whole.
- * 1 when the call is fused (p holds its segments). */
 /* A sum of 4-byte floats (MPI_FLOAT, or Fortran's REAL when it is 4 bytes). */
 static int nf_adm_float_sum(const nf_adm_entry_t *e, int count)
 {
@@ -297,15 +294,9 @@ static nf_route_t nf_adm_comm_check(const nf_comm_t *c, nf_route_t route)
     return route;
 }
 
-void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
-{
-    nf_adm_comm_t *s = c->upper;
-    if (st == NF_OK && d->health && s != NULL)
-        nf_health_observe(s->health, d->seg, d->nseg, d->loss_mean);
-    nf_admit_trace(c, d);
-}
-
-void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
+/* The trace's records of the call (one per segment), with the route each
+ * ran on. Nothing when no trace is open. */
+static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
 {
     const nf_adm_comm_t *s = c->upper;
     if (!nf_trace_on() || s == NULL || d->entry == NULL)
@@ -325,6 +316,14 @@ void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
         nf_trace_record(c->rank, &q, g->cooling ? g->asked : g->route, &s->plan.act[i], g->name,
                         g->off, g->m, g->ran, g->health);
     }
+}
+
+void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
+{
+    nf_adm_comm_t *s = c->upper;
+    if (st == NF_OK && d->health && s != NULL)
+        nf_health_observe(s->health, d->seg, d->nseg, d->loss_mean);
+    nf_admit_trace(c, d);
 }
 
 /* Health: segments cooling down run fp32; a call with a low-bit segment

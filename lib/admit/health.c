@@ -106,9 +106,7 @@ static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *g, int make)
 
 void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        seg[i].asked = seg[i].route;
-        seg[i].cooling = 0, seg[i].health = NULL;
+    for (size_t i = 0; i < n; i++) { /* asked, cooling, health: reset by the caller */
         nf_hseg_t *s = h != NULL && (seg[i].route == NF_ROUTE_BINARY ||
                                      seg[i].route == NF_ROUTE_TERNARY)
                            ? nf_hseg(h, &seg[i], 0)

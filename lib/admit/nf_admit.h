@@ -50,16 +50,12 @@ typedef struct nf_decision {
 
 /* Decide the route of one call on c, whose input buffer is x (counted as
  * the communicator's next call for `calls` rules). Run it with
- * nf_run_plan(c, args, d->seg, d->nseg), then nf_admit_trace. */
+ * nf_run_plan(c, args, d->seg, d->nseg), then nf_admit_after. */
 void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype datatype, MPI_Op op,
                      nf_decision_t *out);
 
 /* After the run (st its status): health observes the signals, then the
  * trace. */
 void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st);
-
-/* The trace's records of the call (one per segment), with the route each
- * ran on. Nothing when no trace is open. */
-void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d);
 
 #endif

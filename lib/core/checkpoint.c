@@ -423,7 +423,6 @@ static nf_status_t nf_ckpt_put_entry(nf_wfile_t *f, const nf_residual_t *r, uint
 static nf_status_t nf_ckpt_put_head(nf_wfile_t *f, const nf_ckpt_head_t *hd)
 {
     unsigned char b[NF_CKPT_HEAD];
-    uint64_t h = NF_HASH_INIT;
     memcpy(b, NF_CKPT_MAGIC, 8);
     nf_put32(b + 8, hd->version);
     nf_put32(b + 12, NF_CKPT_HEAD);
@@ -434,8 +433,8 @@ static nf_status_t nf_ckpt_put_head(nf_wfile_t *f, const nf_ckpt_head_t *hd)
     nf_put64(b + 40, hd->region_hash);
     nf_put32(b + 48, hd->nregions);
     nf_put32(b + 52, hd->nentries);
-    nf_put64(b + 56, nf_hash_bytes(NF_HASH_INIT, b, 56));
-    return nf_ckpt_put(f, b, sizeof(b), &h);
+    nf_put64(b + 56, nf_hash_bytes(NF_HASH_INIT, b, 56)); /* the header checks itself */
+    return fwrite(b, 1, sizeof(b), f->fp) == sizeof(b) ? NF_OK : NF_ERR_IO;
 }
 
 /* The header and entries of v (n residuals in order of first use). */

@@ -62,10 +62,7 @@ typedef struct nf_shape {
 
 /* ---------------------------------------------------------------- layout */
 
-static int nf_lowbit(const nf_seg_t *g)
-{
-    return g->route == NF_ROUTE_BINARY || g->route == NF_ROUTE_TERNARY;
-}
+static int nf_lowbit(const nf_seg_t *g) { return nf_route_lowbit(g->route); }
 
 static size_t nf_seg_lines(const nf_seg_t *g)
 {

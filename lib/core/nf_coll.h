@@ -8,6 +8,12 @@
 
 #include "nf_comm.h"
 
+/* Binary and ternary: the routes with count lanes and error feedback. */
+static inline int nf_route_lowbit(nf_route_t r)
+{
+    return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY;
+}
+
 /* One part of a call that shares one scale and one route. A call without
  * bound regions is one segment; a fused buffer is one per region and gap. */
 typedef struct nf_seg {

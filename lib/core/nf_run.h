@@ -50,11 +50,6 @@ nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_s
  * Fortran's MPI_REAL or MPI_REAL4. */
 int nf_run_float(MPI_Datatype dt);
 
-/* Binary and ternary: the routes with count lanes and error feedback. */
-static inline int nf_route_lowbit(nf_route_t r)
-{
-    return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY;
-}
 
 /* PMPI_Allreduce, counted under pmpi. */
 nf_status_t nf_run_pmpi(const nf_run_args_t *a, int comm_size);

@@ -175,13 +175,21 @@ static int nf_rs_any_calls(const nf_rs_entry_t *e)
     return 0;
 }
 
+static int nf_rs_any_health(const nf_rs_entry_t *e)
+{
+    for (int h = 0; h < NF_HEALTH_N; h++)
+        if (e->health[h] != 0)
+            return 1;
+    return 0;
+}
+
 /* The health events: one line per segment that had any. */
 void nf_regstats_health_table(FILE *fp)
 {
     int first = 1;
     for (unsigned i = 0; nf_rs_sum != NULL && i < NF_RS_SLOTS; i++) {
         const nf_rs_entry_t *e = &nf_rs_sum->slot[i];
-        if (e->name[0] == '\0' || (e->health[0] | e->health[1] | e->health[2]) == 0)
+        if (e->name[0] == '\0' || !nf_rs_any_health(e))
             continue;
         if (first)
             fprintf(fp, "health events (summed over ranks):\n");
@@ -199,7 +207,7 @@ void nf_regstats_health_json(FILE *fp)
     fprintf(fp, "{");
     for (unsigned i = 0; nf_rs_sum != NULL && i < NF_RS_SLOTS; i++) {
         const nf_rs_entry_t *e = &nf_rs_sum->slot[i];
-        if (e->name[0] == '\0' || (e->health[0] | e->health[1] | e->health[2]) == 0)
+        if (e->name[0] == '\0' || !nf_rs_any_health(e))
             continue;
         fprintf(fp, "%s\n    \"", first ? "" : ",");
         for (const char *p = e->name; *p != '\0'; p++)

@@ -33,8 +33,12 @@ static uint64_t nf_res_max;                /* the bound; 0 until resolved */
 
 static size_t nf_res_page(void)
 {
-    long p = sysconf(_SC_PAGESIZE);
-    return p > 0 ? (size_t)p : 4096;
+    static size_t page; /* asked once: it does not change */
+    if (page == 0) {
+        long p = sysconf(_SC_PAGESIZE);
+        page = p > 0 ? (size_t)p : 4096;
+    }
+    return page;
 }
 
 /* Both buffers as mapped: what a residual costs the node. */
