@@ -31,4 +31,6 @@ print(' '.join('%s=%d' % (k, sum(v[k] for v in h.values())) for k in ('nonfinite
   grep -q 'nonfinite' "$tmp/t.$np.0" && grep -q 'loss_spike' "$tmp/t.$np.0" &&
     grep -q 'ef_growth' "$tmp/t.$np.0" || { echo "FAIL - the trace does not name every signal"; nf_failed=1; }
 done
+# Two equal-size gaps of a fused buffer are two segments to health.
+run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_health gaps
 finish
