@@ -315,13 +315,17 @@ static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
     int r;
     if (!nf_adm_float_sum(e, count) || e->a.segment == NF_POLICY_SEGMENT_BUFFER)
         return 0;
-    memset(&key, 0, sizeof(key));
-    key.x = x, key.m = (size_t)count, key.gen = nf_region_generation(), key.entry = e;
+    key = (nf_plan_key_t){.x = x, .m = (size_t)count, .gen = nf_region_generation(),
+                          .entry = e};
     for (unsigned i = 0; i < NF_ADM_PLANS; i++)
         if (nf_plan_cached(&s->plan[i], &key, &r)) {
             s->cur = i;
             return r;
         }
+    /* A call that is not cut (a loss, a metric) takes no kept plan's place. */
+    const nf_layout_entry_t *first;
+    if (!nf_region_any(x, (size_t)count) && nf_layout_find(nf_lay, e->bytes, &first) == 0)
+        return 0;
     s->cur = s->next;
     s->next = (s->next + 1) % NF_ADM_PLANS;
     nf_plan_t *p = &s->plan[s->cur];
@@ -329,6 +333,8 @@ static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
     r = nf_adm_fuse_plan(c, p, x, count, e, call);
     if (r == NF_ADM_NOMEM)
         return 0;
+    if (r == 0)
+        p->n = 0; /* not cut after all: nothing to restore */
     if (e != &s->scratch) /* else the policy may answer otherwise next call */
         nf_plan_keep(p, &key, r);
     return r;

@@ -15,7 +15,7 @@
 
 /* What a cut and its match depend on, besides what never changes in a run
  * (the policy, layout and profile): a plan kept for one key is reused by
- * the next call with the same key. Compared bytewise: zero it first. */
+ * the next call with the same key. */
 typedef struct nf_plan_key {
     const void *x;        /* the call's buffer */
     size_t m;             /* its elements */

@@ -106,7 +106,8 @@ void nf_plan_keep(nf_plan_t *p, const nf_plan_key_t *key, int result)
 
 int nf_plan_cached(nf_plan_t *p, const nf_plan_key_t *key, int *result)
 {
-    if (!p->kept || memcmp(&p->key, key, sizeof(*key)) != 0)
+    if (!p->kept || p->key.x != key->x || p->key.m != key->m || p->key.gen != key->gen ||
+        p->key.entry != key->entry)
         return 0;
     /* The run, health and calibration write into the segments: start
      * each call from the matched ones. */

@@ -27,6 +27,9 @@ nf_status_t nf_region_unbind(const void *base);
  * while the generation is g. 0 while nothing was ever bound. */
 unsigned nf_region_generation(void);
 
+/* Whether some bound region overlaps [x, x + m): O(log n). */
+int nf_region_any(const float *x, size_t m);
+
 /* A bound region's part inside a call's buffer. */
 typedef struct nf_region_part {
     size_t off, m;                   /* elements, from the buffer's first */

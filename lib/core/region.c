@@ -160,6 +160,19 @@ nf_status_t nf_region_unbind(const void *base)
 
 unsigned nf_region_generation(void) { return atomic_load(&nf_reg_gen); }
 
+int nf_region_any(const float *x, size_t m)
+{
+    uintptr_t lo = (uintptr_t)x;
+    uintptr_t hi = m > (UINTPTR_MAX - lo) / sizeof(float) ? UINTPTR_MAX : lo + m * sizeof(float);
+    if (atomic_load(&nf_reg_gen) == 0)
+        return 0;
+    pthread_rwlock_rdlock(&nf_reg_lock);
+    const nf_rnode_t *next = nf_region_lower(lo);
+    int any = next != NULL && next->lo < hi;
+    pthread_rwlock_unlock(&nf_reg_lock);
+    return any;
+}
+
 typedef struct nf_rwalk {
     uintptr_t lo, hi;
     nf_region_part_t *out;
