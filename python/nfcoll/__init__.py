@@ -155,7 +155,9 @@ def allreduce(x, route=None, comm=None):
 def bind(x, name):
     """Name the floats of x (an array, a tensor or a slice view of a fused
     buffer) as a model region: NF_Region_bind(3). Local, not collective;
-    every rank must bind the same layout."""
+    every rank must bind the same layout. A name is bound at one address at
+    a time (unbind it to move it), and a binding outlives the memory: unbind
+    before x is freed, or a new array at that address is cut by it."""
     addr, count = _buffer(x)
     rc = _lib.lib.NF_Region_bind(addr, count, _FLOAT, name.encode())
     _check("NF_Region_bind", rc, "(%r, %d floats)" % (name, count))
