@@ -188,8 +188,7 @@ static void nf_adm_query(const nf_comm_t *c, uint64_t call, nf_dtype_t dt, nf_op
 
 /* The policy's action for this call, from the cache when it may answer. */
 static nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
-                                           MPI_Datatype datatype, MPI_Op op,
-                                           nf_adm_entry_t *scratch)
+                                     MPI_Datatype datatype, MPI_Op op, nf_adm_entry_t *scratch)
 {
     if (s->last != NULL && s->last_dt == datatype && s->last_op == op && s->last_count == count)
         return s->last;
@@ -279,13 +278,10 @@ static void nf_adm_auto_whole(nf_seg_t *g, nf_adm_entry_t *e)
     g->route = e->auto_route;
 }
 
-/* A float sum whose buffer holds bound regions (or the layout file's
- * regions for its size) is cut into segments, each matched as a call of
- * its own; `segment = buffer` keeps the call whole. 1 when the call is
- * fused (s->plan holds its segments), -1 when it was cut and every
- * segment says pmpi (the call runs whole on pmpi), 0 when not cut. */
 #define NF_ADM_NOMEM (-2)
 
+/* Cut the call into p and match its segments: nf_adm_fuse's result, or
+ * NF_ADM_NOMEM (the call runs whole). */
 static int nf_adm_fuse_plan(nf_comm_t *c, nf_plan_t *p, const void *x, int count,
                             const nf_adm_entry_t *e, uint64_t call)
 {
@@ -304,10 +300,14 @@ static int nf_adm_fuse_plan(nf_comm_t *c, nf_plan_t *p, const void *x, int count
     return nf_plan_all_pmpi(p) ? -1 : 1;
 }
 
-/* The plan of a call: a kept one when the buffer, its count, the bindings
- * and the decision entry are the same as then (the policy can then answer
- * nothing else: no match runs), else a new one, kept when the entry is
- * cached. s->cur is the plan used. */
+/* A float sum whose buffer holds bound regions (or the layout file's
+ * regions for its size) is cut into segments, each matched as a call of
+ * its own; `segment = buffer` keeps the call whole. 1 when the call is
+ * fused (s->plan[s->cur] holds its segments), -1 when it was cut and every
+ * segment says pmpi (the call runs whole on pmpi), 0 when not cut.
+ * The plan is a kept one when the buffer, its count, the bindings and the
+ * decision entry are the same as then (the policy can then answer nothing
+ * else: no match runs), else a new one, kept when the entry is cached. */
 static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
                        const nf_adm_entry_t *e, uint64_t call)
 {
