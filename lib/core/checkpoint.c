@@ -502,25 +502,29 @@ static nf_status_t nf_ckpt_put_all(nf_wfile_t *f, nf_ckpt_head_t *hd, nf_residua
     return st;
 }
 
-/* This rank's file, written to its temp name (renamed by the caller). */
+/* This rank's file, written to its temp name (renamed by the caller). A
+ * refusal NFCOLL_CXL=require left in the table holds no state: not saved. */
 static nf_status_t nf_ckpt_write(nf_comm_t *c, const char *path, uint64_t id, nf_wfile_t *f)
 {
     nf_residual_table_t *t = &c->resid;
     nf_ckpt_head_t hd = {.version = NF_CKPT_VERSION, .size = (uint32_t)c->size,
-                         .rank = (uint32_t)c->rank, .id = id, .nentries = (uint32_t)t->n};
+                         .rank = (uint32_t)c->rank, .id = id};
     nf_residual_t **v = t->n > 0 ? malloc(t->n * sizeof(*v)) : NULL;
     const char *missing; /* a residual of a region unbound since: saved all the same */
+    size_t n = 0;
     nf_status_t st = t->n > 0 && v == NULL ? NF_ERR_NO_MEMORY : NF_OK;
+    for (size_t i = 0; st == NF_OK && i < t->n; i++)
+        if (!t->v[i]->refused)
+            v[n++] = t->v[i];
+    hd.nentries = (uint32_t)n;
     if (st == NF_OK)
-        st = nf_ckpt_regions(t->v, t->n, &hd.nregions, &hd.region_hash, &missing);
+        st = nf_ckpt_regions(v, n, &hd.nregions, &hd.region_hash, &missing);
     if (st == NF_OK)
         st = nf_wfile_open(f, path);
     if (st == NF_OK) {
-        if (t->n > 0) {
-            memcpy(v, t->v, t->n * sizeof(*v));
-            qsort(v, t->n, sizeof(*v), nf_first_cmp);
-        }
-        if ((st = nf_ckpt_put_all(f, &hd, v, t->n)) != NF_OK)
+        if (n > 0)
+            qsort(v, n, sizeof(*v), nf_first_cmp);
+        if ((st = nf_ckpt_put_all(f, &hd, v, n)) != NF_OK)
             nf_wfile_abort(f);
     } else if (st == NF_ERR_NO_MEMORY) {
         nf_log_error("no memory to save residuals to %s", path);
