@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nf_admit.h"
+#include "nf_agree.h"
 #include "nf_calib.h"
 #include "nf_handles.h"
 #include "nf_health.h"
@@ -318,6 +319,38 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
     }
 }
 
+/* Whether ranks can disagree on running this call whole on pmpi: its cut
+ * depends on what each rank bound, and with rules on `region` or `bytes` a
+ * segment can match another route than the whole call. Only from what every
+ * rank sees alike (policy, call, communicator), so all or none agree. A
+ * calibration run reduces every float sum, so nothing of it is pmpi. */
+static int nf_adm_may_differ(const nf_comm_t *c, const nf_adm_entry_t *e, int count)
+{
+    return (nf_pol_fields & (NF_POLICY_F_REGION | NF_POLICY_F_BYTES)) && !nf_calib_on() &&
+           nf_adm_float_sum(e, count) && e->a.segment != NF_POLICY_SEGMENT_BUFFER &&
+           c->use == NF_COMM_OK && !c->is_inter && c->size >= 2;
+}
+
+/* pmpi or libnfcoll's protocol for the whole call, agreed: a rank in
+ * PMPI_Allreduce and one in the protocol would wait for each other. Ranks
+ * that both enter the protocol compare their layouts there (`layout`
+ * fallback); a mix of both runs pmpi on every rank. 1 when every rank runs
+ * pmpi. docs/design.md, "Agreement". */
+static int nf_adm_agree_pmpi(const nf_comm_t *c, int pmpi)
+{
+    enum { NF_ADM_PMPI = 1u, NF_ADM_PROTOCOL = 2u };
+    unsigned all = 0;
+    if (nf_agree_any(c->priv, pmpi ? NF_ADM_PMPI : NF_ADM_PROTOCOL, &all) != NF_OK)
+        return 1; /* MPI failed under us: PMPI_Allreduce will say so */
+    if (all != (NF_ADM_PMPI | NF_ADM_PROTOCOL))
+        return pmpi;
+    nf_log_warn_once_root(c->rank == 0, "ranks cut a call into different segments (bound "
+                          "regions differ) and some would run it whole on pmpi: running "
+                          "pmpi on every rank");
+    nf_stats_fallback(NF_FALLBACK_LAYOUT);
+    return 1;
+}
+
 void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
 {
     nf_adm_comm_t *s = c->upper;
@@ -361,6 +394,8 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     /* A calibration run reduces every float sum it can, whatever the rule. */
     int calib = nf_calib_on() && nf_adm_float_sum(e, count);
     nf_route_t want = fused > 0 || calib ? NF_ROUTE_FP32 : fused < 0 ? NF_ROUTE_PMPI : e->a.route;
+    if (nf_adm_may_differ(c, e, count) && nf_adm_agree_pmpi(c, want == NF_ROUTE_PMPI))
+        fused = 0, want = NF_ROUTE_PMPI;
     out->route = nf_adm_comm_check(c, want);
     out->calibrate = calib && out->route != NF_ROUTE_PMPI;
     if (fused > 0 && out->route != NF_ROUTE_PMPI) {
