@@ -39,6 +39,19 @@ print(' '.join(sorted(k+':'+','.join(sorted(v)) for k,v in r.items())))")
   else
     echo "FAIL - $np ranks: route = auto gave '$got'"; nf_failed=1
   fi
+  # An entry measured on another element count is ignored, with a word.
+  awk '$1 == "dense" {$2 = 100} {print}' "$prof" > "$tmp/other.$np"
+  sed "s|^profile = .*|profile = $tmp/other.$np|" "$tmp/auto.policy" > "$tmp/other.policy"
+  out "$tmp/o.$np" $np NFCOLL_POLICY=$tmp/other.policy NFCOLL_STATS=$tmp/s.json \
+    ./tests/mpi/test_calib --auto 4
+  got=$(python3 -c "import json,sys; r=json.load(open('$tmp/s.json'))['regions'];
+print(' '.join(sorted(k+':'+','.join(sorted(v)) for k,v in r.items())))")
+  if [ "$got" = "dense:fp32 spiky:fp32" ] &&
+     grep -q "entry for dense measured 100 elements, the segment has 4096" "$tmp/o.$np.err"; then
+    echo "ok - $np ranks: an entry for 100 elements does not admit a 4096-element region"
+  else
+    echo "FAIL - $np ranks: entry of another count: '$got'"; cat "$tmp/o.$np.err"; nf_failed=1
+  fi
 done
 # What is not a measurement stays out of the profile, and nothing hangs
 # (these hung on main: a shorter timeout).

@@ -244,13 +244,24 @@ static long nf_adm_cut_layout(nf_plan_t *p, uint64_t bytes, size_t m)
     return nf_plan_cut_layout(p, m, p->parts, n);
 }
 
-/* route = auto: the profile's route for the segment, fp32 without one. */
+/* route = auto: the profile's route for the segment, fp32 without one. An
+ * entry measured on another element count is ignored: its cosines are
+ * those of another tensor (a model changed since calibration), and a
+ * region's count is what every rank binds alike. */
 static void nf_adm_auto(nf_seg_t *g, const nf_policy_action_t *a)
 {
     char buf[64];
     if (!a->route_auto)
         return;
-    const nf_profile_entry_t *pe = nf_profile_find(nf_prof, nf_calib_name(g, buf, sizeof(buf)));
+    const char *name = nf_calib_name(g, buf, sizeof(buf));
+    const nf_profile_entry_t *pe = nf_profile_find(nf_prof, name);
+    if (pe != NULL && pe->elements != (uint64_t)g->m) {
+        nf_log_warn_once_root(nf_log_rank() <= 0, "the profile's entry for %s measured %llu "
+                              "elements, the segment has %zu: ignored, it takes fp32 (further "
+                              "such entries are not reported)", name,
+                              (unsigned long long)pe->elements, g->m);
+        pe = NULL;
+    }
     g->route = pe != NULL ? pe->route : NF_ROUTE_FP32;
 }
 
