@@ -14,6 +14,8 @@ export NF_TEST_TIMEOUT=${NF_TEST_TIMEOUT:-120}
 for np in 2 3; do
   run $np NFCOLL_POLICY=$srcdir/tests/policy_shim/regions_pmpi.policy ./tests/mpi/test_regions \
     --pmpi-default
+  run $np NFCOLL_POLICY=$srcdir/tests/policy_shim/regions_bytes.policy ./tests/mpi/test_regions \
+    --bytes-only
 done
 run 4 NFCOLL_POLICY=$srcdir/tests/policy_shim/regions_pmpi.policy NFCOLL_RANKS_PER_NODE=2 \
   ./tests/mpi/test_regions --pmpi-default

@@ -115,6 +115,7 @@ typedef struct nf_adm_entry {
     nf_dtype_t dt;
     nf_opkind_t op;
     uint64_t bytes;      /* of the call that filled it (the trace's bytes) */
+    int split;           /* ranks that cut it differently may disagree on pmpi */
     nf_policy_action_t a;
 } nf_adm_entry_t;
 
@@ -179,6 +180,31 @@ static void nf_adm_query(const nf_comm_t *c, uint64_t call, nf_dtype_t dt, nf_op
                              .datatype = dt, .op = op, .bytes = bytes, .call = call};
 }
 
+/* Whether a segment of this call could match a rule whose pmpi-ness differs
+ * from another's (so ranks that cut the call differently could disagree on
+ * running it whole on pmpi). Any region name can match a `region` rule;
+ * without one, a segment differs from its call only in bytes, at most the
+ * call's: every size class up to it is tried. Once per cache entry. */
+static int nf_adm_split(const nf_policy_query_t *call)
+{
+    if (nf_pol_fields & NF_POLICY_F_REGION)
+        return 1;
+    if (!(nf_pol_fields & NF_POLICY_F_BYTES))
+        return 0;
+    unsigned top = nf_policy_size_class(nf_pol, call->bytes);
+    int pmpi = -1;
+    for (unsigned k = 0; k <= top; k++) {
+        nf_policy_query_t q = *call;
+        nf_policy_action_t a;
+        q.bytes = nf_policy_size_class_low(nf_pol, k);
+        nf_policy_match(nf_pol, &q, &a);
+        if (pmpi >= 0 && pmpi != (a.route == NF_ROUTE_PMPI))
+            return 1;
+        pmpi = a.route == NF_ROUTE_PMPI;
+    }
+    return 0;
+}
+
 /* The policy's action for this call, from the cache when it may answer. */
 static const nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
                                            MPI_Datatype datatype, MPI_Op op,
@@ -207,6 +233,7 @@ static const nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int c
     nf_adm_query(c, s->calls, dt, ok, bytes, &q);
     nf_policy_match(nf_pol, &q, &e->a);
     e->dt = dt, e->op = ok, e->bytes = bytes;
+    e->split = nf_adm_split(&q);
     if (e == scratch)
         return e;
     e->key = key;
@@ -331,15 +358,15 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
 }
 
 /* Whether ranks can disagree on running this call whole on pmpi: its cut
- * depends on what each rank bound, and with rules on `region` or `bytes` a
- * segment can match another route than the whole call. Only from what every
+ * depends on what each rank bound, and a segment may match a rule of
+ * another pmpi-ness than the call's (nf_adm_split). Only from what every
  * rank sees alike (policy, call, communicator), so all or none agree. A
  * calibration run reduces every float sum, so nothing of it is pmpi. */
 static int nf_adm_may_differ(const nf_comm_t *c, const nf_adm_entry_t *e, int count)
 {
-    return (nf_pol_fields & (NF_POLICY_F_REGION | NF_POLICY_F_BYTES)) && !nf_calib_on() &&
-           nf_adm_float_sum(e, count) && e->a.segment != NF_POLICY_SEGMENT_BUFFER &&
-           c->use == NF_COMM_OK && !c->is_inter && c->size >= 2;
+    return e->split && !nf_calib_on() && nf_adm_float_sum(e, count) &&
+           e->a.segment != NF_POLICY_SEGMENT_BUFFER && c->use == NF_COMM_OK && !c->is_inter &&
+           c->size >= 2;
 }
 
 /* pmpi or libnfcoll's protocol for the whole call, agreed: a rank in

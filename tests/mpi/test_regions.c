@@ -7,7 +7,8 @@
  * different layouts, and the binding API's errors.
  * With --pmpi-default (tests/policy_shim/regions_pmpi.policy): ranks whose
  * layouts make one run the call whole on pmpi and another cut it into the
- * protocol agree on pmpi, with no hang and the exact sum.
+ * protocol agree on pmpi, with no hang and the exact sum; --bytes-only
+ * (regions_bytes.policy) the same where a cut changes segments' sizes.
  */
 #include <math.h>
 #include <stdio.h>
@@ -190,6 +191,24 @@ static void bind_head_all(float *b, size_t m)
     NF_Region_bind(b + m / 2, (int)(m - m / 2), MPI_FLOAT, "head.w");
 }
 
+/* Rank 0 binds the first half as x, the others nothing. */
+static void bind_half_rank0(float *b, size_t m)
+{
+    if (rank == 0)
+        NF_Region_bind(b, (int)(m / 2), MPI_FLOAT, "x");
+}
+
+/* A policy on bytes alone: a binary-sized call whose halves are pmpi-sized
+ * runs whole on pmpi on rank 0 and binary elsewhere: pmpi everywhere. A
+ * small call is pmpi on every rank however it is cut: no fallback. */
+static int bytes_only(void)
+{
+    int f = 0;
+    f += mixed_call(20000, bind_half_rank0, 1, NF_ROUTE_PMPI, "halves of 40000 B on rank 0");
+    f += mixed_call(1000, bind_half_rank0, 0, NF_ROUTE_PMPI, "a small call cut on rank 0");
+    return nft_finish(f, "test_regions --bytes-only");
+}
+
 static int pmpi_default(void)
 {
     int f = 0;
@@ -209,6 +228,8 @@ int main(int argc, char **argv)
     ref_nodes_init(n);
     if (argc > 1 && strcmp(argv[1], "--pmpi-default") == 0)
         return pmpi_default();
+    if (argc > 1 && strcmp(argv[1], "--bytes-only") == 0)
+        return bytes_only();
     const size_t m = 9777;
     part_t parts[NSEG] = {
         {"body", 0, 5000, NF_ROUTE_BINARY, NULL},
