@@ -202,7 +202,7 @@ static int nf_calib_agree(nf_comm_t *c, int want, size_t bytes, float **x)
     unsigned mine = !want ? NF_CAL_IDLE : *x == NULL ? NF_CAL_NOMEM : NF_CAL_WANT;
     if (nf_agree_any(c->priv, mine, &all) != NF_OK)
         all = NF_CAL_NOMEM;
-    if ((all & NF_CAL_WANT) && (all & NF_CAL_IDLE)) {
+    if ((all & NF_CAL_WANT) && (all & NF_CAL_IDLE) && !(all & NF_CAL_NOMEM)) {
         if (*x == NULL)
             *x = malloc(bytes);
         if (nf_agree_status(c->priv, *x != NULL ? NF_OK : NF_ERR_NO_MEMORY) != NF_OK)
