@@ -34,7 +34,7 @@ as % of FP32: upstream bytes over the bytes of fp32 gradients reduced
 and back). binary-health's health events are the stats' "health" object:
 cool-downs started, by signal and segment. --configs runs some; --merge
 adds a previous run's summary.json for the rest (table, summary, plot).
---check asserts what make check asserts (see check()).
+--check asserts what make check-full asserts (tests/python_train.sh; check()).
 """
 
 import argparse
@@ -419,7 +419,7 @@ def plot(entries, a, path):
 
 
 def check(entries, a):
-    """make check's assertions; returns the number that failed."""
+    """make check-full's assertions; returns the number that failed."""
     failed = 0
 
     def ok(cond, what):
@@ -523,7 +523,7 @@ def main():
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--mpirun-args", default=os.environ.get("NF_MPIRUN_EXTRA", ""))
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per mpirun")
-    ap.add_argument("--check", action="store_true", help="assert make check's claims")
+    ap.add_argument("--check", action="store_true", help="assert make check-full's claims")
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--merge", metavar="SUMMARY_JSON",
                     help="a previous run's summary.json: its runs of the models here that this "
