@@ -3,12 +3,16 @@
 # a calibration run returns exact sums and writes a profile that admits the
 # dense shared signal and refuses the sparse private spikes, with every
 # route the one its measured cosines call for; a run with route = auto and
-# that profile takes those routes (stats per region).
+# that profile takes those routes (stats per region). Then calls that do not
+# measure low-bit (a NaN or Inf, ranks' layouts that differ, a region bound
+# late on one rank) are skipped and listed, and an unwritable profile path is
+# reported at MPI_Init on every rank.
 . "${srcdir:-.}/tests/mpi_common.sh"
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 pol=$srcdir/tests/policy_shim/calib.policy
 for np in 2 3; do
+  nf_tier $np || continue
   prof=$tmp/p.$np
   run $np NFCOLL_POLICY=$pol NFCOLL_CALIBRATE=$prof ./tests/mpi/test_calib --calibrate 8
   if [ ! -f "$prof" ]; then echo "FAIL - $np ranks: no profile written"; nf_failed=1; continue; fi
@@ -36,5 +40,46 @@ print(' '.join(sorted(k+':'+','.join(sorted(v)) for k,v in r.items())))")
   else
     echo "FAIL - $np ranks: route = auto gave '$got'"; nf_failed=1
   fi
+  # An entry measured on another element count is ignored, with a word.
+  awk '$1 == "dense" {$2 = 100} {print}' "$prof" > "$tmp/other.$np"
+  sed "s|^profile = .*|profile = $tmp/other.$np|" "$tmp/auto.policy" > "$tmp/other.policy"
+  out "$tmp/o.$np" $np NFCOLL_POLICY=$tmp/other.policy NFCOLL_STATS=$tmp/s.json \
+    ./tests/mpi/test_calib --auto 4
+  got=$(python3 -c "import json,sys; r=json.load(open('$tmp/s.json'))['regions'];
+print(' '.join(sorted(k+':'+','.join(sorted(v)) for k,v in r.items())))")
+  if [ "$got" = "dense:fp32 spiky:fp32" ] &&
+     grep -q "entry for dense measured 100 elements, the segment has 4096" "$tmp/o.$np.err"; then
+    echo "ok - $np ranks: an entry for 100 elements does not admit a 4096-element region"
+  else
+    echo "FAIL - $np ranks: entry of another count: '$got'"; cat "$tmp/o.$np.err"; nf_failed=1
+  fi
 done
+# What is not a measurement stays out of the profile, and nothing hangs
+# (these hung on main: a shorter timeout).
+export NF_TEST_TIMEOUT=${NF_TEST_TIMEOUT:-120}
+entries() { grep -v '^#' "$1" | grep -c .; }
+expect() { # expect WHAT COND: ok or FAIL with the profile
+  if eval "$2"; then echo "ok - $1"; else echo "FAIL - $1"; cat "$prof"; nf_failed=1; fi
+}
+for np in 2 3; do
+  prof=$tmp/nonfinite.$np
+  run $np NFCOLL_POLICY=$pol NFCOLL_CALIBRATE=$prof ./tests/mpi/test_calib --nonfinite 8
+  expect "$np ranks: an Inf and a NaN skipped, not measured (dense 6 of 8 calls, no NaN)" \
+    '[ -f "$prof" ] && ! grep -v "^#" "$prof" | grep -qi nan && [ "$(awk '"'"'$1 == "dense" {print $3}'"'"' "$prof")" = 6 ] &&
+     grep -q "^# skipped dense: 2 calls with a NaN or Inf, 0 that ran a fallback" "$prof"'
+  prof=$tmp/late.$np
+  run $np NFCOLL_POLICY=$pol NFCOLL_CALIBRATE=$prof ./tests/mpi/test_calib --late 10
+  expect "$np ranks: a region bound late on one rank: no hang, 6 calls per segment" \
+    '[ -f "$prof" ] && [ "$(entries "$prof")" = 3 ] && [ -z "$(awk '"'"'!/^#/ && $3 != 6'"'"' "$prof")" ]'
+  prof=$tmp/mismatch.$np
+  run $np NFCOLL_POLICY=$pol NFCOLL_CALIBRATE=$prof ./tests/mpi/test_calib --mismatch 8
+  expect "$np ranks: layouts differ: no call measured, each skip listed" \
+    '[ -f "$prof" ] && [ "$(entries "$prof")" = 0 ] &&
+     grep -q "^# skipped dense: 0 calls with a NaN or Inf, 8 that ran a fallback" "$prof"'
+  # A path that cannot be written: said on every rank by the end of MPI_Init.
+  run $np NFCOLL_POLICY=$pol NFCOLL_CALIBRATE=$tmp/no/such/dir/p ./tests/mpi/test_calib \
+    --unwritable 2
+done
+left=$(ls "$tmp" | grep '\.tmp\.')
+[ -z "$left" ] || { echo "FAIL - temporary files left: $left"; nf_failed=1; }
 finish

@@ -1,14 +1,30 @@
 # Sourced by the tests/mpi_*.sh tests: run() one MPI program, finish() verdict,
-# out()/same() to run one and compare outputs, field()/fallback() for stats.
+# out()/same() to run one and compare outputs, field()/fallback() for stats,
+# nf_tier() to leave a case to make check-full.
 srcdir=${srcdir:-.}
 nf_failed=0
+nf_left=0
+# nf_tier NP: whether this tier runs a case on NP ranks. make check sets
+# NF_TIER=fast: only the 2-rank cases run; make check-full (NF_TIER=full)
+# and a driver run by hand (NF_TIER unset) run every case. finish() counts
+# the cases left out. In loops: nf_tier $np || continue; else
+# nf_tier 3 && run 3 ...
+nf_tier() {
+  if [ "${NF_TIER:-full}" != fast ] || [ "$1" = 2 ]; then return 0; fi
+  nf_left=$((nf_left + 1))
+  return 1
+}
 run() {
   sh "$srcdir/tests/mpi_run.sh" "$@"
   rc=$?
   if [ $rc -eq 77 ]; then exit 77; fi
   if [ $rc -ne 0 ]; then echo "FAILED (exit $rc): $*"; nf_failed=1; fi
 }
-finish() { exit $nf_failed; }
+finish() {
+  [ $nf_left = 0 ] ||
+    echo "note: NF_TIER=fast: left $nf_left cases on other rank counts than 2 to make check-full"
+  exit $nf_failed
+}
 out() { # out FILE NP [VAR=VAL]... PROG ARGS: run, stdout to FILE, stderr to FILE.err
   f=$1; shift
   sh "$srcdir/tests/mpi_run.sh" "$@" > "$f" 2> "$f.err"

@@ -3,6 +3,7 @@
 # spike and error-feedback growth each send the buffer to fp32 for its
 # cool-down on every rank in the same call, then back to binary; a repeat
 # doubles the cool-down. The routes per step, the stats and the trace say so.
+# Then losses that are negative or change sign: only a real spike counts.
 . "${srcdir:-.}/tests/mpi_common.sh"
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -14,6 +15,7 @@ pol=$srcdir/tests/policy_shim/health.policy
 # step:  0123456789012345678901234567890123456789
 want="bbbbffffbbfffffffbbbbffffffbbbbffffffbbb"
 for np in 2 3; do
+  nf_tier $np || continue
   out "$tmp/o.$np" $np NFCOLL_POLICY=$pol NFCOLL_STATS=$tmp/s.$np.json NFCOLL_TRACE=$tmp/t.$np.%r \
     ./tests/mpi/test_health
   got=$(sed -n 's/^routes //p' "$tmp/o.$np")
@@ -31,6 +33,24 @@ print(' '.join('%s=%d' % (k, sum(v[k] for v in h.values())) for k in ('nonfinite
   grep -q 'nonfinite' "$tmp/t.$np.0" && grep -q 'loss_spike' "$tmp/t.$np.0" &&
     grep -q 'ef_growth' "$tmp/t.$np.0" || { echo "FAIL - the trace does not name every signal"; nf_failed=1; }
 done
+# Losses below zero or changing sign: a constant -2.0 and +-0.1 in turn
+# engage no cool-down; a jump from -2.0 to +5.0 at step 20 does.
+for np in 2 3; do
+  for mode in negative alternating; do
+    out "$tmp/$mode.$np" $np NFCOLL_POLICY=$pol NFCOLL_STATS=$tmp/$mode.$np.json \
+      ./tests/mpi/test_health --$mode
+    got=$(sed -n 's/^routes //p' "$tmp/$mode.$np")
+    case $mode in
+      negative) want="bbbbbbbbbbbbbbbbbbbbbfffbbbbbbbbbbbbbbbb" ;;
+      *) want="bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" ;;
+    esac
+    if [ "$got" = "$want" ]; then
+      echo "ok - $np ranks, $mode losses: routes $got"
+    else
+      echo "FAIL - $np ranks, $mode losses: routes $got, want $want"; nf_failed=1
+    fi
+  done
+done
 # Two equal-size gaps of a fused buffer are two segments to health.
-run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_health gaps
+run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_health --gaps
 finish

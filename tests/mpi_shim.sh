@@ -19,6 +19,7 @@ san=$(ldd "$lib" | awk '/libasan|libubsan/ {printf "%s:", $3}')
 lib="$san$lib"
 
 for np in 1 2 3; do
+  nf_tier $np || continue
   out "$tmp/plain.$np" $np $plain transparency
   out "$tmp/pre.$np" $np LD_PRELOAD=$lib $plain transparency
   out "$tmp/link.$np" $np $linked transparency
@@ -28,6 +29,7 @@ done
 
 for way in preload relink; do
   for np in 2 3; do
+    nf_tier $np || continue
     js=$tmp/stats.$way.$np.json
     if [ $way = preload ]; then set -- LD_PRELOAD=$lib $plain; else set -- $linked; fi
     out "$tmp/pol" $np NFCOLL_POLICY=$pol/big_binary.policy NFCOLL_STATS=$js "$@" policy

@@ -18,6 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 timeout -k 10 "${NF_TEST_TIMEOUT:-300}" "$py" "$top/bench/train/compare.py" --check --no-plot \
   --build "$PWD" --src "$top" --python "$py" --out "$tmp" --np 2 --models cnn \
   --configs fp32,head-fp32,auto --epochs 1 --train-subset 12000 --seed 1 \
+  --optimizer sgd --momentum 0 --lr 0.1 --weight-decay 0 --schedule constant \
   --mpirun-args "--mca btl self,vader" $NF_TRAIN_CHECK_ARGS
 rc=$?
 [ $rc -eq 0 ] || echo "FAILED (exit $rc)"

@@ -719,7 +719,12 @@ START_TEST(test_size_class_bounds)
     for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
         ck_assert_uint_eq(nf_policy_size_class(p, bounds[i]), i + 1);
         ck_assert_uint_eq(nf_policy_size_class(p, bounds[i] - 1), i);
+        /* the smallest size of each class: admission tries each class */
+        ck_assert_uint_eq(nf_policy_size_class_low(p, (unsigned)i + 1), bounds[i]);
     }
+    ck_assert_uint_eq(nf_policy_size_class_low(p, 0), 0);
+    ck_assert_uint_eq(nf_policy_size_class_low(p, 7), 0); /* past the last class */
+    ck_assert_uint_eq(nf_policy_size_class_low(NULL, 1), 0);
     nf_policy_free(p);
 }
 END_TEST

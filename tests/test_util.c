@@ -1,8 +1,8 @@
 /*
  * lib/util's shared helpers (nf_util.h): the parsers, table-driven, then
  * the number parsers again under a comma-decimal LC_NUMERIC, and the
- * FNV-1a hash against the published test vectors, and the interned names
- * and integer-keyed maps (nf_intern.h). No MPI.
+ * FNV-1a hash against the published test vectors, the route names, and
+ * the interned names and integer-keyed maps (nf_intern.h). No MPI.
  */
 #include "config.h"
 
@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nfcoll.h"
 #include "nf_file.h"
 #include "nf_intern.h"
 #include "nf_util.h"
@@ -405,6 +406,38 @@ START_TEST(test_id_array)
 }
 END_TEST
 
+/* ------------------------------------------------------------ names */
+
+/* Every route has its own name, which parses back to it, and the public
+ * header's nf_route_name comment lists it (that list once lacked bf16). */
+START_TEST(test_route_names)
+{
+    char *hdr = NULL, why[128] = "";
+    size_t len;
+    nf_route_t back;
+
+    ck_assert_int_eq(nf_file_read_all(NF_PUBLIC_HEADER, 1 << 20, &hdr, &len, why, sizeof(why)), NF_OK);
+    const char *doc = strstr(hdr, "/** Route name (");
+    ck_assert_msg(doc != NULL, "%s: no nf_route_name comment", NF_PUBLIC_HEADER);
+    const char *end = strstr(doc, "*/");
+    ck_assert_ptr_nonnull(end);
+    for (int r = 0; r < NF_ROUTE_COUNT; r++) {
+        const char *name = nf_route_name((nf_route_t)r);
+        char quoted[32];
+
+        ck_assert_str_ne(name, "unknown");
+        ck_assert_int_eq(nf_route_parse(name, &back), NF_OK);
+        ck_assert_int_eq(back, r);
+        snprintf(quoted, sizeof(quoted), "\"%s\"", name);
+        const char *at = strstr(doc, quoted);
+        ck_assert_msg(at != NULL && at < end, "nfcoll.h: nf_route_name's comment lacks %s", quoted);
+    }
+    ck_assert_str_eq(nf_route_name(NF_ROUTE_COUNT), "unknown");
+    ck_assert_int_eq(nf_route_parse("fp16", &back), NF_ERR_INVALID);
+    free(hdr);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
@@ -434,6 +467,9 @@ static Suite *util_suite(void)
     tcase_add_test(t, test_intern_ids);
     tcase_add_test(t, test_keymap);
     tcase_add_test(t, test_id_array);
+    suite_add_tcase(s, t);
+    t = tcase_create("names");
+    tcase_add_test(t, test_route_names);
     suite_add_tcase(s, t);
     return s;
 }

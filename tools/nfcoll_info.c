@@ -395,7 +395,7 @@ static int show_checkpoint(const char *path)
         printf("Residual checkpoint %s: %s\n", path, st == NF_OK ? "valid" : "NOT valid");
         if (l.head)
             printf("  format version %u, rank %u of %u, save id %016llx, %llu bytes\n"
-                   "  bound regions when saved: %u\n  residuals: %u, in order of first use\n",
+                   "  bound regions its residuals used when saved: %u\n  residuals: %u, in order of first use\n",
                    h.version, h.rank, h.size, (unsigned long long)h.id,
                    (unsigned long long)h.file_bytes, h.nregions, h.nentries);
         for (size_t i = 0; i < l.n; i++)

@@ -426,22 +426,46 @@ static void rp_add(replay_t *rp, const trace_rec_t *r)
     rp_seg_add(c, r);
 }
 
-/* Distinct ranks; a rank read from two traces counts twice: say so. */
+/* The place of rank in the open-addressed set (rp->caprank a power of 2):
+ * its entry, or the empty one where it goes. */
+static rp_rank_t *rp_rank_place(const replay_t *rp, int rank)
+{
+    size_t mask = rp->caprank - 1, i = ((size_t)(unsigned)rank * 0x9e3779b97f4a7c15u) & mask;
+    while (rp->rank[i].rank >= 0 && rp->rank[i].rank != rank)
+        i = (i + 1) & mask;
+    return &rp->rank[i];
+}
+
+/* Twice the room, the ranks placed again. */
+static void rp_rank_grow(replay_t *rp)
+{
+    rp_rank_t *old = rp->rank;
+    size_t n = rp->caprank;
+    rp->caprank = n ? 2 * n : 64;
+    rp->rank = xrealloc(NULL, rp->caprank * sizeof(*rp->rank));
+    for (size_t i = 0; i < rp->caprank; i++)
+        rp->rank[i].rank = -1;
+    for (size_t i = 0; i < n; i++)
+        if (old[i].rank >= 0)
+            *rp_rank_place(rp, old[i].rank) = old[i];
+    free(old);
+}
+
+/* Distinct ranks, a set (a file may hold many: time stays linear); a rank
+ * read from two traces counts twice: say so. */
 static void rp_note_rank(replay_t *rp, int rank, int file, char **files)
 {
-    for (size_t i = 0; i < rp->nrank; i++) {
-        if (rp->rank[i].rank != rank)
-            continue;
-        if (rp->rank[i].file != file)
+    if (2 * (rp->nrank + 1) > rp->caprank)
+        rp_rank_grow(rp);
+    rp_rank_t *k = rp_rank_place(rp, rank);
+    if (k->rank == rank) {
+        if (k->file != file)
             fprintf(stderr, "nfcoll_replay: warning: rank %d is in %s and in %s: its calls "
-                    "count twice\n", rank, files[rp->rank[i].file], files[file]);
+                    "count twice\n", rank, files[k->file], files[file]);
         return;
     }
-    if (rp->nrank == rp->caprank) {
-        rp->caprank = rp->caprank ? 2 * rp->caprank : 64;
-        rp->rank = xrealloc(rp->rank, rp->caprank * sizeof(*rp->rank));
-    }
-    rp->rank[rp->nrank++] = (rp_rank_t){.rank = rank, .file = file};
+    *k = (rp_rank_t){.rank = rank, .file = file};
+    rp->nrank++;
 }
 
 /* 0 when the whole trace was read. */

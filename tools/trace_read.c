@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
+#include "nf_file.h"
 #include "nf_util.h"
 #include "trace_read.h"
 
@@ -19,6 +21,9 @@
 #define TR_COLUMNS "rank call comm comm_size datatype op bytes route rule where region offset " \
                    "elements ran health"
 #define TR_MAX_TOKENS 256
+/* Longer than any line libnfcoll writes (names of at most 127 bytes, a
+ * policy path of at most 4095): what a line may cost, whatever the file. */
+#define TR_LINE_MAX 65536
 
 static int tr_err(const trace_reader_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -43,25 +48,39 @@ static int tr_bad(const trace_reader_t *r, const char *field, const char *v, con
 }
 
 /* The next line without its newline: its length, EOF at the end, -2 on an
- * error (said). A last line without a newline was cut off mid-write. */
+ * error (said). A last line without a newline was cut off mid-write. At
+ * most TR_LINE_MAX bytes are kept. */
 static long tr_getline(trace_reader_t *r)
 {
+    size_t n = 0;
+    int c;
+    if (r->line == NULL && (r->line = malloc(TR_LINE_MAX + 1)) == NULL) {
+        tr_err(r, "out of memory");
+        return -2;
+    }
     errno = 0;
-    ssize_t n = getline(&r->line, &r->cap, r->fp);
-    if (n < 0 && !ferror(r->fp))
-        return EOF;
-    if (n < 0) {
+    while ((c = getc_unlocked(r->fp)) != EOF && c != '\n') {
+        if (n == TR_LINE_MAX) {
+            r->lineno++;
+            tr_err(r, "line longer than %d bytes: not a libnfcoll trace", TR_LINE_MAX);
+            return -2;
+        }
+        r->line[n++] = (char)c;
+    }
+    if (c == EOF && ferror(r->fp)) {
         tr_err(r, "read error: %s", strerror(errno ? errno : EIO));
         return -2;
     }
+    if (c == EOF && n == 0)
+        return EOF;
     r->lineno++;
-    if (r->line[n - 1] != '\n') {
+    if (c == EOF) {
         tr_err(r, "truncated line (no newline at the end of the file): was the run killed "
                "while writing its trace?");
         return -2;
     }
-    r->line[--n] = '\0';
-    if (strlen(r->line) != (size_t)n) {
+    r->line[n] = '\0';
+    if (strlen(r->line) != n) {
         tr_err(r, "NUL byte in the line: not a text trace");
         return -2;
     }
@@ -88,10 +107,18 @@ static int tr_header(trace_reader_t *r)
 
 int trace_read_open(trace_reader_t *r, const char *path)
 {
+    char why[512];
+    int fd;
+    size_t size;
     *r = (trace_reader_t){.path = path};
-    r->fp = fopen(path, "r");
-    if (r->fp == NULL)
+    /* Only a regular file: a FIFO would block the open, a device never ends. */
+    if (nf_file_open(path, SIZE_MAX, &fd, &size, why, sizeof(why)) != NF_OK)
+        return tr_err(r, "%s", why);
+    r->fp = fdopen(fd, "r");
+    if (r->fp == NULL) {
+        close(fd);
         return tr_err(r, "cannot open: %s", strerror(errno));
+    }
     if (tr_header(r) != 0) {
         trace_read_close(r);
         return -1;
@@ -104,7 +131,7 @@ void trace_read_close(trace_reader_t *r)
     if (r->fp != NULL)
         fclose(r->fp);
     free(r->line);
-    r->fp = NULL, r->line = NULL, r->cap = 0;
+    r->fp = NULL, r->line = NULL;
 }
 
 /* Decimal digits only: no sign, no spaces; 0 on success. */
@@ -206,6 +233,14 @@ static int tr_where_ok(const char *w)
 static int tr_consistent(const trace_reader_t *r, const trace_rec_t *rec)
 {
     int seg = rec->region != NULL || rec->offset > 0;
+    if (rec->rank >= rec->comm_size)
+        return tr_err(r, "rank %d is not below comm_size %d (a rank counts from 0 in its "
+                      "communicator)", rec->rank, rec->comm_size);
+    /* A call's count is an MPI int: a segment lies inside it. */
+    if (rec->elements > INT_MAX || rec->offset > INT_MAX - rec->elements)
+        return tr_err(r, "offset %llu + elements %llu is more than an MPI count (%d)",
+                      (unsigned long long)rec->offset, (unsigned long long)rec->elements,
+                      INT_MAX);
     int four = rec->elements <= UINT64_MAX / sizeof(float) &&
                rec->bytes == rec->elements * sizeof(float);
     if (seg && ((rec->dt != NF_DT_FLOAT && rec->dt != NF_DT_REAL) || rec->op != NF_OP_SUM))

@@ -34,8 +34,7 @@ typedef struct trace_rec {
 typedef struct trace_reader {
     const char *path;
     FILE *fp;
-    char *line;
-    size_t cap;
+    char *line;          /* TR_LINE_MAX + 1 bytes, once a line was read */
     long lineno;
 } trace_reader_t;
 

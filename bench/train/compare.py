@@ -2,17 +2,29 @@
 """The libnfcoll training check: Fashion-MNIST under PyTorch DDP with
 nfcoll's comm hook, one mpirun per configuration, then a table and a plot.
 
-    bench/train/compare.py --np 2 --models cnn,mlp --epochs 3 --out train-check
+    bench/train/compare.py --np 2 --models cnn,mlp,vit --epochs 3 --seeds 1,2 \
+        --out train-check
 
-Configurations (policies in bench/train/policies/, copied next to the results):
+Models and optimizers (train.py): the CNN and the MLP with SGD (momentum
+0.9, weight decay 5e-4, lr 0.05, cosine), the Transformer (vit) with AdamW
+(weight decay 0.05, lr 1e-3, 10 % warm-up, cosine); --optimizer, --lr,
+--momentum, --weight-decay and --warmup override them for every model.
+Every configuration runs once per seed; the table gives the mean final
+accuracy, its spread (half the range over the seeds) and each seed's.
+
+Configurations (policies in bench/train/policies/, copied next to the
+results); the default set is the first six:
 
     fp32           no policy: every gradient through Open MPI's allreduce (pmpi)
-    binary-all     every parameter G-Binary, each with its own scale
-    ternary-all    every parameter G-Ternary
     bf16-all       every parameter on the bf16 route
+    binary-all     every parameter G-Binary, each with its own scale
     head-fp32      head.* exact, every other parameter G-Binary
     auto           a calibration run writes calib.profile; the run uses route = auto
+    auto-health    auto with health = on, the loss reported every step
+    ternary-all    every parameter G-Ternary
     binary-health  binary-all with health = on, the loss reported every step
+
+auto and auto-health of one model and seed share one calibration run.
 
 A configuration the library in use cannot run (nfcoll_policy check drops a
 setting or route it does not know) is skipped, with that reason.
@@ -22,7 +34,7 @@ as % of FP32: upstream bytes over the bytes of fp32 gradients reduced
 and back). binary-health's health events are the stats' "health" object:
 cool-downs started, by signal and segment. --configs runs some; --merge
 adds a previous run's summary.json for the rest (table, summary, plot).
---check asserts what make check asserts (see check()).
+--check asserts what make check-full asserts (tests/python_train.sh; check()).
 """
 
 import argparse
@@ -38,14 +50,19 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = {  # name: (policy, train.py arguments, a function it needs)
     "fp32": (None, [], None),
-    "binary-all": ("binary-all.policy", [], None),
-    "ternary-all": ("ternary-all.policy", [], None),
     "bf16-all": ("bf16-all.policy", [], None),
+    "binary-all": ("binary-all.policy", [], None),
     "head-fp32": ("head-fp32.policy", [], None),
     "auto": ("auto.policy", [], None),
+    "auto-health": ("auto-health.policy", ["--health"], "NF_Health_report"),
+    "ternary-all": ("ternary-all.policy", [], None),
     "binary-health": ("binary-health.policy", ["--health"], "NF_Health_report"),
 }
+DEFAULT_CONFIGS = ("fp32", "bf16-all", "binary-all", "head-fp32", "auto", "auto-health")
+CALIBRATED = ("auto", "auto-health")  # configurations that read calib.profile
 CALIBRATION = ("calibrate.policy", "calib.profile")
+# train.py settings compare.py passes on when given (else train.py's defaults)
+TRAIN_SETTINGS = ("optimizer", "lr", "momentum", "weight_decay", "warmup", "schedule")
 
 
 class Runner:
@@ -91,9 +108,9 @@ class Runner:
         why = re.sub(r"^.*?:\d+: (warning|error): ", "", lines[0]) if lines else "?"
         return "the libnfcoll in use drops a setting (nfcoll_policy check: %s)" % why
 
-    def train(self, name, model, policy, extra, out):
+    def train(self, name, model, seed, policy, extra, out):
         """One mpirun; (results, stats, log text) or raises RuntimeError."""
-        res, stats, log = (os.path.join(out, "%s.%s.%s" % (model, name, x))
+        res, stats, log = (os.path.join(out, "%s.%s.s%d.%s" % (model, name, seed, x))
                            for x in ("json", "stats.json", "log"))
         env = dict(self.pass_env, NFCOLL_STATS=stats)
         if policy:
@@ -106,8 +123,10 @@ class Runner:
             cmd += ["-x", "%s=%s" % (k, v)]
         cmd += [self.a.python, os.path.join(HERE, "train.py"), "--model", model,
                 "--epochs", str(self.a.epochs), "--train-subset", str(self.a.train_subset),
-                "--seed", str(self.a.seed), "--lr", str(self.a.lr),
-                "--momentum", str(self.a.momentum), "--out", res] + extra
+                "--seed", str(seed), "--out", res] + extra
+        for k in TRAIN_SETTINGS:
+            if getattr(self.a, k) is not None:
+                cmd += ["--" + k.replace("_", "-"), str(getattr(self.a, k))]
         print("+ %s" % " ".join(cmd[:1] + cmd[cmd.index("-np"):]), file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         try:
@@ -180,34 +199,50 @@ def health_counts(ev, ranks):
     return {k: v / ranks for k, v in by.items()}
 
 
-def run_config(runner, name, model, out):
+def calibrate(runner, model, seed, out):
+    """The calibration run of (model, seed): {profile, admit_cosine, seconds,
+    path} or {skipped}. Its profile is kept as MODEL.sSEED.calib.profile and
+    copied to policies/calib.profile, which the calibrated policies read."""
+    calib = os.path.join(out, "policies", CALIBRATION[0])
+    why = runner.unsupported(calib)
+    if why:
+        return {"skipped": "calibration: " + why}
+    prof = os.path.join(out, "policies", CALIBRATION[1])
+    if os.path.exists(prof):
+        os.unlink(prof)
+    calls = int(policy_value(calib, "calibrate_calls", 20))
+    r, _, _ = runner.train("calibrate", model, seed, calib, ["--steps", str(calls + 1)], out)
+    if not os.path.exists(prof):
+        raise RuntimeError("%s: the calibration run wrote no profile %s" % (model, prof))
+    keep = os.path.join(out, "%s.s%d.calib.profile" % (model, seed))
+    shutil.copy(prof, keep)
+    return {"profile": read_profile(prof), "seconds": r["mpirun_seconds"], "path": keep,
+            "admit_cosine": float(policy_value(calib, "admit_cosine", 0.5))}
+
+
+def run_config(runner, name, model, seed, out, calibrations):
     policy, extra, needs = CONFIGS[name]
-    entry = {"config": name, "model": model}
+    entry = {"config": name, "model": model, "seed": seed}
     why = needs and runner.lacks(needs)
     if why:
         return dict(entry, skipped=why)
     pol = os.path.join(out, "policies", policy) if policy else None
-    if name == "auto":
-        calib = os.path.join(out, "policies", CALIBRATION[0])
-        why = runner.unsupported(calib)
-        if why:
-            return dict(entry, skipped="calibration: " + why)
-        prof = os.path.join(out, "policies", CALIBRATION[1])
-        if os.path.exists(prof):
-            os.unlink(prof)
-        calls = int(policy_value(calib, "calibrate_calls", 20))
-        r, s, _ = runner.train("calibrate", model, calib, ["--steps", str(calls + 1)], out)
-        entry["calibration_seconds"] = r["mpirun_seconds"]
-        if not os.path.exists(prof):
-            raise RuntimeError("%s: the calibration run wrote no profile %s" % (model, prof))
-        shutil.copy(prof, os.path.join(out, "%s.calib.profile" % model))
-        entry["admit_cosine"] = float(policy_value(calib, "admit_cosine", 0.5))
-        entry["profile"] = read_profile(prof)
+    if name in CALIBRATED:
+        first = (model, seed) not in calibrations
+        if first:
+            calibrations[(model, seed)] = calibrate(runner, model, seed, out)
+        c = calibrations[(model, seed)]
+        if "skipped" in c:
+            return dict(entry, skipped=c["skipped"])
+        shutil.copy(c["path"], os.path.join(out, "policies", CALIBRATION[1]))
+        if first:  # the run that paid for it shows its time
+            entry["calibration_seconds"] = c["seconds"]
+        entry["admit_cosine"], entry["profile"] = c["admit_cosine"], c["profile"]
     if pol:
         why = runner.unsupported(pol)
         if why:
             return dict(entry, skipped=why)
-    r, s, log = runner.train(name, model, pol, extra, out)
+    r, s, log = runner.train(name, model, seed, pol, extra, out)
     entry.update(result=r, traffic=traffic(s),
                  regions={k: sorted(v) for k, v in s.get("regions", {}).items()})
     if "--health" in extra:
@@ -224,72 +259,131 @@ def label(e):
     return e["config"] + "*" * ("merged_from" in e)
 
 
+def mean(xs):
+    return sum(xs) / len(xs) if xs else None
+
+
+def spread(xs):
+    """Half the range: the +- of a mean over seeds."""
+    return (max(xs) - min(xs)) / 2.0 if xs else None
+
+
+def groups(entries, model):
+    """{configuration: [its entries over seeds]} for one model, in run order."""
+    out = {}
+    for e in entries:
+        if e["model"] == model:
+            out.setdefault(e["config"], []).append(e)
+    return out
+
+
+def setting_line(r):
+    """The optimizer and schedule a run trained with, as the table states them."""
+    if "optimizer" not in r:  # an earlier train.py: plain SGD at a fixed lr
+        return "SGD lr %g momentum %g, constant lr" % (r["lr"], r.get("momentum") or 0)
+    opt = "SGD momentum %g" % r["momentum"] if r["optimizer"] == "sgd" else "AdamW"
+    sched = "%s%s" % ("warm-up %d steps, then " % r["warmup_steps"] if r["warmup_steps"] else "",
+                      "cosine to 0" if r["schedule"] == "cosine" else "constant")
+    return "%s, lr %g, weight decay %g, %s over %d steps" % (
+        opt, r["lr"], r["weight_decay"], sched, r["total_steps"])
+
+
 def table(entries, a):
-    """The results as text: one row per configuration, then auto and health details."""
+    """The results as text: one row per configuration (mean over seeds), then
+    calibration and health details."""
     lines = []
     for model in a.models:
-        rows = [e for e in entries if e["model"] == model]
-        first = next((e["result"] for e in rows if "result" in e), None)
+        rows = groups(entries, model)
+        first = next((e["result"] for es in rows.values() for e in es if "result" in e), None)
         if first is None:
             continue
+        seeds = sorted({e["seed"] for es in rows.values() for e in es})
         lines.append("%s (%d parameters), %d ranks, %d epoch%s of %s training images, "
-                     "batch %d per rank, seed %d" % (model, first["params"], first["ranks"],
-                                                     a.epochs, "s" * (a.epochs > 1),
-                                                     first["train_images"],
-                                                     first["batch_per_rank"], a.seed))
-        lines.append("%-14s %-26s %6s %8s %8s %7s  %s" % ("config", "test acc % per epoch",
-                                                          "final", "up %fp32", "tot %fp32",
-                                                          "train s", "same weights"))
-        for e in rows:
-            if "skipped" in e:
-                lines.append("%-14s skipped: %s" % (label(e), e["skipped"]))
+                     "batch %d per rank, seeds %s" % (
+                         model, first["params"], first["ranks"], a.epochs, "s" * (a.epochs > 1),
+                         first["train_images"], first["batch_per_rank"],
+                         ",".join(map(str, seeds))))
+        lines.append(setting_line(first))
+        lines.append("%-14s %-22s %7s %6s %-14s %8s %8s %7s  %s" % (
+            "config", "mean acc % per epoch", "final", "+-", "per seed", "up %fp32",
+            "tot %fp32", "train s", "same weights"))
+        for name, es in rows.items():
+            done = [e for e in es if "result" in e]
+            for e in es:
+                if "skipped" in e:
+                    lines.append("%-14s seed %d skipped: %s" % (label(e), e["seed"], e["skipped"]))
+            if not done:
                 continue
-            r, t = e["result"], e["traffic"]
-            wall = fmt(r["train_seconds"])
-            if "calibration_seconds" in e:  # the whole calibration mpirun
-                wall += "+%s" % fmt(e["calibration_seconds"], "%.0f")
-            lines.append("%-14s %-26s %6.2f %8s %8s %7s  %s" % (
-                label(e),
-                " ".join("%.2f" % x for x in r["acc"]), r["final_acc"],
-                fmt(t["upstream_pct_fp32"], "%.2f"), fmt(t["total_pct_fp32"], "%.2f"), wall,
-                "yes" if r["identical_weights"] else "NO"))
-        lines.append("up/tot %fp32: bytes each rank sent up / sent and read back, summed over "
-                     "ranks (libnfcoll stats), over those\nof the exact fp32 route for the same "
-                     "gradients (the fp32 row is Open MPI's ring: (n-1)/n each way); train s: "
-                     "training\nwithout evaluation (+ the calibration run's whole mpirun for auto)")
-        merged = sorted({e["merged_from"] for e in rows if "merged_from" in e})
+            accs = [e["result"]["acc"] for e in done]
+            per_epoch = [mean([x[i] for x in accs]) for i in range(min(map(len, accs)))]
+            finals = [e["result"]["final_acc"] for e in done]
+            up = [e["traffic"]["upstream_pct_fp32"] for e in done]
+            tot = [e["traffic"]["total_pct_fp32"] for e in done]
+            wall = fmt(mean([e["result"]["train_seconds"] for e in done]))
+            cal = sum(e.get("calibration_seconds", 0) for e in done)
+            if cal:  # the calibration mpiruns this configuration paid for, per seed
+                wall += "+%s" % fmt(cal / len(done), "%.0f")
+            lines.append("%-14s %-22s %7.2f %6.2f %-14s %8s %8s %7s  %s" % (
+                label(done[0]), " ".join("%.2f" % x for x in per_epoch), mean(finals),
+                spread(finals), " ".join("%.2f" % x for x in finals),
+                fmt(mean(up) if None not in up else None, "%.2f"),
+                fmt(mean(tot) if None not in tot else None, "%.2f"), wall,
+                "yes" if all(e["result"]["identical_weights"] for e in done) else "NO"))
+        lines.append("final: mean over the seeds, +- half their range; up/tot %fp32: bytes "
+                     "each rank sent up / sent and read\nback, summed over ranks (libnfcoll "
+                     "stats), over those of the exact fp32 route for the same gradients (the\n"
+                     "fp32 row is Open MPI's ring: (n-1)/n each way); train s: training without "
+                     "evaluation (+ the\ncalibration run's whole mpirun for the first "
+                     "calibrated configuration)")
+        merged = sorted({e["merged_from"] for es in rows.values() for e in es
+                         if "merged_from" in e})
         if merged:
             lines.append("*: from an earlier run, %s (--merge)" % ", ".join(merged))
-        for e in rows:
-            if "profile" in e:
-                lines.append("auto: calibration over the first %d calls, admit_cosine %.2f; "
-                             "what it measured and admitted, and what the run took:"
-                             % (max(p["calls"] for p in e["profile"].values()),
-                                e["admit_cosine"]))
-                lines.append("  %-14s %8s %8s %8s %8s %8s  %-8s %s" % (
-                    "segment", "elements", "cos bin", "cos ter", "rel bin", "rel ter",
-                    "admitted", "ran"))
-                for seg, p in e["profile"].items():
-                    lines.append("  %-14s %8d %8.4f %8.4f %8.4f %8.4f  %-8s %s" % (
-                        seg, p["elements"], p["cos_binary"], p["cos_ternary"],
-                        p["relerr_binary"], p["relerr_ternary"], p["route"],
-                        ",".join(e.get("regions", {}).get(seg, ["-"]))))
-            if "health" in e:
-                lines += health_lines(e)
+        shown = set()
+        for es in rows.values():
+            for e in es:
+                if "profile" in e and e["seed"] not in shown:
+                    shown.add(e["seed"])
+                    lines += profile_lines(e, rows)
+        for es in rows.values():
+            for e in es:
+                if "health" in e:
+                    lines += health_lines(e)
         lines.append("")
     return "\n".join(lines)
+
+
+def profile_lines(e, rows):
+    """What calibration measured and admitted for e's seed, and what each
+    calibrated configuration of that seed ran."""
+    ran = {c: x.get("regions", {}) for c in CALIBRATED for x in rows.get(c, [])
+           if x["seed"] == e["seed"] and "result" in x}
+    out = ["calibration, seed %d: over the first %d calls, admit_cosine %.2f; what it measured "
+           "and admitted, and what the runs took (%s):" % (
+               e["seed"], max([p["calls"] for p in e["profile"].values()] or [0]),
+               e["admit_cosine"], ", ".join(ran) or "none ran")]
+    w = max([len(k) for k in e["profile"]] + [7])
+    out.append("  %-*s %8s %8s %8s %8s %8s  %-8s %s" % (
+        w, "segment", "elements", "cos bin", "cos ter", "rel bin", "rel ter", "admitted", "ran"))
+    for seg, p in e["profile"].items():
+        out.append("  %-*s %8d %8.4f %8.4f %8.4f %8.4f  %-8s %s" % (
+            w, seg, p["elements"], p["cos_binary"], p["cos_ternary"], p["relerr_binary"],
+            p["relerr_ternary"], p["route"],
+            " ".join("%s:%s" % (c, ",".join(r.get(seg, ["-"]))) for c, r in ran.items())))
+    return out
 
 
 def health_lines(e):
     """The health events of a run: cool-downs by signal, then by segment."""
     ev, ranks = e["health"], e["result"]["ranks"]
     if isinstance(ev, list):  # a library without the stats' health object: its log lines
-        return ["health (%s): %d log line%s%s" % (e["config"], len(ev), "s" * (len(ev) != 1),
+        return ["health (%s, seed %d): %d log line%s%s" % (e["config"], e["seed"], len(ev),
+                                                           "s" * (len(ev) != 1),
                                                   "".join("\n  " + x for x in ev[:10]))]
     by = health_counts(ev, ranks)
     b = e["traffic"].get("route_bytes", {})
-    out = ["health (%s): %s; %s of the gradient bytes ran fp32 (cooling down)" % (
-        e["config"], "none fired" if not any(by.values()) else
+    out = ["health (%s, seed %d): %s; %s of the gradient bytes ran fp32" % (
+        e["config"], e["seed"], "none fired" if not any(by.values()) else
         "segment cool-downs started " + ", ".join("%s %g" % (k, v)
                                                   for k, v in sorted(by.items()) if v),
         fmt(100.0 * b.get("fp32", 0) / sum(b.values()) if b else None, "%.2f %%"))]
@@ -305,13 +399,16 @@ def plot(entries, a, path):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(a.models), figsize=(6 * len(a.models), 4.2), squeeze=False)
     for ax, model in zip(axes[0], a.models):
-        for e in entries:
-            if e["model"] == model and "result" in e:
-                acc = e["result"]["acc"]
-                dashed = e["config"] == "binary-health"  # may lie on binary-all's line
-                ax.plot(range(1, len(acc) + 1), acc, marker="x" if dashed else "o",
-                        linestyle="--" if dashed else "-", label=e["config"])
-        ax.set_title("Fashion-MNIST, %s, %d ranks" % (model, a.np))
+        for name, es in groups(entries, model).items():
+            accs = [e["result"]["acc"] for e in es if "result" in e]
+            if not accs:
+                continue
+            acc = [mean([x[i] for x in accs]) for i in range(min(map(len, accs)))]
+            dashed = name.endswith("-health")  # may lie on its base configuration's line
+            ax.plot(range(1, len(acc) + 1), acc, marker="x" if dashed else "o",
+                    linestyle="--" if dashed else "-", label=name)
+        ax.set_title("Fashion-MNIST, %s, %d ranks (mean of %d seeds)" % (model, a.np,
+                                                                         len(a.seeds)))
         ax.set_xlabel("epoch")
         ax.set_ylabel("test accuracy (%)")
         ax.xaxis.get_major_locator().set_params(integer=True)
@@ -322,7 +419,7 @@ def plot(entries, a, path):
 
 
 def check(entries, a):
-    """make check's assertions; returns the number that failed."""
+    """make check-full's assertions; returns the number that failed."""
     failed = 0
 
     def ok(cond, what):
@@ -330,8 +427,8 @@ def check(entries, a):
         print(("ok - " if cond else "not ok - ") + what, flush=True)
         failed += not cond
 
-    for model in a.models:
-        by = {e["config"]: e for e in entries if e["model"] == model}
+    for model, seed in ((m, x) for m in a.models for x in a.seeds):
+        by = {e["config"]: e for e in entries if e["model"] == model and e["seed"] == seed}
         base = by.get("fp32", {}).get("result")
         for e in by.values():
             if "result" in e:
@@ -343,6 +440,9 @@ def check(entries, a):
                 continue
             if "skipped" in e:
                 print("ok - %s %s # SKIP %s" % (model, name, e["skipped"]), flush=True)
+                continue
+            if base is None:
+                ok(False, "%s %s: no fp32 run to compare with" % (model, name))
                 continue
             d = e["result"]["final_acc"] - base["final_acc"]
             ok(d >= -2.0, "%s %s: final accuracy %.2f %%, %+.2f points from fp32's %.2f %% "
@@ -376,36 +476,46 @@ def check(entries, a):
     return failed
 
 
-SETTINGS = ("np", "epochs", "train_subset", "seed", "lr", "momentum")
+SETTINGS = ("np", "epochs", "train_subset") + TRAIN_SETTINGS
 
 
 def merge(entries, a):
     """entries plus a previous run's (a.merge) for the (model, configuration)
-    pairs not run now, in CONFIGS order; each marked merged_from."""
+    pairs and seeds not run now, in CONFIGS order; each marked merged_from."""
     prev = json.load(open(a.merge))
+    if "seeds" not in prev:
+        raise SystemExit("--merge %s: from a compare.py without seeds; run it again" % a.merge)
     differ = ["%s %s here, %s there" % (k, getattr(a, k), prev.get(k))
               for k in SETTINGS if prev.get(k) != getattr(a, k)]
     if differ:
         raise SystemExit("--merge %s: other settings (%s)" % (a.merge, "; ".join(differ)))
-    have = {(e["model"], e["config"]) for e in entries}
+    have = {(e["model"], e["config"], e["seed"]) for e in entries}
     old = [dict(e, merged_from=os.path.abspath(a.merge)) for e in prev["runs"]
            if e["model"] in a.models and e["config"] in CONFIGS
-           and (e["model"], e["config"]) not in have]
+           and (e["model"], e["config"], e["seed"]) not in have]
     order = list(CONFIGS)
     return sorted(entries + old, key=lambda e: (a.models.index(e["model"]),
-                                                order.index(e["config"])))
+                                                order.index(e["config"]), e["seed"]))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--models", default="cnn", help="cnn, mlp or cnn,mlp")
-    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--models", default="cnn,mlp,vit", help="some of cnn, mlp, vit")
+    ap.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
+                    help="some of %s" % ", ".join(CONFIGS))
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--train-subset", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--lr", type=float, default=0.1)
-    ap.add_argument("--momentum", type=float, default=0.0)
+    ap.add_argument("--seeds", default="1,2", help="every configuration runs once per seed")
+    ap.add_argument("--seed", type=int, help="one seed (same as --seeds N)")
+    ap.add_argument("--optimizer", choices=("sgd", "adamw"),
+                    help="for every model (default: sgd for cnn and mlp, adamw for vit)")
+    ap.add_argument("--lr", type=float, help="default: the optimizer's (train.py)")
+    ap.add_argument("--momentum", type=float, help="sgd (default 0.9)")
+    ap.add_argument("--weight-decay", type=float, help="default: the optimizer's")
+    ap.add_argument("--warmup", type=float, help="fraction of the steps (default: the "
+                    "optimizer's)")
+    ap.add_argument("--schedule", choices=("cosine", "constant"), help="default cosine")
     ap.add_argument("--out", default="train-check")
     ap.add_argument("--build", help="a build tree: its libnfcoll.so and nfcoll_policy")
     ap.add_argument("--src", help="a source tree: its python/ package")
@@ -413,13 +523,20 @@ def main():
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--mpirun-args", default=os.environ.get("NF_MPIRUN_EXTRA", ""))
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per mpirun")
-    ap.add_argument("--check", action="store_true", help="assert make check's claims")
+    ap.add_argument("--check", action="store_true", help="assert make check-full's claims")
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--merge", metavar="SUMMARY_JSON",
                     help="a previous run's summary.json: its runs of the models here that this "
                     "run does not repeat join the table, summary and plot (same settings)")
     a = ap.parse_args()
     a.models = a.models.split(",")
+    bad = [m for m in a.models if m not in ("cnn", "mlp", "vit")]
+    if bad:
+        ap.error("unknown model %s (known: cnn, mlp, vit)" % bad)
+    try:
+        a.seeds = [a.seed] if a.seed is not None else [int(x) for x in a.seeds.split(",")]
+    except ValueError:
+        ap.error("--seeds: a comma-separated list of integers, not %r" % a.seeds)
     names = a.configs.split(",")
     unknown = [c for c in names if c not in CONFIGS]
     if unknown:
@@ -432,14 +549,16 @@ def main():
     for f in os.listdir(os.path.join(HERE, "policies")):
         shutil.copy(os.path.join(HERE, "policies", f), os.path.join(a.out, "policies", f))
     runner = Runner(a)
-    entries, start = [], time.perf_counter()
+    entries, calibrations, start = [], {}, time.perf_counter()
     for model in a.models:
         for name in names:
-            entries.append(run_config(runner, name, model, a.out))
-            e = entries[-1]
-            print("%s %s: %s" % (model, name, e["skipped"] if "skipped" in e else
-                                 "final accuracy %.2f %%" % e["result"]["final_acc"]),
-                  file=sys.stderr, flush=True)
+            for seed in a.seeds:
+                entries.append(run_config(runner, name, model, seed, a.out, calibrations))
+                e = entries[-1]
+                print("%s %s seed %d: %s" % (model, name, seed, e["skipped"] if "skipped" in e
+                                             else "final accuracy %.2f %%"
+                                             % e["result"]["final_acc"]),
+                      file=sys.stderr, flush=True)
     if a.merge:
         entries = merge(entries, a)
     text = table(entries, a)
@@ -448,8 +567,8 @@ def main():
     with open(os.path.join(a.out, "table.txt"), "w") as f:
         f.write(text)
     with open(os.path.join(a.out, "summary.json"), "w") as f:
-        json.dump({"np": a.np, "epochs": a.epochs, "train_subset": a.train_subset,
-                   "seed": a.seed, "lr": a.lr, "momentum": a.momentum, "runs": entries}, f, indent=1)
+        json.dump(dict({k: getattr(a, k) for k in SETTINGS}, seeds=a.seeds, runs=entries),
+                  f, indent=1)
     if not a.no_plot:
         plot(entries, a, os.path.join(a.out, "accuracy.png"))
         print("plot: %s" % os.path.join(a.out, "accuracy.png"))

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nf_admit.h"
+#include "nf_agree.h"
 #include "nf_calib.h"
 #include "nf_handles.h"
 #include "nf_health.h"
@@ -116,6 +117,7 @@ typedef struct nf_adm_entry {
     nf_dtype_t dt;
     nf_opkind_t op;
     uint64_t bytes;      /* of the call that filled it (the trace's bytes) */
+    int split;           /* ranks that cut it differently may disagree on pmpi */
     nf_policy_action_t a;
     int auto_known;      /* route = auto: the profile's route for a whole */
     uint64_t auto_bytes; /* buffer of auto_bytes */
@@ -186,6 +188,31 @@ static void nf_adm_query(const nf_comm_t *c, uint64_t call, nf_dtype_t dt, nf_op
                              .datatype = dt, .op = op, .bytes = bytes, .call = call};
 }
 
+/* Whether a segment of this call could match a rule whose pmpi-ness differs
+ * from another's (so ranks that cut the call differently could disagree on
+ * running it whole on pmpi). Any region name can match a `region` rule;
+ * without one, a segment differs from its call only in bytes, at most the
+ * call's: every size class up to it is tried. Once per cache entry. */
+static int nf_adm_split(const nf_policy_query_t *call)
+{
+    if (nf_pol_fields & NF_POLICY_F_REGION)
+        return 1;
+    if (!(nf_pol_fields & NF_POLICY_F_BYTES))
+        return 0;
+    unsigned top = nf_policy_size_class(nf_pol, call->bytes);
+    int pmpi = -1;
+    for (unsigned k = 0; k <= top; k++) {
+        nf_policy_query_t q = *call;
+        nf_policy_action_t a;
+        q.bytes = nf_policy_size_class_low(nf_pol, k);
+        nf_policy_match(nf_pol, &q, &a);
+        if (pmpi >= 0 && pmpi != (a.route == NF_ROUTE_PMPI))
+            return 1;
+        pmpi = a.route == NF_ROUTE_PMPI;
+    }
+    return 0;
+}
+
 /* The policy's action for this call, from the cache when it may answer. */
 static nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
                                      MPI_Datatype datatype, MPI_Op op, nf_adm_entry_t *scratch)
@@ -213,6 +240,7 @@ static nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
     nf_adm_query(c, s->calls, dt, ok, bytes, &q);
     nf_policy_match(nf_pol, &q, &e->a);
     e->dt = dt, e->op = ok, e->bytes = bytes, e->auto_known = 0;
+    e->split = nf_adm_split(&q);
     if (e == scratch)
         return e;
     e->key = key;
@@ -253,14 +281,25 @@ static long nf_adm_cut_layout(nf_plan_t *p, uint64_t bytes, size_t m)
     return nf_plan_cut_layout(p, m, p->parts, n);
 }
 
-/* route = auto: the profile's route for the segment, fp32 without one.
- * Looked up when a plan is made (a kept plan keeps it). */
+/* route = auto: the profile's route for the segment, fp32 without one. An
+ * entry measured on another element count is ignored: its cosines are
+ * those of another tensor (a model changed since calibration), and a
+ * region's count is what every rank binds alike. Looked up when a plan is
+ * made (a kept plan keeps it). */
 static void nf_adm_auto(nf_seg_t *g, const nf_policy_action_t *a)
 {
     char buf[64];
     if (!a->route_auto)
         return;
-    const nf_profile_entry_t *pe = nf_profile_find(nf_prof, nf_calib_name(g, buf, sizeof(buf)));
+    const char *name = nf_calib_name(g, buf, sizeof(buf));
+    const nf_profile_entry_t *pe = nf_profile_find(nf_prof, name);
+    if (pe != NULL && pe->elements != (uint64_t)g->m) {
+        nf_log_warn_once_root(nf_log_rank() <= 0, "the profile's entry for %s measured %llu "
+                              "elements, the segment has %zu: ignored, it takes fp32 (further "
+                              "such entries are not reported)", name,
+                              (unsigned long long)pe->elements, g->m);
+        pe = NULL;
+    }
     g->route = pe != NULL ? pe->route : NF_ROUTE_FP32;
 }
 
@@ -380,6 +419,38 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
     }
 }
 
+/* Whether ranks can disagree on running this call whole on pmpi: its cut
+ * depends on what each rank bound, and a segment may match a rule of
+ * another pmpi-ness than the call's (nf_adm_split). Only from what every
+ * rank sees alike (policy, call, communicator), so all or none agree. A
+ * calibration run reduces every float sum, so nothing of it is pmpi. */
+static int nf_adm_may_differ(const nf_comm_t *c, const nf_adm_entry_t *e, int count)
+{
+    return e->split && !nf_calib_on() && nf_adm_float_sum(e, count) &&
+           e->a.segment != NF_POLICY_SEGMENT_BUFFER && c->use == NF_COMM_OK && !c->is_inter &&
+           c->size >= 2;
+}
+
+/* pmpi or libnfcoll's protocol for the whole call, agreed: a rank in
+ * PMPI_Allreduce and one in the protocol would wait for each other. Ranks
+ * that both enter the protocol compare their layouts there (`layout`
+ * fallback); a mix of both runs pmpi on every rank. 1 when every rank runs
+ * pmpi. docs/design.md, "Agreement". */
+static int nf_adm_agree_pmpi(const nf_comm_t *c, int pmpi)
+{
+    enum { NF_ADM_PMPI = 1u, NF_ADM_PROTOCOL = 2u };
+    unsigned all = 0;
+    if (nf_agree_any(c->priv, pmpi ? NF_ADM_PMPI : NF_ADM_PROTOCOL, &all) != NF_OK)
+        return 1; /* MPI failed under us: PMPI_Allreduce will say so */
+    if (all != (NF_ADM_PMPI | NF_ADM_PROTOCOL))
+        return pmpi;
+    nf_log_warn_once_root(c->rank == 0, "ranks cut a call into different segments (bound "
+                          "regions differ) and some would run it whole on pmpi: running "
+                          "pmpi on every rank");
+    nf_stats_fallback(NF_FALLBACK_LAYOUT);
+    return 1;
+}
+
 void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
 {
     nf_adm_comm_t *s = c->upper;
@@ -423,6 +494,8 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     /* A calibration run reduces every float sum it can, whatever the rule. */
     int calib = nf_calib_on() && nf_adm_float_sum(e, count);
     nf_route_t want = fused > 0 || calib ? NF_ROUTE_FP32 : fused < 0 ? NF_ROUTE_PMPI : e->a.route;
+    if (nf_adm_may_differ(c, e, count) && nf_adm_agree_pmpi(c, want == NF_ROUTE_PMPI))
+        fused = 0, want = NF_ROUTE_PMPI;
     out->route = nf_adm_comm_check(c, want);
     out->calibrate = calib && out->route != NF_ROUTE_PMPI;
     if (fused > 0 && out->route != NF_ROUTE_PMPI) {

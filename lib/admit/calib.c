@@ -1,6 +1,7 @@
 /* Calibration (nf_calib.h). */
 #include "config.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,12 +22,16 @@
 typedef struct nf_calib_seg {
     char name[NF_REGION_NAME_MAX + 24];
     uint64_t elements, calls;
+    uint64_t nonfinite;    /* calls skipped: a NaN or Inf in the exact sum or a shadow */
+    uint64_t fallback;     /* calls skipped: a shadow ran fp32 (ranks' layouts differed,
+                              the segment could not grow, the lanes do not fit) */
     double cos[2], rel[2]; /* sums over calls: binary, ternary */
 } nf_calib_seg_t;
 
 static struct {
     pthread_mutex_t lock;
     char *path;
+    nf_wfile_t out;  /* rank 0: the profile's temp file, created at init */
     unsigned calls;
     double admit;
     nf_calib_seg_t *v;
@@ -34,12 +39,32 @@ static struct {
     nf_keymap_t index; /* (region id, 0) or (0, bytes + 1) -> index in v */
 } nf_cal = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* The profile's temp file, created now rather than after the whole run:
+ * rank 0 keeps it for MPI_Finalize; every other rank creates one and
+ * removes it, so that each rank says what is wrong with the path (on one
+ * file system, all alike). The run goes on either way: its sums are exact,
+ * and rank 0 tries again at MPI_Finalize. */
+static void nf_calib_open_out(void)
+{
+    if (nf_wfile_open(&nf_cal.out, nf_cal.path) != NF_OK) { /* logged the reason */
+        nf_log_warn("the calibration profile %s cannot be written (rank 0 writes it at "
+                    "MPI_Finalize): this run's measurements would be lost", nf_cal.path);
+        return;
+    }
+    if (nf_log_rank() > 0)
+        nf_wfile_abort(&nf_cal.out);
+}
+
 void nf_calib_init(const char *path, unsigned calls, double admit)
 {
+    if (nf_cal.out.fp != NULL)
+        nf_wfile_abort(&nf_cal.out);
     free(nf_cal.path);
     nf_cal.path = path != NULL ? strdup(path) : NULL;
     nf_cal.calls = calls > 0 ? calls : 20;
     nf_cal.admit = admit;
+    if (nf_cal.path != NULL)
+        nf_calib_open_out();
 }
 
 int nf_calib_on(void) { return nf_cal.path != NULL; }
@@ -82,104 +107,178 @@ static nf_calib_seg_t *nf_calib_find(const nf_seg_t *g)
 }
 
 /* Cosine similarity and relative L2 error of got against want (double
- * sums in element order: every rank computes the same bits). */
-static void nf_calib_compare(const float *got, const float *want, size_t m, double *cos,
-                             double *rel)
+ * sums in element order: every rank computes the same bits). -1 when a sum
+ * is not finite (a NaN or Inf in either, or an overflow): no measurement. */
+static int nf_calib_compare(const float *got, const float *want, size_t m, double *cos,
+                            double *rel)
 {
     double dot = 0.0, gg = 0.0, ww = 0.0, dd = 0.0;
     for (size_t j = 0; j < m; j++) {
         double g = got[j], w = want[j];
         dot += g * w, gg += g * g, ww += w * w, dd += (g - w) * (g - w);
     }
+    if (!isfinite(dot) || !isfinite(gg) || !isfinite(ww) || !isfinite(dd))
+        return -1;
     *cos = gg > 0.0 && ww > 0.0 ? dot / sqrt(gg * ww) : (gg == ww ? 1.0 : 0.0);
     *rel = ww > 0.0 ? sqrt(dd / ww) : (dd > 0.0 ? 1.0 : 0.0);
+    return isfinite(*cos) && isfinite(*rel) ? 0 : -1;
 }
 
-/* Whether some segment still needs measurements (decided from what every
- * rank recorded alike, so every rank runs the shadows in the same calls). */
+/* Whether r wants more calls: fewer than K measured, and fewer than 2K
+ * tried (a segment that never measures, such as one whose ranks' layouts
+ * differ, stops costing shadows). */
+static int nf_calib_open(const nf_calib_seg_t *r)
+{
+    return r->calls < nf_cal.calls && r->calls + r->nonfinite + r->fallback < 2ull * nf_cal.calls;
+}
+
+/* Whether some segment still needs measurements. Ranks whose layouts
+ * differ see different segments, so this is one rank's wish: the ranks
+ * agree on it (nf_calib_agree). */
 static int nf_calib_wanted(const nf_seg_t *seg, size_t nseg)
 {
     int want = 0;
     pthread_mutex_lock(&nf_cal.lock);
     for (size_t s = 0; s < nseg && !want; s++) {
         nf_calib_seg_t *r = nf_calib_find(&seg[s]);
-        want = r != NULL && r->calls < nf_cal.calls;
+        want = r != NULL && nf_calib_open(r);
     }
     pthread_mutex_unlock(&nf_cal.lock);
     return want;
 }
 
-static void nf_calib_record(const nf_seg_t *seg, size_t nseg, const float *exact,
-                            float *const shadow[2])
+/* A segment's measurement, when both shadows ran their low-bit route on it
+ * and every sum is finite; else the call is counted as skipped. */
+static void nf_calib_record(const nf_seg_t *seg, size_t nseg, const nf_seg_t *const ran[2],
+                            const float *exact, float *const shadow[2])
 {
     pthread_mutex_lock(&nf_cal.lock);
     for (size_t s = 0; s < nseg; s++) {
         const nf_seg_t *g = &seg[s];
         nf_calib_seg_t *r = nf_calib_find(g);
-        if (r == NULL || r->calls >= nf_cal.calls)
+        if (r == NULL || !nf_calib_open(r))
             continue;
+        double cs[2], rl[2];
+        int bad = 0, lowbit = 1;
         for (int w = 0; w < 2; w++) {
-            double cs, rl;
-            nf_calib_compare(shadow[w] + g->off, exact + g->off, g->m, &cs, &rl);
-            r->cos[w] += cs, r->rel[w] += rl;
+            bad |= ran[w][s].nonfinite ||
+                   nf_calib_compare(shadow[w] + g->off, exact + g->off, g->m, &cs[w], &rl[w]);
+            lowbit &= nf_route_lowbit(ran[w][s].ran);
         }
-        r->calls++;
+        if (bad) {
+            r->nonfinite++;
+        } else if (!lowbit) {
+            r->fallback++;
+        } else {
+            for (int w = 0; w < 2; w++)
+                r->cos[w] += cs[w], r->rel[w] += rl[w];
+            r->calls++;
+        }
     }
     pthread_mutex_unlock(&nf_cal.lock);
 }
 
-/* Both shadows of the call, from the input copy x into the two buffers. */
+/* Both shadows of the call, from the input copy x into the two buffers;
+ * tmp (2 * nseg) gets the segments as each shadow ran them. */
 static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, const nf_seg_t *seg,
-                                    size_t nseg, float *const out[2])
+                                    size_t nseg, nf_seg_t *tmp, float *const out[2])
 {
-    nf_seg_t *tmp = malloc(nseg * sizeof(*tmp));
-    nf_status_t st = tmp == NULL ? NF_ERR_NO_MEMORY : NF_OK;
+    nf_status_t st = NF_OK;
     for (unsigned w = 0; st == NF_OK && w < 2; w++) {
+        nf_seg_t *t = tmp + w * nseg;
         for (size_t s = 0; s < nseg; s++) {
-            tmp[s] = seg[s];
-            tmp[s].route = w == 0 ? NF_ROUTE_BINARY : NF_ROUTE_TERNARY;
-            tmp[s].ef = -1; /* the settings' error feedback, as a route would run */
+            t[s] = seg[s];
+            t[s].route = w == 0 ? NF_ROUTE_BINARY : NF_ROUTE_TERNARY;
+            t[s].ef = -1; /* the settings' error feedback, as a route would run */
         }
-        st = nf_run_shadow(c, x, out[w], m, tmp, nseg, w);
+        st = nf_run_shadow(c, x, out[w], m, t, nseg, w);
     }
-    free(tmp);
     return st;
+}
+
+/* Whether this call runs the shadows, on every rank alike: a rank whose
+ * segments are all measured must still join a rank that sees a new one (a
+ * region bound late, or on that rank only), and the shadows need memory on
+ * every rank. One BOR allreduce per calibrated call, a second only when
+ * some ranks want the shadows and others had not allocated for them. */
+static int nf_calib_agree(nf_comm_t *c, int want, size_t bytes, float **x)
+{
+    enum { NF_CAL_WANT = 1u, NF_CAL_NOMEM = 2u, NF_CAL_IDLE = 4u };
+    unsigned all = 0;
+    *x = want ? malloc(bytes) : NULL;
+    unsigned mine = !want ? NF_CAL_IDLE : *x == NULL ? NF_CAL_NOMEM : NF_CAL_WANT;
+    if (nf_agree_any(c->priv, mine, &all) != NF_OK)
+        all = NF_CAL_NOMEM;
+    if ((all & NF_CAL_WANT) && (all & NF_CAL_IDLE) && !(all & NF_CAL_NOMEM)) {
+        if (*x == NULL)
+            *x = malloc(bytes);
+        if (nf_agree_status(c->priv, *x != NULL ? NF_OK : NF_ERR_NO_MEMORY) != NF_OK)
+            all |= NF_CAL_NOMEM;
+    }
+    if ((all & NF_CAL_WANT) && !(all & NF_CAL_NOMEM))
+        return 1;
+    free(*x);
+    *x = NULL;
+    return 0;
 }
 
 nf_status_t nf_calib_run(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg)
 {
     size_t m = (size_t)a->count;
     const float *in = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf;
-    int want = nf_calib_wanted(seg, nseg) && nf_comm_ready(c) == NF_OK;
-    float *x = want ? malloc(3 * m * sizeof(float)) : NULL;
-    /* Without memory for the copies, every rank must still take the same
-     * path: the shadows' collectives are agreed through their header, so a
-     * rank that skips them would leave the others waiting. Agree first. */
-    if (want && nf_agree_status(c->priv, x != NULL ? NF_OK : NF_ERR_NO_MEMORY) != NF_OK) {
-        free(x);
-        x = NULL, want = 0;
-    }
-    if (want)
+    float *x = NULL;
+    nf_seg_t *tmp = NULL;
+    size_t at = (3 * m * sizeof(float) + 15) & ~(size_t)15; /* the segments after 3 copies */
+    /* nf_comm_ready is agreed (a failed setup is broken on every rank). */
+    int want = nf_comm_ready(c) == NF_OK &&
+               nf_calib_agree(c, nf_calib_wanted(seg, nseg), at + 2 * nseg * sizeof(nf_seg_t),
+                              &x);
+    if (want) {
         memcpy(x, in, m * sizeof(float)); /* the exact run may overwrite it */
+        tmp = (nf_seg_t *)(void *)((char *)x + at);
+    }
     for (size_t s = 0; s < nseg; s++)
         seg[s].route = NF_ROUTE_FP32;
     nf_status_t st = nf_run_plan(c, a, seg, nseg);
     if (st == NF_OK && want) {
         float *const out[2] = {x + m, x + 2 * m};
-        st = nf_calib_shadows(c, x, m, seg, nseg, out);
+        const nf_seg_t *const ran[2] = {tmp, tmp + nseg};
+        st = nf_calib_shadows(c, x, m, seg, nseg, tmp, out);
         if (st == NF_OK)
-            nf_calib_record(seg, nseg, a->recvbuf, out);
+            nf_calib_record(seg, nseg, ran, a->recvbuf, out);
     }
     free(x);
     return st;
 }
 
+/* After the entries, as comments: the calls each segment skipped. */
+static int nf_calib_skips(FILE *fp, uint64_t *skipped)
+{
+    int bad = 0;
+    *skipped = 0;
+    for (size_t i = 0; i < nf_cal.n && !bad; i++) {
+        const nf_calib_seg_t *r = &nf_cal.v[i];
+        if (r->nonfinite == 0 && r->fallback == 0)
+            continue;
+        *skipped += r->nonfinite + r->fallback;
+        bad = fprintf(fp, "# skipped %s: %" PRIu64 " calls with a NaN or Inf, %" PRIu64
+                      " that ran a fallback's fp32, %" PRIu64 " measured\n", r->name,
+                      r->nonfinite, r->fallback, r->calls) < 0;
+    }
+    return bad ? -1 : 0;
+}
+
 static void nf_calib_write(void)
 {
     nf_profile_entry_t *e = calloc(nf_cal.n + 1, sizeof(*e));
-    nf_wfile_t f;
-    if (e == NULL || nf_wfile_open(&f, nf_cal.path) != NF_OK) {
+    nf_wfile_t *f = &nf_cal.out;
+    uint64_t skipped = 0;
+    if (f->fp == NULL && nf_wfile_open(f, nf_cal.path) != NF_OK)
+        f->fp = NULL; /* logged why */
+    if (e == NULL || f->fp == NULL) {
         nf_log_warn("cannot write the calibration profile %s", nf_cal.path);
+        if (f->fp != NULL)
+            nf_wfile_abort(f);
         free(e);
         return;
     }
@@ -197,11 +296,12 @@ static void nf_calib_write(void)
         e[n].route = nf_profile_choose(e[n].cos_binary, e[n].cos_ternary, nf_cal.admit);
         n++;
     }
-    if (nf_profile_write(f.fp, e, n) != 0) {
+    if (nf_profile_write(f->fp, e, n) != 0 || nf_calib_skips(f->fp, &skipped) != 0) {
         nf_log_warn("writing the calibration profile %s failed: %m", nf_cal.path);
-        nf_wfile_abort(&f);
-    } else if (nf_wfile_commit(&f) == NF_OK) {
-        nf_log_info(1, "calibration profile of %zu segments written to %s", n, nf_cal.path);
+        nf_wfile_abort(f);
+    } else if (nf_wfile_commit(f) == NF_OK) {
+        nf_log_info(1, "calibration profile of %zu segments written to %s (%" PRIu64
+                    " calls skipped, listed in it)", n, nf_cal.path, skipped);
     }
     free(e);
 }
@@ -211,6 +311,8 @@ void nf_calib_finish(int write)
     pthread_mutex_lock(&nf_cal.lock);
     if (write && nf_cal.path != NULL)
         nf_calib_write();
+    else if (nf_cal.out.fp != NULL)
+        nf_wfile_abort(&nf_cal.out);
     free(nf_cal.v);
     nf_keymap_free(&nf_cal.index);
     free(nf_cal.path);

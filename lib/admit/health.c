@@ -135,8 +135,27 @@ void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n)
     }
 }
 
-/* A loss above loss_spike times the average of the window is a spike;
- * the loss joins the window either way. */
+/* Losses may be negative or change sign (log-likelihoods, regularised
+ * objectives, returns), so a spike is measured against the window's own
+ * scale, not as a ratio to its mean: a loss that exceeds the window's
+ * largest by more than (loss_spike - 1) times (|mean| + standard deviation).
+ * For a constant positive loss L this is the ratio rule, loss > loss_spike
+ * * L; a constant negative loss or one that alternates within its range
+ * never spikes. */
+static int nf_health_is_spike(const double *v, unsigned n, double loss)
+{
+    double sum = 0.0, max = v[0], var = 0.0;
+    for (unsigned i = 0; i < n; i++)
+        sum += v[i], max = v[i] > max ? v[i] : max;
+    double mean = sum / n;
+    for (unsigned i = 0; i < n; i++)
+        var += (v[i] - mean) * (v[i] - mean);
+    double scale = fabs(mean) + sqrt(var / n);
+    return loss > max + (nf_hcfg.loss_spike - 1.0) * scale;
+}
+
+/* Whether loss is a spike against the window; it joins the window either
+ * way. */
 static int nf_health_spike(nf_health_comm_t *h, double loss)
 {
     unsigned w = nf_hcfg.loss_window;
@@ -144,10 +163,7 @@ static int nf_health_spike(nf_health_comm_t *h, double loss)
         return 0;
     if (h->losses == NULL && (h->losses = calloc(w, sizeof(double))) == NULL)
         return 0;
-    double sum = 0.0;
-    for (unsigned i = 0; i < h->nloss; i++)
-        sum += h->losses[i];
-    int spike = h->nloss > 0 && loss > nf_hcfg.loss_spike * (sum / h->nloss);
+    int spike = h->nloss > 0 && nf_health_is_spike(h->losses, h->nloss, loss);
     h->losses[h->at] = loss;
     h->at = (h->at + 1) % w;
     if (h->nloss < w)

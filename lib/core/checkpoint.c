@@ -284,24 +284,69 @@ static int nf_part_cmp(const void *a, const void *b)
     return c != 0 ? c : (x->m > y->m) - (x->m < y->m);
 }
 
-/* This rank's bound regions as a set: how many, and a hash of their names
- * and counts in name order (addresses change from run to run). */
-static nf_status_t nf_ckpt_regions(uint32_t *n, uint64_t *hash)
+static int nf_str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names of v's region residuals, sorted; *k of them. */
+static const char **nf_ckpt_names(nf_residual_t *const *v, size_t n, size_t *k)
+{
+    const char **names = malloc((n > 0 ? n : 1) * sizeof(*names));
+    *k = 0;
+    if (names == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (v[i]->name[0] != '\0')
+            names[(*k)++] = v[i]->name;
+    if (*k > 0)
+        qsort(names, *k, sizeof(*names), nf_str_cmp);
+    return names;
+}
+
+/* The bound regions that v's residuals (a communicator's) use, as a set:
+ * how many, and a hash of their names and counts in name order (addresses
+ * change from run to run). Regions no residual of the communicator uses
+ * are left out: another communicator's, or bound by another thread, they
+ * do not decide whether these residuals fit. *missing: the name of a
+ * residual whose region is not bound now, or NULL. */
+static nf_status_t nf_ckpt_regions(nf_residual_t *const *v, size_t nv, uint32_t *n,
+                                   uint64_t *hash, const char **missing)
 {
     const size_t all = SIZE_MAX / sizeof(float); /* the whole address space */
-    size_t want = nf_region_parts(NULL, all, NULL, 0);
+    size_t k, want = nf_region_parts(NULL, all, NULL, 0);
+    const char **names = nf_ckpt_names(v, nv, &k);
     nf_region_part_t *p = want > 0 ? malloc(want * sizeof(*p)) : NULL;
-    if (want > 0 && p == NULL)
+    if (names == NULL || (want > 0 && p == NULL)) {
+        free(names);
+        free(p);
         return NF_ERR_NO_MEMORY;
+    }
     size_t got = nf_region_parts(NULL, all, p, want);
     got = got < want ? got : want;
     if (got > 0)
         qsort(p, got, sizeof(*p), nf_part_cmp);
     uint64_t h = NF_HASH_INIT;
-    for (size_t i = 0; i < got; i++)
+    uint32_t used = 0;
+    size_t j = 0;
+    *missing = NULL;
+    for (size_t i = 0; i < got; i++) { /* both in name order: one merge */
+        int c = 1;
+        for (; j < k && (c = strcmp(names[j], p[i].name)) < 0; j++)
+            if (*missing == NULL)
+                *missing = names[j];
+        if (c != 0)
+            continue;
         h = nf_hash_u64(nf_hash_str(nf_hash_u64(h, strlen(p[i].name)), p[i].name), p[i].m);
+        used++;
+        if (i + 1 == got || strcmp(p[i + 1].name, p[i].name) != 0)
+            j++; /* every region of that name is in */
+    }
+    if (*missing == NULL && j < k)
+        *missing = names[j];
+    free(names);
     free(p);
-    *n = (uint32_t)got;
+    *n = used;
     *hash = h;
     return NF_OK;
 }
@@ -457,24 +502,29 @@ static nf_status_t nf_ckpt_put_all(nf_wfile_t *f, nf_ckpt_head_t *hd, nf_residua
     return st;
 }
 
-/* This rank's file, written to its temp name (renamed by the caller). */
+/* This rank's file, written to its temp name (renamed by the caller). A
+ * refusal NFCOLL_CXL=require left in the table holds no state: not saved. */
 static nf_status_t nf_ckpt_write(nf_comm_t *c, const char *path, uint64_t id, nf_wfile_t *f)
 {
     nf_residual_table_t *t = &c->resid;
     nf_ckpt_head_t hd = {.version = NF_CKPT_VERSION, .size = (uint32_t)c->size,
-                         .rank = (uint32_t)c->rank, .id = id, .nentries = (uint32_t)t->n};
+                         .rank = (uint32_t)c->rank, .id = id};
     nf_residual_t **v = t->n > 0 ? malloc(t->n * sizeof(*v)) : NULL;
+    const char *missing; /* a residual of a region unbound since: saved all the same */
+    size_t n = 0;
     nf_status_t st = t->n > 0 && v == NULL ? NF_ERR_NO_MEMORY : NF_OK;
+    for (size_t i = 0; st == NF_OK && i < t->n; i++)
+        if (!t->v[i]->refused)
+            v[n++] = t->v[i];
+    hd.nentries = (uint32_t)n;
     if (st == NF_OK)
-        st = nf_ckpt_regions(&hd.nregions, &hd.region_hash);
+        st = nf_ckpt_regions(v, n, &hd.nregions, &hd.region_hash, &missing);
     if (st == NF_OK)
         st = nf_wfile_open(f, path);
     if (st == NF_OK) {
-        if (t->n > 0) {
-            memcpy(v, t->v, t->n * sizeof(*v));
-            qsort(v, t->n, sizeof(*v), nf_first_cmp);
-        }
-        if ((st = nf_ckpt_put_all(f, &hd, v, t->n)) != NF_OK)
+        if (n > 0)
+            qsort(v, n, sizeof(*v), nf_first_cmp);
+        if ((st = nf_ckpt_put_all(f, &hd, v, n)) != NF_OK)
             nf_wfile_abort(f);
     } else if (st == NF_ERR_NO_MEMORY) {
         nf_log_error("no memory to save residuals to %s", path);
@@ -611,26 +661,31 @@ static float *nf_stage_take(void *arg, const nf_ckpt_head_t *head, const nf_ckpt
     return r->buf[r->cur];
 }
 
-/* Does the file fit this run: communicator, rank, bound regions, memory? */
-static nf_status_t nf_stage_fits(nf_comm_t *c, const nf_ckpt_head_t *h, char *why, size_t n)
+/* Does the file fit this run: communicator, rank, the regions its
+ * residuals use, memory? */
+static nf_status_t nf_stage_fits(nf_comm_t *c, const nf_ckpt_head_t *h, const nf_stage_t *sg,
+                                 char *why, size_t n)
 {
     uint32_t nreg;
     uint64_t rhash, held, table, max;
+    const char *missing;
     if (h->size != (uint32_t)c->size || h->rank != (uint32_t)c->rank) {
         snprintf(why, n, "written by rank %u of a communicator of %u ranks; this is rank %d "
                  "of %d", h->rank, h->size, c->rank, c->size);
         return NF_ERR_INVALID;
     }
-    nf_status_t st = nf_ckpt_regions(&nreg, &rhash);
+    nf_status_t st = nf_ckpt_regions(sg->v, sg->n, &nreg, &rhash, &missing);
     if (st != NF_OK) {
         snprintf(why, n, "no memory to list the bound regions");
         return st;
     }
     if (nreg != h->nregions || rhash != h->region_hash) {
-        snprintf(why, n, "the bound regions differ: %u were bound when it was saved, %u "
-                 "are now%s", h->nregions, nreg,
-                 nreg == h->nregions ? " (other names or counts)"
-                                     : " (bind them with NF_Region_bind before loading)");
+        if (missing != NULL)
+            snprintf(why, n, "region '%s' of its residuals is not bound (bind it with "
+                     "NF_Region_bind before loading)", missing);
+        else
+            snprintf(why, n, "the bound regions its residuals use differ: %u when it was "
+                     "saved, %u now (other names or counts)", h->nregions, nreg);
         return NF_ERR_INVALID;
     }
     nf_residual_usage(&c->resid, &held, &table, &max);
@@ -649,7 +704,7 @@ static nf_status_t nf_ckpt_stage(nf_comm_t *c, const char *path, nf_stage_t *sg,
     nf_ckpt_head_t h;
     nf_status_t st = nf_ckpt_read(path, &h, nf_stage_take, sg, why, sizeof(why));
     if (st == NF_OK)
-        st = nf_stage_fits(c, &h, why, sizeof(why));
+        st = nf_stage_fits(c, &h, sg, why, sizeof(why));
     if (st != NF_OK) {
         nf_log_error("residual checkpoint %s: %s; no residual changed", path, why);
         nf_stage_free(sg);

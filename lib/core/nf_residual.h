@@ -51,6 +51,9 @@ typedef struct nf_residual {
     uint64_t stamp;       /* last use, on the process-wide clock (LRU) */
     int pending;          /* unbound, loaded from a checkpoint, waiting for the
                              next new unbound buffer of its count */
+    int refused;          /* NFCOLL_CXL=require refused its memory: no buffers;
+                             kept in its table so that later lookups of the key
+                             and count neither retry nor drop others for it */
 } nf_residual_t;
 
 /*
@@ -84,7 +87,9 @@ typedef struct nf_residual_table {
  * allocation failure or when NFCOLL_RESIDUAL_MAX cannot make room (logged;
  * *why NF_OK: the buffer runs without error feedback), or when placement
  * refuses its memory under NFCOLL_CXL=require (*why NF_ERR_CAPACITY,
- * logged: the call still runs, then reports it). */
+ * logged once: the call still runs, then reports it; the refusal is
+ * remembered for the key and count, so later calls get the same answer at
+ * once). */
 nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count,
                                nf_status_t *why);
 /* e for the E-form kernels, converting a Y- or TY-form residual exactly. */

@@ -100,6 +100,7 @@ static nf_status_t nf_residual_alloc(nf_residual_t *r, size_t count)
         return NF_ERR_NO_MEMORY;
     }
     r->count = count;
+    r->refused = 0;
     r->cur = 0;
     r->touched[0] = r->touched[1] = 0;
     r->form = NF_RES_Y; /* zero y with a = 0 is the zero residual */
@@ -257,7 +258,8 @@ static nf_residual_t *nf_res_victim(nf_residual_table_t **owner)
             continue;
         for (size_t i = 0; i < t->n; i++) {
             nf_residual_t *r = t->v[i];
-            if (r->stamp < t->call_start && (best == NULL || r->stamp < best->stamp))
+            if (r->stamp < t->call_start && !r->refused &&
+                (best == NULL || r->stamp < best->stamp))
                 best = r, *owner = t;
         }
     }
@@ -378,6 +380,32 @@ static nf_residual_t *nf_res_new(nf_residual_table_t *t, const nf_res_key_t *key
     return r;
 }
 
+#define NF_RES_REFUSED_MAX 64 /* refusals remembered per table */
+
+/* Placement refused r's memory under require: give it back and keep r as
+ * the refusal, so the key is not placed again (nor others dropped for it)
+ * on every call. The oldest refusal beyond NF_RES_REFUSED_MAX is
+ * forgotten: fresh buffers every step must not grow the table. */
+static void nf_res_refuse(nf_residual_table_t *t, nf_residual_t *r)
+{
+    nf_residual_t *oldest = NULL;
+    size_t k = 0;
+    nf_res_account(0, nf_res_footprint(r->bytes));
+    nf_residual_release(r);
+    r->bytes = 0;
+    r->refused = 1;
+    for (size_t i = 0; i < t->n; i++) {
+        nf_residual_t *q = t->v[i];
+        k += (size_t)q->refused;
+        if (q->refused && (oldest == NULL || q->stamp < oldest->stamp))
+            oldest = q;
+    }
+    if (k > NF_RES_REFUSED_MAX) {
+        nf_res_remove(t, oldest);
+        free(oldest);
+    }
+}
+
 nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count,
                                nf_status_t *why)
 {
@@ -391,17 +419,19 @@ nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, 
     nf_residual_t *r = nf_res_find(t, key);
     if (r == NULL && key->name == NULL)
         r = nf_res_adopt(t, key->addr, count);
+    nf_status_t st = NF_OK;
     if (r != NULL) {
         r->stamp = ++nf_res_clock;
-        if (r->count != count)
+        if (r->refused && r->count == count)
+            st = NF_ERR_CAPACITY; /* refused before: the same answer, no retry */
+        else if (r->count != count)
             r = nf_res_reshape(t, r, count);
     } else {
         r = nf_res_new(t, key, count);
     }
-    nf_status_t st = r != NULL ? nf_res_prepare(r) : NF_OK;
-    if (st != NF_OK) { /* the node is full under require: give it all back */
-        nf_res_remove(t, r);
-        nf_res_destroy(r);
+    if (st == NF_OK && r != NULL && (st = nf_res_prepare(r)) != NF_OK)
+        nf_res_refuse(t, r); /* the node is full under require */
+    if (st != NF_OK) {
         r = NULL;
         *why = st;
     }

@@ -91,6 +91,12 @@ static void nf_lanes_check(nf_comm_t *c, nf_seg_t *seg, size_t n)
     }
 }
 
+/* The route a segment ran on: its own, or fp32 after a fallback. */
+static nf_route_t nf_seg_ran_as(const nf_call_t *call, const nf_seg_t *g)
+{
+    return call->mismatch || call->capacity || g->nonfinite ? NF_ROUTE_FP32 : g->route;
+}
+
 /* What each segment ran as, for the counters. */
 static void nf_seg_stats(const nf_comm_t *c, nf_call_t *call)
 {
@@ -112,8 +118,7 @@ static void nf_seg_stats(const nf_comm_t *c, nf_call_t *call)
     }
     for (size_t s = 0; s < call->nseg; s++) {
         nf_seg_t *g = &call->seg[s];
-        nf_route_t ran = call->mismatch || call->capacity || g->nonfinite ? NF_ROUTE_FP32
-                                                                           : g->route;
+        nf_route_t ran = nf_seg_ran_as(call, g);
         g->ran = ran;
         if (g->nonfinite) {
             nf_log_info(1, "NaN or Inf in some rank's input: this segment runs fp32");
@@ -217,7 +222,10 @@ nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_s
                          : NULL;
     }
     nf_lanes_check(c, seg, nseg);
-    return nf_coll_run(c, &call);
+    nf_status_t st = nf_coll_run(c, &call);
+    for (size_t s = 0; s < nseg; s++)
+        seg[s].ran = nf_seg_ran_as(&call, &seg[s]);
+    return st;
 }
 
 nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int ef, double gamma)

@@ -315,6 +315,13 @@ unsigned nf_policy_size_class(const nf_policy_t *p, uint64_t bytes)
     return lo;
 }
 
+uint64_t nf_policy_size_class_low(const nf_policy_t *p, unsigned cls)
+{
+    if (p == NULL || cls == 0 || cls > p->nbounds)
+        return 0;
+    return p->bounds[cls - 1];
+}
+
 uint64_t nf_policy_calls_settled(const nf_policy_t *p)
 {
     return p != NULL ? p->calls_settled : 0;

@@ -139,6 +139,10 @@ unsigned nf_policy_fields(const nf_policy_t *p);
  * decision from every rule (all else equal). */
 unsigned nf_policy_size_class(const nf_policy_t *p, uint64_t bytes);
 
+/** The smallest size in class cls (0 for class 0): with
+ * nf_policy_size_class, what lets a caller try every class up to a size. */
+uint64_t nf_policy_size_class_low(const nf_policy_t *p, unsigned cls);
+
 /** The first call index from which the call index no longer changes any
  * decision (0 when no enabled rule tests `calls`; UINT64_MAX never happens:
  * open ranges end at their low bound). */

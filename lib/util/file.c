@@ -105,8 +105,8 @@ static nf_status_t nf_file_slurp(int fd, size_t hint, size_t max, char **text, s
 /* stat first, so that a FIFO or device is not even opened (opening one can
  * block or have effects); fstat after the open is the check that counts,
  * since the path may have changed in between. */
-nf_status_t nf_file_read_all(const char *path, size_t max, char **text, size_t *len, char *why,
-                             size_t why_len)
+nf_status_t nf_file_open(const char *path, size_t max, int *fd_out, size_t *size, char *why,
+                         size_t why_len)
 {
     struct stat sb;
     if (stat(path, &sb) != 0)
@@ -119,8 +119,26 @@ nf_status_t nf_file_read_all(const char *path, size_t max, char **text, size_t *
         return nf_file_fail(NF_ERR_IO, path, why, why_len, "cannot open: %m");
     if (fstat(fd, &sb) != 0)
         st = nf_file_fail(NF_ERR_IO, path, why, why_len, "cannot read: %m");
-    else if ((st = nf_file_check(&sb, max, path, why, why_len)) == NF_OK)
-        st = nf_file_slurp(fd, (size_t)sb.st_size, max, text, len, path, why, why_len);
+    else
+        st = nf_file_check(&sb, max, path, why, why_len);
+    if (st != NF_OK) {
+        close(fd);
+        return st;
+    }
+    *fd_out = fd;
+    *size = (size_t)sb.st_size;
+    return NF_OK;
+}
+
+nf_status_t nf_file_read_all(const char *path, size_t max, char **text, size_t *len, char *why,
+                             size_t why_len)
+{
+    int fd;
+    size_t size;
+    nf_status_t st = nf_file_open(path, max, &fd, &size, why, why_len);
+    if (st != NF_OK)
+        return st;
+    st = nf_file_slurp(fd, size, max, text, len, path, why, why_len);
     close(fd);
     return st;
 }

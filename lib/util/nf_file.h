@@ -29,6 +29,13 @@
 nf_status_t nf_file_read_all(const char *path, size_t max, char **text, size_t *len,
                              char *why, size_t why_len);
 
+/* The checks of nf_file_read_all without the reading, for a reader that
+ * streams (nfcoll_replay's traces): *fd (close it) of path, a regular file
+ * of at most max bytes when opened (*size), opened the same way. It may
+ * still grow: the reader bounds what it keeps, not the file. */
+nf_status_t nf_file_open(const char *path, size_t max, int *fd, size_t *size, char *why,
+                         size_t why_len);
+
 typedef struct nf_wfile {
     FILE *fp;
     char tmp[4096];  /* the temp file while it is not yet renamed */

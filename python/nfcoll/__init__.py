@@ -11,6 +11,14 @@ place (MPI_IN_PLACE, MPI_FLOAT, MPI_SUM). comm is an mpi4py communicator
 (default MPI.COMM_WORLD). A failing call raises nfcoll.Error with the
 library's message. See nfcoll.torch for PyTorch DDP.
 
+Autograd: allreduce writes a tensor in place where autograd cannot see it,
+like an in-place torch operation it cannot differentiate. A tensor that
+requires grad is refused while grad mode is on (ValueError; reduce its
+.grad, or call under torch.no_grad(), as an optimizer step would). Every
+tensor written gets its version counter bumped, as torch's own in-place
+operations do, so autograd refuses a backward pass that would use the old
+values (x.detach() shares the counter; x.data does not: prefer detach()).
+
 Import nfcoll before anything initializes MPI (mpi4py.MPI, torch's MPI
 backend): nfcoll then starts MPI through libnfcoll's MPI_Init_thread, where
 the ranks agree once on the policy, stats and trace settings, and ends it
@@ -25,6 +33,7 @@ written.
 """
 
 import ctypes
+import os
 
 from . import _lib  # first: it may initialize MPI
 
@@ -105,9 +114,36 @@ def _comm(comm):
     return MPI._handleof(MPI.COMM_WORLD if comm is None else comm)
 
 
+def _is_tensor(x):
+    return hasattr(x, "data_ptr") and hasattr(x, "is_contiguous")
+
+
+def _writable(x):
+    """Refuse a tensor whose in-place write autograd would miss: one that
+    requires grad while grad mode is on (torch refuses its own in-place
+    operations on leaves then; on other tensors it records them, which it
+    cannot do for a write it does not see)."""
+    if _is_tensor(x) and x.requires_grad:
+        import torch
+        if torch.is_grad_enabled():
+            raise ValueError("nfcoll: the tensor requires grad and grad mode is on: autograd "
+                             "cannot see libnfcoll's in-place write (reduce its .grad, or call "
+                             "under torch.no_grad())")
+
+
+def _written(x):
+    """Bump a tensor's version counter after the library wrote it, as a
+    torch in-place operation would: an empty in-place operation on a view
+    (views share the counter) costs no pass over the data."""
+    if _is_tensor(x) and not (hasattr(x, "is_inference") and x.is_inference()):
+        import torch
+        with torch.no_grad():
+            x.view(-1)[:0].zero_()
+
+
 def _buffer(x):
     """(address, count) of a contiguous, writable float32 array or CPU tensor."""
-    if hasattr(x, "data_ptr") and hasattr(x, "is_contiguous"):  # torch.Tensor
+    if _is_tensor(x):  # torch.Tensor
         if str(x.dtype) != "torch.float32":
             raise TypeError("nfcoll: tensor dtype %s, expected torch.float32" % x.dtype)
         if x.device.type != "cpu":
@@ -139,15 +175,24 @@ def allreduce(x, route=None, comm=None):
     "fp32", "binary", "ternary", ... see routes()) or its nf_route_t number:
     NF_Allreduce_route. Collective: every rank of comm calls it with the
     same count (and the same bound regions in x).
+
+    A torch tensor that requires grad is refused while grad mode is on
+    (ValueError): autograd cannot see this write. Under torch.no_grad() it
+    is reduced like any tensor, and every tensor written gets its version
+    counter bumped, so a backward pass that saved its old values fails
+    instead of computing with the new ones.
     """
+    _writable(x)
     addr, count = _buffer(x)
     lib, c = _lib.lib, _comm(comm)
     if route is None:
         rc = lib.NF_Allreduce(_IN_PLACE, addr, count, _FLOAT, _SUM, c)
+        _written(x)
         _check("NF_Allreduce", rc, "(%d floats)" % count)
     else:
         r = _route(route)
         rc = lib.NF_Allreduce_route(_IN_PLACE, addr, count, _FLOAT, _SUM, c, r)
+        _written(x)
         _check("NF_Allreduce_route", rc, "(%d floats, route %r)" % (count, route))
     return x
 
@@ -155,16 +200,28 @@ def allreduce(x, route=None, comm=None):
 def bind(x, name):
     """Name the floats of x (an array, a tensor or a slice view of a fused
     buffer) as a model region: NF_Region_bind(3). Local, not collective;
-    every rank must bind the same layout. A name is bound at one address at
-    a time (unbind it to move it), and a binding outlives the memory: unbind
-    before x is freed, or a new array at that address is cut by it."""
+    every rank must bind the same layout. name: a str (the library checks
+    its characters; an embedded NUL, which C would cut the name at, is a
+    ValueError). A name is bound at one address at a time (unbind it to
+    move it), and a binding outlives the memory: unbind before x is freed,
+    or a new array at that address is cut by it."""
+    if not isinstance(name, str):
+        raise TypeError("nfcoll: region name must be a str, got %s" % type(name).__name__)
+    if "\0" in name:
+        raise ValueError("nfcoll: region name %r holds a NUL character" % name)
     addr, count = _buffer(x)
     rc = _lib.lib.NF_Region_bind(addr, count, _FLOAT, name.encode())
     _check("NF_Region_bind", rc, "(%r, %d floats)" % (name, count))
 
 
+_ADDR_MAX = 2**(8 * ctypes.sizeof(ctypes.c_void_p)) - 1
+
+
 def unbind(x):
-    """Forget the region that starts at x: NF_Region_unbind(3)."""
+    """Forget the region that starts at x: NF_Region_unbind(3). x: the
+    array or tensor bound, or its address as an int (0 .. 2**64 - 1)."""
+    if isinstance(x, int) and not 0 <= x <= _ADDR_MAX:
+        raise ValueError("nfcoll: %d is not an address (0 to 0x%x)" % (x, _ADDR_MAX))
     addr = x if isinstance(x, int) else _buffer(x)[0]
     _check("NF_Region_unbind", _lib.lib.NF_Region_unbind(addr), "(0x%x)" % addr)
 
@@ -201,14 +258,36 @@ def health_report(loss):
     _check("NF_Health_report", _lib.later("NF_Health_report")(float(loss)))
 
 
+def _residuals(name, prefix, comm):
+    """NF_Residuals_save or _load with prefix (str, bytes or os.PathLike).
+    A bad prefix on one rank must not leave the others waiting in the
+    collective call: the library is called with NULL there, which every
+    rank's call then returns as MPI_ERR_ARG, and this rank raises the
+    reason (TypeError, or ValueError for an embedded NUL)."""
+    fn = _lib.later(name)
+    bad = None
+    try:
+        path = os.fsencode(prefix)
+        if b"\0" in path:
+            bad = ValueError("nfcoll: %s: prefix %r holds a NUL character" % (name, prefix))
+    except TypeError:
+        bad = TypeError("nfcoll: %s: prefix must be a str, bytes or os.PathLike, got %s"
+                        % (name, type(prefix).__name__))
+    rc = fn(_comm(comm), None if bad else path)
+    if bad:
+        raise bad
+    _check(name, rc, "(%r)" % os.fsdecode(path))
+
+
 def save_residuals(prefix, comm=None):
     """Write this communicator's error-feedback residuals to files named by
-    prefix (collective): NF_Residuals_save. For checkpoints."""
-    fn = _lib.later("NF_Residuals_save")
-    _check("NF_Residuals_save", fn(_comm(comm), str(prefix).encode()), "(%r)" % str(prefix))
+    prefix (collective): NF_Residuals_save. For checkpoints. prefix: str,
+    bytes or os.PathLike; anything else is a TypeError on that rank (and an
+    nfcoll.Error with MPI_ERR_ARG on the others, which called it too)."""
+    _residuals("NF_Residuals_save", prefix, comm)
 
 
 def load_residuals(prefix, comm=None):
-    """Read residuals written by save_residuals (collective): NF_Residuals_load."""
-    fn = _lib.later("NF_Residuals_load")
-    _check("NF_Residuals_load", fn(_comm(comm), str(prefix).encode()), "(%r)" % str(prefix))
+    """Read residuals written by save_residuals (collective): NF_Residuals_load.
+    prefix as for save_residuals."""
+    _residuals("NF_Residuals_load", prefix, comm)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# make check-cxl (and make check): prove CXL placement.
+# make check-cxl (and make check-full): prove CXL placement.
 #  1. On this machine: if it has no CXL node, NFCOLL_CXL=require must fail
 #     with a clear message.
 #  2. In a QEMU guest with an emulated CXL node (tests/cxl/cxl-vm.sh):

@@ -8,8 +8,9 @@
  *   test_ckpt inproc DIR     save, run on, load, rerun: bit-identical; then
  *                            every refused load fails alike on every rank,
  *                            once through the error handler, and leaves the
- *                            residuals as they were; save's symlink, mode
- *                            and failure behaviour
+ *                            residuals as they were; a region of another
+ *                            communicator or thread does not matter; save's
+ *                            symlink, mode and failure behaviour
  *   test_ckpt save DIR       K steps, save DIR/ck, S more steps' results to
  *                            DIR/expect.RANK
  *   test_ckpt resume DIR     a new process, buffers elsewhere: load refused
@@ -20,6 +21,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,7 @@ enum { STEP = M_F + 2 * M_U + M_T }; /* floats recorded per step */
 
 static int rank, n, handled;
 static MPI_Comm cw;
+static MPI_Errhandler eh;
 static const char *dir;
 
 typedef struct bufs {
@@ -222,6 +225,53 @@ static int refusals(bufs_t *b)
     return f;
 }
 
+static void *bind_other(void *p)
+{
+    return (void *)(intptr_t)NF_Region_bind(p, 100, MPI_FLOAT, "thread");
+}
+
+/* The region check covers the regions the communicator's residuals use
+ * (issue 18, item 7): region wbo, used only on another communicator, and
+ * a region another thread binds after the save, leave cw's checkpoint
+ * loadable; the other communicator's checkpoint needs wbo. Saved and
+ * loaded at the same state: the residuals do not change. */
+static int scoped(void)
+{
+    MPI_Comm c2;
+    float *o = malloc(1000 * sizeof(float)), *t = malloc(100 * sizeof(float));
+    int f = 0, before;
+    pthread_t th;
+    void *trc = NULL;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c2);
+    MPI_Comm_set_errhandler(c2, eh);
+    f += nft_check(NF_Region_bind(o, 1000, MPI_FLOAT, "wbo") == MPI_SUCCESS, "bind wbo", "failed");
+    ref_input(o, 1000, rank, 0, 5);
+    f += nft_check(NF_Allreduce(MPI_IN_PLACE, o, 1000, MPI_FLOAT, MPI_SUM, c2) == MPI_SUCCESS,
+                   "reduce on c2", "failed");
+    f += nft_check(NF_Residuals_save(cw, path("scope", -1)) == MPI_SUCCESS, "save scope", "failed");
+    f += nft_check(NF_Residuals_save(c2, path("scope2", -1)) == MPI_SUCCESS, "save scope2",
+                   "failed");
+    f += nft_check(NF_Region_unbind(o) == MPI_SUCCESS, "unbind wbo", "failed");
+    f += nft_check(pthread_create(&th, NULL, bind_other, t) == 0 && pthread_join(th, &trc) == 0 &&
+                       trc == (void *)(intptr_t)MPI_SUCCESS, "bind on a thread", "failed");
+    f += load_expect(path("scope", -1), MPI_SUCCESS,
+                     "load with a region of another communicator unbound and one more bound");
+    before = handled;
+    f += refused(NF_Residuals_load(c2, path("scope2", -1)), MPI_ERR_ARG, before,
+                 "load of c2 with its region wbo unbound");
+    f += nft_check(NF_Region_bind(o, 1000, MPI_FLOAT, "wbo") == MPI_SUCCESS, "rebind wbo",
+                   "failed");
+    before = handled;
+    f += refused(NF_Residuals_load(c2, path("scope2", -1)), MPI_SUCCESS, before,
+                 "load of c2 with wbo bound again");
+    NF_Region_unbind(o);
+    NF_Region_unbind(t);
+    MPI_Comm_free(&c2);
+    free(o);
+    free(t);
+    return f;
+}
+
 /* Save through a planted symlink, and a save that fails on one rank. */
 static int saves(void)
 {
@@ -270,6 +320,7 @@ static int inproc(bufs_t *b)
     f += nft_check(NF_Residuals_save(cw, path("ok2", -1)) == MPI_SUCCESS, "save ok2", "failed");
     f += steps(b, K + S, S, r1);
     f += load_expect(path("ok", -1), MPI_SUCCESS, "load ok");
+    f += scoped();
     f += refusals(b);
     f += steps(b, K + S, S, r2);
     f += nft_same_floats(r2, r1, S * STEP, "continuation after refused loads");
@@ -313,7 +364,6 @@ static int resume(bufs_t *b)
 
 int main(int argc, char **argv)
 {
-    MPI_Errhandler eh;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);

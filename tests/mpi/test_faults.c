@@ -14,6 +14,13 @@
  *                                file F and kills itself with SIGKILL
  *   test_faults fp32 N M         N fp32 calls of M floats (NF_Allreduce_route),
  *                                checked against PMPI_Allreduce
+ *   test_faults cxl-full N M P   N steps of two binary calls: 1 Ki floats,
+ *                                whose residual fits a full CXL node, and M
+ *                                floats, whose residual does not: the small
+ *                                calls succeed, the big ones return
+ *                                MPI_ERR_NO_MEM (they run without error
+ *                                feedback); one line per rank with the
+ *                                counts; then NF_Residuals_save to prefix P
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -144,6 +151,35 @@ static int fp32(long n, long m)
     return bad;
 }
 
+static int cxl_full(long n, long m, const char *prefix)
+{
+    float *small = calloc(1024, sizeof(float)), *big = calloc((size_t)m, sizeof(float));
+    long ok = 0, refused = 0, other = 0;
+    if (small == NULL || big == NULL)
+        return 99;
+    for (long i = 0; i < n; i++) {
+        for (long j = 0; j < 1024; j++)
+            small[j] = (float)((j * 13 + i * 7 + rank) % 17) - 8.0f;
+        for (long j = 0; j < m; j++)
+            big[j] = (float)((j * 31 + i * 5 + rank) % 23) - 11.0f;
+        int a = NF_Allreduce_route(MPI_IN_PLACE, small, 1024, MPI_FLOAT, MPI_SUM,
+                                   MPI_COMM_WORLD, NF_ROUTE_BINARY);
+        int b = NF_Allreduce_route(MPI_IN_PLACE, big, (int)m, MPI_FLOAT, MPI_SUM,
+                                   MPI_COMM_WORLD, NF_ROUTE_BINARY);
+        int cls = MPI_SUCCESS;
+        if (b != MPI_SUCCESS)
+            MPI_Error_class(b, &cls);
+        ok += a == MPI_SUCCESS;
+        refused += cls == MPI_ERR_NO_MEM;
+        other += b == MPI_SUCCESS || cls != MPI_ERR_NO_MEM;
+    }
+    int saved = NF_Residuals_save(MPI_COMM_WORLD, prefix);
+    printf("cxl-full rank %d: small ok %ld/%ld, big refused %ld/%ld, big other %ld, save %d\n",
+           rank, ok, n, refused, n, other, saved);
+    free(small), free(big);
+    return ok != n || saved != MPI_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
     int rc = 0;
@@ -166,6 +202,9 @@ int main(int argc, char **argv)
         rc = kill_fill((int)a, b);
     } else if (strcmp(mode, "fp32") == 0) {
         rc = fp32(a, b);
+    } else if (strcmp(mode, "cxl-full") == 0 && argc > 4) {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        rc = cxl_full(a, b, argv[4]);
     } else {
         fprintf(stderr, "usage: see tests/mpi/test_faults.c\n");
         rc = 2;

@@ -10,10 +10,13 @@
  *   every rank reports a loss each step; a spike (x10) cools down again;
  *   a gradient that drops 1e6-fold against its residual: ef_growth.
  * Prints one letter per step (b binary, f fp32) on rank 0 for the script.
+ * Losses that are negative or change sign (no NaN, no ef_growth):
+ *   --negative: -2.0 every step, +5.0 at step 20 (a spike: 3 steps fp32);
+ *   --alternating: +0.1 and -0.1 in turn: never a spike.
  *
- * `test_health gaps`: a fused buffer a | gap | b | gap | c whose two gaps
- * have one size. A NaN in the first gap cools that gap alone, for exactly
- * its cool-down (issue 17 item 6: they shared one record, so the other gap
+ * --gaps: a fused buffer a | gap | b | gap | c whose two gaps have one
+ * size. A NaN in the first gap cools that gap alone, for exactly its
+ * cool-down (issue 17 item 6: they shared one record, so the other gap
  * cooled too and the cool-down counted down twice per call).
  */
 #include <math.h>
@@ -89,17 +92,24 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    if (argc > 1 && strcmp(argv[1], "gaps") == 0)
-        return nft_finish(test_gaps(rank, n), "test_health gaps");
+    if (argc > 1 && strcmp(argv[1], "--gaps") == 0)
+        return nft_finish(test_gaps(rank, n), "test_health --gaps");
+    int neg = argc > 1 && strcmp(argv[1], "--negative") == 0;
+    int alt = argc > 1 && strcmp(argv[1], "--alternating") == 0;
     float *buf = nft_keep(malloc(M * sizeof(float)));
     for (int s = 0; s < STEPS; s++) {
-        float scale = s >= 30 ? 1e-6f : 1.0f; /* ef_growth from step 30 */
+        float scale = s >= 30 && !neg && !alt ? 1e-6f : 1.0f; /* ef_growth from step 30 */
         ref_input(buf, M, rank, s, 7);
         for (int j = 0; j < M; j++)
             buf[j] *= scale;
-        if ((s == 4 || s == 10) && rank == n - 1)
+        if ((s == 4 || s == 10) && rank == n - 1 && !neg && !alt)
             buf[17] = NAN;
-        NF_Health_report(s == 20 ? 10.0 : 1.0); /* a loss spike at step 20 */
+        if (neg)
+            NF_Health_report(s == 20 ? 5.0 : -2.0);
+        else if (alt)
+            NF_Health_report(s % 2 ? -0.1 : 0.1);
+        else
+            NF_Health_report(s == 20 ? 10.0 : 1.0); /* a loss spike at step 20 */
         int rc = NF_Allreduce(MPI_IN_PLACE, buf, M, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         fails += nft_check(rc == MPI_SUCCESS, "call", "return code %d", rc);
         routes[s] = step_route();

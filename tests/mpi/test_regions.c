@@ -6,12 +6,15 @@
  * rebind with another count, a bucket moved to a new address, ranks with
  * different layouts, and the binding API's errors (one name at two
  * addresses, a base not aligned to a float).
- *
- * `test_regions scale` instead: 20 000 four-float regions in one call,
- * 100 000 binds in descending address order and their unbinds in
- * ascending order, each under a
- * generous time bound (quadratic costs take seconds to minutes there).
+ * With --pmpi-default (tests/policy_shim/regions_pmpi.policy): ranks whose
+ * layouts make one run the call whole on pmpi and another cut it into the
+ * protocol agree on pmpi, with no hang and the exact sum; --bytes-only
+ * (regions_bytes.policy) the same where a cut changes segments' sizes.
+ * With --scale: 20 000 four-float regions in one call, 100 000 binds in
+ * descending address order and their unbinds in ascending order, each
+ * under a generous time bound (quadratic costs take seconds to minutes).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,14 +236,111 @@ static int test_scale(void)
     return f;
 }
 
+/* One call of m floats after each rank bound what bind() says; every rank
+ * must get the sum (pmpi may add in another order: within rounding), the
+ * same bits everywhere, and `layouts` more layout fallbacks counted. */
+static int mixed_call(size_t m, void (*bind)(float *, size_t), int layouts, nf_route_t route,
+                      const char *what)
+{
+    float *buf = malloc(m * sizeof(float)), *xs = malloc((size_t)n * m * sizeof(float));
+    float *ref = malloc(m * sizeof(float));
+    uint64_t before = nf_stats_fallbacks(NF_FALLBACK_LAYOUT);
+    nf_route_stats_t r0, r1;
+    int fails = 0;
+    for (int i = 0; i < n; i++)
+        ref_input(xs + (size_t)i * m, m, i, 0, 11);
+    memcpy(buf, xs + (size_t)rank * m, m * sizeof(float));
+    ref_fp32(ref, xs, n, m);
+    bind(buf, m);
+    nf_stats_get(route, &r0);
+    int rc = NF_Allreduce(MPI_IN_PLACE, buf, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    nf_stats_get(route, &r1);
+    fails += nft_check(rc == MPI_SUCCESS, what, "return code %d", rc);
+    for (size_t j = 0; j < m && fails == 0; j++)
+        fails += nft_check(fabsf(buf[j] - ref[j]) <= 1e-5f * (float)n, what,
+                           "element %zu is %g, expected %g", j, (double)buf[j], (double)ref[j]);
+    fails += nft_identical_on_all(buf, m * sizeof(float), what);
+    fails += nft_check(nf_stats_fallbacks(NF_FALLBACK_LAYOUT) == before + (uint64_t)layouts,
+                       what, "layout fallbacks %llu -> %llu, expected +%d",
+                       (unsigned long long)before,
+                       (unsigned long long)nf_stats_fallbacks(NF_FALLBACK_LAYOUT), layouts);
+    fails += nft_check(r1.calls > r0.calls, what, "no %s call counted", nf_route_name(route));
+    NF_Region_unbind(buf); /* what bind() bound; the other one is refused */
+    NF_Region_unbind(buf + m / 2);
+    free(buf), free(xs), free(ref);
+    return fails;
+}
+
+/* Rank 0 binds head.w in the second half, the others nothing: rank 0 cuts
+ * the call (gap pmpi, head fp32), the others run it whole on pmpi. */
+static void bind_head_rank0(float *b, size_t m)
+{
+    if (rank == 0)
+        NF_Region_bind(b + m / 2, (int)(m - m / 2), MPI_FLOAT, "head.w");
+}
+
+/* Rank 0 binds body.w (pmpi like its gap: whole on pmpi), the others
+ * head.w (fused, fp32). */
+static void bind_body_or_head(float *b, size_t m)
+{
+    NF_Region_bind(b + m / 2, (int)(m - m / 2), MPI_FLOAT, rank == 0 ? "body.w" : "head.w");
+}
+
+/* A binary-sized call: rank 0 binds all of it as skip.all (pmpi, so whole
+ * on pmpi), the others run it binary. */
+static void bind_skip_rank0(float *b, size_t m)
+{
+    if (rank == 0)
+        NF_Region_bind(b, (int)m, MPI_FLOAT, "skip.all");
+}
+
+/* The same layout everywhere: fused, exact, no fallback. */
+static void bind_head_all(float *b, size_t m)
+{
+    NF_Region_bind(b + m / 2, (int)(m - m / 2), MPI_FLOAT, "head.w");
+}
+
+/* Rank 0 binds the first half as x, the others nothing. */
+static void bind_half_rank0(float *b, size_t m)
+{
+    if (rank == 0)
+        NF_Region_bind(b, (int)(m / 2), MPI_FLOAT, "x");
+}
+
+/* A policy on bytes alone: a binary-sized call whose halves are pmpi-sized
+ * runs whole on pmpi on rank 0 and binary elsewhere: pmpi everywhere. A
+ * small call is pmpi on every rank however it is cut: no fallback. */
+static int bytes_only(void)
+{
+    int f = 0;
+    f += mixed_call(20000, bind_half_rank0, 1, NF_ROUTE_PMPI, "halves of 40000 B on rank 0");
+    f += mixed_call(1000, bind_half_rank0, 0, NF_ROUTE_PMPI, "a small call cut on rank 0");
+    return nft_finish(f, "test_regions --bytes-only");
+}
+
+static int pmpi_default(void)
+{
+    int f = 0;
+    f += mixed_call(1000, bind_head_rank0, 1, NF_ROUTE_PMPI, "head.w on rank 0 only");
+    f += mixed_call(1000, bind_body_or_head, 1, NF_ROUTE_PMPI, "body.w on rank 0, head.w else");
+    f += mixed_call(32768, bind_skip_rank0, 1, NF_ROUTE_PMPI, "skip.all on rank 0 only");
+    f += mixed_call(1000, bind_head_all, 0, NF_ROUTE_FP32, "head.w on every rank");
+    f += mixed_call(1000, bind_head_rank0, 1, NF_ROUTE_PMPI, "head.w on rank 0 only, again");
+    return nft_finish(f, "test_regions --pmpi-default");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     ref_nodes_init(n);
-    if (argc > 1 && strcmp(argv[1], "scale") == 0)
-        return nft_finish(test_scale(), "test_regions scale");
+    if (argc > 1 && strcmp(argv[1], "--scale") == 0)
+        return nft_finish(test_scale(), "test_regions --scale");
+    if (argc > 1 && strcmp(argv[1], "--pmpi-default") == 0)
+        return pmpi_default();
+    if (argc > 1 && strcmp(argv[1], "--bytes-only") == 0)
+        return bytes_only();
     const size_t m = 9777;
     part_t parts[NSEG] = {
         {"body", 0, 5000, NF_ROUTE_BINARY, NULL},

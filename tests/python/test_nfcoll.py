@@ -118,6 +118,53 @@ def test_errors():
     t.raises(ValueError, lambda: nfcoll.allreduce(ro), "read-only array")
 
 
+def test_autograd():
+    """Issue 18, item 9: a tensor that requires grad is refused while grad
+    mode is on; written tensors get their version bumped, so autograd
+    refuses a backward pass over values libnfcoll replaced."""
+    try:
+        import torch
+    except ImportError:
+        t.skip("autograd", "no torch for %s (apt-get install python3-torch)" % sys.executable)
+        return
+    xs = nfref.inputs(n, 100, 12)
+    w = torch.from_numpy(xs[rank].copy()).requires_grad_()
+    y = w * 3.0
+    before, v0 = y.detach().clone(), y._version
+    t.raises(ValueError, lambda: nfcoll.allreduce(y, route="fp32"), "non-leaf requiring grad",
+             lambda e: "requires grad" in str(e))
+    t.raises(ValueError, lambda: nfcoll.allreduce(w, route="fp32"), "leaf requiring grad",
+             lambda e: "requires grad" in str(e))
+    t.ok(torch.equal(y.detach(), before) and y._version == v0,
+         "refused: the tensor and its version unchanged")
+    z = (y * y).sum()  # saves y for backward
+    with torch.no_grad():
+        nfcoll.allreduce(y, route="fp32")
+    t.ok(y._version > v0 and np.array_equal(y.detach().numpy(), nfref.fp32(xs * np.float32(3.0))),
+         "under no_grad: reduced, version %d -> %d" % (v0, y._version))
+    t.raises(RuntimeError, z.backward, "backward over a tensor libnfcoll wrote",
+             lambda e: "inplace" in str(e) or "in-place" in str(e))
+    g = torch.zeros(100)
+    v = g._version
+    d = g.detach()  # shares the version counter
+    nfcoll.allreduce(d, route="fp32")
+    t.ok(g._version > v, "a detached alias: the shared version counter moved")
+
+
+def test_guards():
+    """Issue 18, item 10: names and addresses C would misread."""
+    x = np.zeros(64, dtype=np.float32)
+    t.raises(ValueError, lambda: nfcoll.bind(x, "a\x00b"), "region name with a NUL",
+             lambda e: "NUL" in str(e))
+    nfcoll.bind(x, "a")  # nothing was bound at x: "a" binds
+    nfcoll.unbind(x)
+    t.raises(TypeError, lambda: nfcoll.bind(x, None), "region name None")
+    t.raises(TypeError, lambda: nfcoll.bind(x, b"a"), "region name as bytes")
+    for bad in (-1, 2**64):
+        t.raises(ValueError, lambda: nfcoll.unbind(bad), "unbind(%d)" % bad,
+                 lambda e: "0x-" not in str(e) and "not an address" in str(e))
+
+
 def test_regions():
     """region = head.* fp32, the rest binary: a fused buffer of a bound
     body, a bound head and an unbound gap, each part on its own route with
@@ -158,6 +205,7 @@ def test_later(tmp):
         r2 = nfcoll.allreduce(x)
         t.ok(np.array_equal(r1, r2), "load_residuals restores what save_residuals wrote")
         nfcoll.unbind(x)
+        prefixes(tmp)
     else:
         t.skip("save_residuals/load_residuals", "this libnfcoll has no NF_Residuals_save")
         t.raises(RuntimeError, lambda: nfcoll.save_residuals("x"), "too old",
@@ -186,6 +234,33 @@ def test_later(tmp):
         t.skip("bf16 route", "this libnfcoll has no bf16 route")
 
 
+def prefixes(tmp):
+    """Issue 18, item 10: save_residuals(None) wrote None.RANK. Prefixes
+    that are not str, bytes or os.PathLike, or hold a NUL, are refused;
+    one rank's bad prefix fails every rank's call instead of hanging it."""
+    import pathlib
+    cwd = os.getcwd()
+    os.chdir(tmp)
+    try:
+        for f in (nfcoll.save_residuals, nfcoll.load_residuals):
+            for bad in (None, 12):
+                t.raises(TypeError, lambda: f(bad), "%s(%r)" % (f.__name__, bad),
+                         lambda e: "str, bytes or os.PathLike" in str(e))
+            t.raises(ValueError, lambda: f("a\x00b"), "%s with a NUL" % f.__name__,
+                     lambda e: "NUL" in str(e))
+        t.ok(not any(p.startswith(("None", "12", "a")) for p in os.listdir(".")),
+             "no file from a refused prefix: %s" % sorted(os.listdir(".")))
+        nfcoll.save_residuals(pathlib.Path(tmp) / "path")
+        nfcoll.load_residuals(os.fsencode(os.path.join(tmp, "path")))
+        t.ok(os.path.exists(os.path.join(tmp, "path.%d" % rank)), "os.PathLike and bytes prefixes")
+        mine = None if rank == 0 else os.path.join(tmp, "mixed")
+        t.raises(TypeError if rank == 0 else nfcoll.Error, lambda: nfcoll.save_residuals(mine),
+                 "rank 0's prefix None: every rank fails, none waits")
+        t.ok(not os.path.exists(os.path.join(tmp, "mixed.%d" % rank)), "nothing written then")
+    finally:
+        os.chdir(cwd)
+
+
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "api"
     test_library()
@@ -193,7 +268,9 @@ if __name__ == "__main__":
         test_routes()
         test_admission_and_stats()
         test_torch()
+        test_autograd()
         test_errors()
+        test_guards()
     elif mode == "regions":
         test_regions()
     else:
