@@ -51,4 +51,6 @@ for np in 2 3; do
     fi
   done
 done
+# Two equal-size gaps of a fused buffer are two segments to health.
+run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_health --gaps
 finish

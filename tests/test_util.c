@@ -1,7 +1,8 @@
 /*
  * lib/util's shared helpers (nf_util.h): the parsers, table-driven, then
  * the number parsers again under a comma-decimal LC_NUMERIC, and the
- * FNV-1a hash against the published test vectors, the route names. No MPI.
+ * FNV-1a hash against the published test vectors, the route names, and
+ * the interned names and integer-keyed maps (nf_intern.h). No MPI.
  */
 #include "config.h"
 
@@ -16,6 +17,7 @@
 
 #include "nfcoll.h"
 #include "nf_file.h"
+#include "nf_intern.h"
 #include "nf_util.h"
 
 /* ------------------------------------------------------------ bool */
@@ -339,6 +341,71 @@ START_TEST(test_wfile_replace)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- intern */
+
+/* Names get dense ids once; the same name the same id; name and hash read
+ * back; 50 000 names (the table grows) stay found. */
+START_TEST(test_intern_ids)
+{
+    char name[32];
+    uint32_t first = nf_intern("intern.a");
+    ck_assert_uint_ne(first, 0);
+    ck_assert_uint_eq(nf_intern("intern.a"), first);
+    ck_assert_uint_eq(nf_intern("intern.b"), first + 1);
+    ck_assert_str_eq(nf_intern_name(first), "intern.a");
+    ck_assert(nf_intern_hash(first) == nf_hash_str(NF_HASH_INIT, "intern.a"));
+    ck_assert_ptr_null(nf_intern_name(0));
+    ck_assert_ptr_null(nf_intern_name(nf_intern_bound()));
+    for (int i = 0; i < 50000; i++) {
+        snprintf(name, sizeof(name), "layer%d.weight", i);
+        ck_assert_uint_eq(nf_intern(name), first + 2 + (uint32_t)i);
+    }
+    for (int i = 0; i < 50000; i += 997) {
+        snprintf(name, sizeof(name), "layer%d.weight", i);
+        ck_assert_uint_eq(nf_intern(name), first + 2 + (uint32_t)i);
+        ck_assert_str_eq(nf_intern_name(first + 2 + (uint32_t)i), name);
+    }
+    ck_assert_uint_eq(nf_intern_bound(), first + 2 + 50000);
+}
+END_TEST
+
+/* Pairs of words to indices: absent is UINT32_MAX, a put replaces, growth
+ * keeps every pair (keys differing in one word only included). */
+START_TEST(test_keymap)
+{
+    nf_keymap_t m = {0};
+    ck_assert_uint_eq(nf_keymap_get(&m, 1, 0), UINT32_MAX);
+    for (uint32_t i = 0; i < 10000; i++) {
+        ck_assert_int_eq(nf_keymap_put(&m, i, 0, i), 0);
+        ck_assert_int_eq(nf_keymap_put(&m, 0, (uint64_t)i + 1, 100000 + i), 0);
+    }
+    ck_assert_int_eq(nf_keymap_put(&m, 7, 0, 77), 0);
+    ck_assert_uint_eq(m.n, 20000);
+    for (uint32_t i = 0; i < 10000; i++) {
+        ck_assert_uint_eq(nf_keymap_get(&m, i, 0), i == 7 ? 77 : i);
+        ck_assert_uint_eq(nf_keymap_get(&m, 0, (uint64_t)i + 1), 100000 + i);
+    }
+    ck_assert_uint_eq(nf_keymap_get(&m, 1, 1), UINT32_MAX);
+    nf_keymap_free(&m);
+    ck_assert_uint_eq(nf_keymap_get(&m, 1, 0), UINT32_MAX);
+}
+END_TEST
+
+START_TEST(test_id_array)
+{
+    double *v = NULL;
+    uint32_t cap = 0;
+    ck_assert_int_eq(nf_id_array_grow(&v, &cap, 5, sizeof(*v)), 0);
+    ck_assert_uint_gt(cap, 5);
+    v[5] = 1.5;
+    ck_assert_int_eq(nf_id_array_grow(&v, &cap, 1000, sizeof(*v)), 0);
+    ck_assert_uint_gt(cap, 1000);
+    ck_assert(v[5] == 1.5 && v[6] == 0.0 && v[1000] == 0.0);
+    ck_assert_int_eq(nf_id_array_grow(&v, &cap, NF_INTERN_MAX, sizeof(*v)), -1);
+    free(v);
+}
+END_TEST
+
 /* ------------------------------------------------------------ names */
 
 /* Every route has its own name, which parses back to it, and the public
@@ -395,6 +462,11 @@ static Suite *util_suite(void)
     tcase_add_checked_fixture(t, file_setup, file_teardown);
     tcase_add_loop_test(t, test_read_all, 0, NCASES(read_cases));
     tcase_add_loop_test(t, test_wfile_replace, 0, 2);
+    suite_add_tcase(s, t);
+    t = tcase_create("intern");
+    tcase_add_test(t, test_intern_ids);
+    tcase_add_test(t, test_keymap);
+    tcase_add_test(t, test_id_array);
     suite_add_tcase(s, t);
     t = tcase_create("names");
     tcase_add_test(t, test_route_names);

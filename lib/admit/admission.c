@@ -10,6 +10,7 @@
 #include "nf_calib.h"
 #include "nf_handles.h"
 #include "nf_health.h"
+#include "nf_intern.h"
 #include "nf_log.h"
 #include "nf_plan.h"
 #include "nf_stats.h"
@@ -109,6 +110,7 @@ const char *nf_admit_stats_dest(const nf_settings_t *s)
  * for a policy without `calls`, after the last call range otherwise. */
 
 #define NF_ADM_SLOTS 64 /* a power of two; full: decide without caching */
+#define NF_ADM_PLANS 8  /* fused buffers whose plans are kept (DDP's buckets) */
 
 typedef struct nf_adm_entry {
     uint64_t key;        /* 0: empty */
@@ -117,11 +119,16 @@ typedef struct nf_adm_entry {
     uint64_t bytes;      /* of the call that filled it (the trace's bytes) */
     int split;           /* ranks that cut it differently may disagree on pmpi */
     nf_policy_action_t a;
+    int auto_known;      /* route = auto: the profile's route for a whole */
+    uint64_t auto_bytes; /* buffer of auto_bytes */
+    nf_route_t auto_route;
 } nf_adm_entry_t;
 
 typedef struct nf_adm_comm {
     uint64_t calls;      /* admitted on this communicator: the `calls` index */
-    nf_plan_t plan;      /* the last fused call's segments */
+    nf_plan_t plan[NF_ADM_PLANS]; /* fused calls' segments, by buffer */
+    unsigned cur;        /* the plan of the last fused call */
+    unsigned next;       /* the plan to replace next */
     nf_health_comm_t *health; /* per-segment health, when the policy watches it */
     nf_adm_entry_t scratch; /* a decision the cache may not keep */
     MPI_Datatype last_dt;
@@ -134,7 +141,8 @@ typedef struct nf_adm_comm {
 static void nf_adm_free(void *p)
 {
     nf_adm_comm_t *s = p;
-    nf_plan_free(&s->plan);
+    for (unsigned i = 0; i < NF_ADM_PLANS; i++)
+        nf_plan_free(&s->plan[i]);
     nf_health_comm_free(s->health);
     free(s);
 }
@@ -206,9 +214,8 @@ static int nf_adm_split(const nf_policy_query_t *call)
 }
 
 /* The policy's action for this call, from the cache when it may answer. */
-static const nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
-                                           MPI_Datatype datatype, MPI_Op op,
-                                           nf_adm_entry_t *scratch)
+static nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
+                                     MPI_Datatype datatype, MPI_Op op, nf_adm_entry_t *scratch)
 {
     if (s->last != NULL && s->last_dt == datatype && s->last_op == op && s->last_count == count)
         return s->last;
@@ -232,7 +239,7 @@ static const nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int c
     nf_policy_query_t q;
     nf_adm_query(c, s->calls, dt, ok, bytes, &q);
     nf_policy_match(nf_pol, &q, &e->a);
-    e->dt = dt, e->op = ok, e->bytes = bytes;
+    e->dt = dt, e->op = ok, e->bytes = bytes, e->auto_known = 0;
     e->split = nf_adm_split(&q);
     if (e == scratch)
         return e;
@@ -265,8 +272,11 @@ static long nf_adm_cut_layout(nf_plan_t *p, uint64_t bytes, size_t m)
     for (size_t i = 0; i < n; i++) {
         nf_region_part_t *r = &p->parts[i];
         r->off = (size_t)first[i].off, r->m = (size_t)first[i].count;
-        snprintf(r->name, sizeof(r->name), "%s", first[i].name);
-        r->hash = nf_hash_str(NF_HASH_INIT, r->name);
+        r->id = nf_intern(first[i].name); /* 0 without memory: the entry is a gap */
+        r->name = nf_intern_name(r->id);
+        r->hash = nf_intern_hash(r->id);
+        if (r->id == 0)
+            r->m = 0;
     }
     return nf_plan_cut_layout(p, m, p->parts, n);
 }
@@ -274,7 +284,8 @@ static long nf_adm_cut_layout(nf_plan_t *p, uint64_t bytes, size_t m)
 /* route = auto: the profile's route for the segment, fp32 without one. An
  * entry measured on another element count is ignored: its cosines are
  * those of another tensor (a model changed since calibration), and a
- * region's count is what every rank binds alike. */
+ * region's count is what every rank binds alike. Looked up when a plan is
+ * made (a kept plan keeps it). */
 static void nf_adm_auto(nf_seg_t *g, const nf_policy_action_t *a)
 {
     char buf[64];
@@ -292,29 +303,80 @@ static void nf_adm_auto(nf_seg_t *g, const nf_policy_action_t *a)
     g->route = pe != NULL ? pe->route : NF_ROUTE_FP32;
 }
 
+/* The same for an unfused call, through its decision entry: a whole
+ * buffer's profile name (buffer:BYTES) is formatted once per size. */
+static void nf_adm_auto_whole(nf_seg_t *g, nf_adm_entry_t *e)
+{
+    uint64_t bytes = (uint64_t)g->m * sizeof(float);
+    if (!e->a.route_auto)
+        return;
+    if (!e->auto_known || e->auto_bytes != bytes) {
+        nf_adm_auto(g, &e->a);
+        e->auto_route = g->route, e->auto_bytes = bytes, e->auto_known = 1;
+    }
+    g->route = e->auto_route;
+}
+
+#define NF_ADM_NOMEM (-2)
+
+/* Cut the call into p and match its segments: nf_adm_fuse's result, or
+ * NF_ADM_NOMEM (the call runs whole). */
+static int nf_adm_fuse_plan(nf_comm_t *c, nf_plan_t *p, const void *x, int count,
+                            const nf_adm_entry_t *e, uint64_t call)
+{
+    long n = 0;
+    if (nf_region_generation() != 0)
+        n = nf_plan_cut(p, x, (size_t)count);
+    if (n == 0 && nf_lay != NULL)
+        n = nf_adm_cut_layout(p, e->bytes, (size_t)count);
+    if (n <= 0) /* no region in it, or no memory: the call runs whole */
+        return n == 0 ? 0 : NF_ADM_NOMEM;
+    nf_policy_query_t q;
+    nf_adm_query(c, call, e->dt, e->op, e->bytes, &q);
+    nf_plan_match(p, nf_pol, &q);
+    for (size_t i = 0; i < p->n; i++)
+        nf_adm_auto(&p->seg[i], &p->act[i]);
+    return nf_plan_all_pmpi(p) ? -1 : 1;
+}
+
 /* A float sum whose buffer holds bound regions (or the layout file's
  * regions for its size) is cut into segments, each matched as a call of
  * its own; `segment = buffer` keeps the call whole. 1 when the call is
- * fused (s->plan holds its segments), -1 when it was cut and every
- * segment says pmpi (the call runs whole on pmpi), 0 when not cut. */
+ * fused (s->plan[s->cur] holds its segments), -1 when it was cut and every
+ * segment says pmpi (the call runs whole on pmpi), 0 when not cut.
+ * The plan is a kept one when the buffer, its count, the bindings and the
+ * decision entry are the same as then (the policy can then answer nothing
+ * else: no match runs), else a new one, kept when the entry is cached. */
 static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
                        const nf_adm_entry_t *e, uint64_t call)
 {
-    long n = 0;
+    nf_plan_key_t key;
+    int r;
     if (!nf_adm_float_sum(e, count) || e->a.segment == NF_POLICY_SEGMENT_BUFFER)
         return 0;
-    if (nf_region_generation() != 0)
-        n = nf_plan_cut(&s->plan, x, (size_t)count);
-    if (n == 0 && nf_lay != NULL)
-        n = nf_adm_cut_layout(&s->plan, e->bytes, (size_t)count);
-    if (n <= 0)
-        return 0; /* no region in it, or no memory: the call runs whole */
-    nf_policy_query_t q;
-    nf_adm_query(c, call, e->dt, e->op, e->bytes, &q);
-    nf_plan_match(&s->plan, nf_pol, &q);
-    for (size_t i = 0; i < s->plan.n; i++)
-        nf_adm_auto(&s->plan.seg[i], &s->plan.act[i]);
-    return nf_plan_all_pmpi(&s->plan) ? -1 : 1;
+    key = (nf_plan_key_t){.x = x, .m = (size_t)count, .gen = nf_region_generation(),
+                          .entry = e};
+    for (unsigned i = 0; i < NF_ADM_PLANS; i++)
+        if (nf_plan_cached(&s->plan[i], &key, &r)) {
+            s->cur = i;
+            return r;
+        }
+    /* A call that is not cut (a loss, a metric) takes no kept plan's place. */
+    const nf_layout_entry_t *first;
+    if (!nf_region_any(x, (size_t)count) && nf_layout_find(nf_lay, e->bytes, &first) == 0)
+        return 0;
+    s->cur = s->next;
+    s->next = (s->next + 1) % NF_ADM_PLANS;
+    nf_plan_t *p = &s->plan[s->cur];
+    nf_plan_forget(p);
+    r = nf_adm_fuse_plan(c, p, x, count, e, call);
+    if (r == NF_ADM_NOMEM)
+        return 0;
+    if (r == 0)
+        p->n = 0; /* not cut after all: nothing to restore */
+    if (e != &s->scratch) /* else the policy may answer otherwise next call */
+        nf_plan_keep(p, &key, r);
+    return r;
 }
 
 /* Fallbacks of the whole call that only the communicator can tell. */
@@ -352,8 +414,8 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
     for (size_t i = 0; i < d->nseg; i++) {
         const nf_seg_t *g = &d->seg[i];
         q.bytes = (uint64_t)g->m * sizeof(float);
-        nf_trace_record(c->rank, &q, g->cooling ? g->asked : g->route, &s->plan.act[i], g->name,
-                        g->off, g->m, g->ran, g->health);
+        nf_trace_record(c->rank, &q, g->cooling ? g->asked : g->route,
+                        &s->plan[s->cur].act[i], g->name, g->off, g->m, g->ran, g->health);
     }
 }
 
@@ -424,7 +486,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     out->one = (nf_seg_t){.m = m, .route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
         return;
-    const nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &s->scratch);
+    nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &s->scratch);
     out->call = s->calls++;
     out->entry = e;
     out->bytes = e->bytes;
@@ -438,12 +500,12 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     out->calibrate = calib && out->route != NF_ROUTE_PMPI;
     if (fused > 0 && out->route != NF_ROUTE_PMPI) {
         out->fused = 1;
-        out->seg = s->plan.seg, out->nseg = s->plan.n;
+        out->seg = s->plan[s->cur].seg, out->nseg = s->plan[s->cur].n;
         nf_adm_health(s, out);
         return;
     }
     out->one.route = out->route, out->one.ef = e->a.ef, out->one.gamma = e->a.gamma;
     if (out->route != NF_ROUTE_PMPI)
-        nf_adm_auto(&out->one, &e->a);
+        nf_adm_auto_whole(&out->one, e);
     nf_adm_health(s, out);
 }

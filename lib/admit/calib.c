@@ -11,6 +11,7 @@
 #include "nf_agree.h"
 #include "nf_calib.h"
 #include "nf_file.h"
+#include "nf_intern.h"
 #include "nf_log.h"
 #include "nf_policy.h"
 #include "nf_region.h"
@@ -35,6 +36,7 @@ static struct {
     double admit;
     nf_calib_seg_t *v;
     size_t n, cap;
+    nf_keymap_t index; /* (region id, 0) or (0, bytes + 1) -> index in v */
 } nf_cal = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The profile's temp file, created now rather than after the whole run:
@@ -75,12 +77,17 @@ const char *nf_calib_name(const nf_seg_t *g, char *buf, size_t len)
     return buf;
 }
 
-/* The record for name (made on first sight); NULL past the bound. */
-static nf_calib_seg_t *nf_calib_find(const char *name, uint64_t m)
+/* The record of a segment's profile name (made on first sight, named
+ * then); NULL past the bound. Found by integers: a region by its interned
+ * id, anything else by its size (buffer:BYTES). */
+static nf_calib_seg_t *nf_calib_find(const nf_seg_t *g)
 {
-    for (size_t i = 0; i < nf_cal.n; i++)
-        if (strcmp(nf_cal.v[i].name, name) == 0)
-            return &nf_cal.v[i];
+    uint64_t a = g->name != NULL ? g->id : 0;
+    uint64_t b = g->name != NULL ? 0 : (uint64_t)g->m * sizeof(float) + 1;
+    char buf[64];
+    uint32_t at = nf_keymap_get(&nf_cal.index, a, b);
+    if (at != UINT32_MAX)
+        return &nf_cal.v[at];
     if (nf_cal.n >= NF_CALIB_MAX)
         return NULL;
     if (nf_cal.n == nf_cal.cap) {
@@ -90,10 +97,12 @@ static nf_calib_seg_t *nf_calib_find(const char *name, uint64_t m)
             return NULL;
         nf_cal.v = v, nf_cal.cap = cap;
     }
+    if (nf_keymap_put(&nf_cal.index, a, b, (uint32_t)nf_cal.n) != 0)
+        return NULL;
     nf_calib_seg_t *s = &nf_cal.v[nf_cal.n++];
     memset(s, 0, sizeof(*s));
-    snprintf(s->name, sizeof(s->name), "%s", name);
-    s->elements = m;
+    snprintf(s->name, sizeof(s->name), "%s", nf_calib_name(g, buf, sizeof(buf)));
+    s->elements = g->m;
     return s;
 }
 
@@ -128,11 +137,10 @@ static int nf_calib_open(const nf_calib_seg_t *r)
  * agree on it (nf_calib_agree). */
 static int nf_calib_wanted(const nf_seg_t *seg, size_t nseg)
 {
-    char buf[64];
     int want = 0;
     pthread_mutex_lock(&nf_cal.lock);
     for (size_t s = 0; s < nseg && !want; s++) {
-        nf_calib_seg_t *r = nf_calib_find(nf_calib_name(&seg[s], buf, sizeof(buf)), seg[s].m);
+        nf_calib_seg_t *r = nf_calib_find(&seg[s]);
         want = r != NULL && nf_calib_open(r);
     }
     pthread_mutex_unlock(&nf_cal.lock);
@@ -144,11 +152,10 @@ static int nf_calib_wanted(const nf_seg_t *seg, size_t nseg)
 static void nf_calib_record(const nf_seg_t *seg, size_t nseg, const nf_seg_t *const ran[2],
                             const float *exact, float *const shadow[2])
 {
-    char buf[64];
     pthread_mutex_lock(&nf_cal.lock);
     for (size_t s = 0; s < nseg; s++) {
         const nf_seg_t *g = &seg[s];
-        nf_calib_seg_t *r = nf_calib_find(nf_calib_name(g, buf, sizeof(buf)), g->m);
+        nf_calib_seg_t *r = nf_calib_find(g);
         if (r == NULL || !nf_calib_open(r))
             continue;
         double cs[2], rl[2];
@@ -307,6 +314,7 @@ void nf_calib_finish(int write)
     else if (nf_cal.out.fp != NULL)
         nf_wfile_abort(&nf_cal.out);
     free(nf_cal.v);
+    nf_keymap_free(&nf_cal.index);
     free(nf_cal.path);
     nf_cal.v = NULL, nf_cal.n = nf_cal.cap = 0, nf_cal.path = NULL;
     pthread_mutex_unlock(&nf_cal.lock);

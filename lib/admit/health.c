@@ -8,10 +8,9 @@
 #include <string.h>
 
 #include "nf_health.h"
+#include "nf_intern.h"
 #include "nf_log.h"
-#include "nf_region.h"
 #include "nf_regstats.h"
-#include "nf_util.h"
 
 static nf_policy_health_t nf_hcfg;
 static pthread_mutex_t nf_hloss_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,11 +40,15 @@ double nf_health_take_loss(void)
     return v;
 }
 
-/* One segment's state, keyed like its residual: by region name, or by
- * the buffer's address and size. */
+/* One segment's state, by a key of integers (no name is formatted or
+ * hashed per call): a region by its interned id; a gap by the regions on
+ * either side of it and its size, so that two gaps of one size are two
+ * records; a whole unbound buffer by its size, as calibration names it
+ * (buffer:BYTES). The key is the same on every rank for the same layout. */
 typedef struct nf_hseg {
-    char key[NF_REGION_NAME_MAX + 32];
-    uint64_t hash;
+    uint64_t a, b;        /* the key: (id, 0), or (prev id << 32 | next id, bytes + 1) */
+    uint32_t id;          /* the region, 0 for a gap or a whole buffer */
+    size_t bytes;
     unsigned left;        /* calls of fp32 still to run */
     unsigned len;         /* length of the last cool-down */
     unsigned since;       /* calls since the last cool-down ended */
@@ -57,6 +60,7 @@ typedef struct nf_hseg {
 struct nf_health_comm {
     nf_hseg_t *v;
     size_t n, cap;
+    nf_keymap_t index;    /* key -> index in v */
     double *losses;       /* the last loss_window agreed losses, a ring */
     unsigned nloss, at;
 };
@@ -68,26 +72,31 @@ void nf_health_comm_free(nf_health_comm_t *h)
     if (h == NULL)
         return;
     free(h->v);
+    nf_keymap_free(&h->index);
     free(h->losses);
     free(h);
 }
 
-static void nf_hkey(const nf_seg_t *g, char *key, size_t len)
+static void nf_hkey(const nf_seg_t *seg, size_t n, size_t i, uint64_t *a, uint64_t *b)
 {
-    if (g->name != NULL)
-        snprintf(key, len, "%s", g->name);
-    else /* as calibration names it */
-        snprintf(key, len, "buffer:%zu", g->m * sizeof(float));
+    const nf_seg_t *g = &seg[i];
+    if (g->id != 0) {
+        *a = g->id, *b = 0;
+        return;
+    }
+    uint64_t prev = i > 0 ? seg[i - 1].id : 0, next = i + 1 < n ? seg[i + 1].id : 0;
+    *a = prev << 32 | next;
+    *b = (uint64_t)g->m * sizeof(float) + 1;
 }
 
-static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *g, int make)
+static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *seg, size_t n, size_t i,
+                          int make)
 {
-    char key[NF_REGION_NAME_MAX + 32];
-    nf_hkey(g, key, sizeof(key));
-    uint64_t hash = nf_hash_str(NF_HASH_INIT, key);
-    for (size_t i = 0; i < h->n; i++)
-        if (h->v[i].hash == hash && strcmp(h->v[i].key, key) == 0)
-            return &h->v[i];
+    uint64_t a, b;
+    nf_hkey(seg, n, i, &a, &b);
+    uint32_t at = nf_keymap_get(&h->index, a, b);
+    if (at != UINT32_MAX)
+        return &h->v[at];
     if (!make || h->n >= NF_HSEG_MAX)
         return NULL;
     if (h->n == h->cap) {
@@ -97,10 +106,11 @@ static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *g, int make)
             return NULL;
         h->v = v, h->cap = cap;
     }
+    if (nf_keymap_put(&h->index, a, b, (uint32_t)h->n) != 0)
+        return NULL;
     nf_hseg_t *s = &h->v[h->n++];
     memset(s, 0, sizeof(*s));
-    snprintf(s->key, sizeof(s->key), "%s", key);
-    s->hash = hash;
+    s->a = a, s->b = b, s->id = seg[i].id, s->bytes = seg[i].m * sizeof(float);
     return s;
 }
 
@@ -109,7 +119,7 @@ void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n)
     for (size_t i = 0; i < n; i++) { /* asked, cooling, health: reset by the caller */
         nf_hseg_t *s = h != NULL && (seg[i].route == NF_ROUTE_BINARY ||
                                      seg[i].route == NF_ROUTE_TERNARY)
-                           ? nf_hseg(h, &seg[i], 0)
+                           ? nf_hseg(h, seg, n, i, 0)
                            : NULL;
         if (s == NULL)
             continue;
@@ -161,14 +171,20 @@ static int nf_health_spike(nf_health_comm_t *h, double loss)
     return spike;
 }
 
-static void nf_health_start(nf_hseg_t *s, const nf_seg_t *g, nf_health_signal_t why)
+static void nf_health_start(nf_hseg_t *s, nf_health_signal_t why)
 {
     /* A repeat within a cool-down's length of the last one doubles it. */
     unsigned len = s->len == 0 || s->since > s->len ? nf_hcfg.cooldown : 2 * s->len;
     s->len = len < nf_hcfg.cooldown_max ? len : nf_hcfg.cooldown_max;
     s->left = s->len, s->why = why, s->since = 0;
-    nf_regstats_health(g != NULL && g->name != NULL ? g->name : s->key, why);
-    nf_log_info(1, "segment %s unhealthy (%s): fp32 for %u calls", s->key,
+    char buf[40]; /* named as calibration names it (the stats' rows) */
+    const char *name = s->id != 0 ? nf_intern_name(s->id) : NULL;
+    if (name == NULL) {
+        snprintf(buf, sizeof(buf), "buffer:%zu", s->bytes);
+        name = buf;
+    }
+    nf_regstats_health(name, why);
+    nf_log_info(1, "segment %s unhealthy (%s): fp32 for %u calls", name,
                 nf_health_signal_name(why), s->len);
 }
 
@@ -181,7 +197,7 @@ void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, size_t n, double loss
      * ones this call reduced below, and every one seen before. */
     for (size_t i = 0; spike && i < h->n; i++)
         if (h->v[i].left == 0)
-            nf_health_start(&h->v[i], NULL, NF_HEALTH_LOSS_SPIKE);
+            nf_health_start(&h->v[i], NF_HEALTH_LOSS_SPIKE);
     for (size_t i = 0; i < n; i++) {
         nf_seg_t *g = &seg[i];
         if (!(g->route == NF_ROUTE_BINARY || g->route == NF_ROUTE_TERNARY) || g->cooling)
@@ -189,10 +205,10 @@ void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, size_t n, double loss
         nf_health_signal_t why = g->nonfinite ? NF_HEALTH_NONFINITE
                                  : g->ef_ratio > nf_hcfg.ef_growth ? NF_HEALTH_EF_GROWTH
                                  : spike ? NF_HEALTH_LOSS_SPIKE : NF_HEALTH_N;
-        nf_hseg_t *s = nf_hseg(h, g, 1); /* known from now on (loss spikes) */
+        nf_hseg_t *s = nf_hseg(h, seg, n, i, 1); /* known from now on (loss spikes) */
         if (s == NULL || why == NF_HEALTH_N || s->left > 0)
             continue; /* healthy, or already cooling by this call's spike */
-        nf_health_start(s, g, why);
+        nf_health_start(s, why);
         if (why == NF_HEALTH_EF_GROWTH && g->res != NULL)
             nf_residual_zero(g->res); /* what grew: start it over */
     }

@@ -13,15 +13,28 @@
 #include "nf_policy.h"
 #include "nf_region.h"
 
+/* What a cut and its match depend on, besides what never changes in a run
+ * (the policy, layout and profile): a plan kept for one key is reused by
+ * the next call with the same key. */
+typedef struct nf_plan_key {
+    const void *x;        /* the call's buffer */
+    size_t m;             /* its elements */
+    unsigned gen;         /* nf_region_generation() */
+    const void *entry;    /* admission's decision for the call (datatype, op,
+                             size class, the action of the whole call) */
+} nf_plan_key_t;
+
 /* A call's segments, their names and the actions that chose their routes.
  * Owned by a communicator's admission state; valid until its next call. */
 typedef struct nf_plan {
     size_t n, cap;
     nf_seg_t *seg;
+    nf_seg_t *tmpl;                     /* the kept plan's segments as matched */
     nf_policy_action_t *act;
-    char (*name)[NF_REGION_NAME_MAX];   /* "" for a gap */
     nf_region_part_t *parts;            /* scratch for the cut */
     size_t parts_cap;
+    nf_plan_key_t key;                  /* of the kept plan */
+    int kept, result;
 } nf_plan_t;
 
 /* Cut [x, x + m) by the bound regions. 0 when no region lies in it (the
@@ -38,6 +51,14 @@ void nf_plan_match(nf_plan_t *p, const nf_policy_t *pol, const nf_policy_query_t
 
 /* 1 when every segment's route is pmpi (the call then runs whole on pmpi). */
 int nf_plan_all_pmpi(const nf_plan_t *p);
+
+/* Keep the plan now in p (segments as matched, and the caller's result
+ * for it) for calls with this key. */
+void nf_plan_keep(nf_plan_t *p, const nf_plan_key_t *key, int result);
+/* 1 when the kept plan has this key: p's segments are reset to it and
+ * *result is the kept result; 0 otherwise. */
+int nf_plan_cached(nf_plan_t *p, const nf_plan_key_t *key, int *result);
+void nf_plan_forget(nf_plan_t *p);
 
 void nf_plan_free(nf_plan_t *p);
 

@@ -14,13 +14,13 @@ static int nf_plan_grow(nf_plan_t *p, size_t n)
     nf_seg_t *seg = realloc(p->seg, cap * sizeof(*seg));
     if (seg != NULL)
         p->seg = seg;
+    nf_seg_t *tmpl = realloc(p->tmpl, cap * sizeof(*tmpl));
+    if (tmpl != NULL)
+        p->tmpl = tmpl;
     nf_policy_action_t *act = realloc(p->act, cap * sizeof(*act));
     if (act != NULL)
         p->act = act;
-    char(*name)[NF_REGION_NAME_MAX] = realloc(p->name, cap * sizeof(*name));
-    if (name != NULL)
-        p->name = name;
-    if (seg == NULL || act == NULL || name == NULL)
+    if (seg == NULL || tmpl == NULL || act == NULL)
         return -1;
     p->cap = cap;
     return 0;
@@ -31,14 +31,8 @@ static void nf_plan_add(nf_plan_t *p, size_t off, size_t m, const nf_region_part
     nf_seg_t *g = &p->seg[p->n];
     memset(g, 0, sizeof(*g));
     g->off = off, g->m = m;
-    if (part != NULL) {
-        memcpy(p->name[p->n], part->name, NF_REGION_NAME_MAX);
-        g->name = p->name[p->n];
-        g->tag = part->hash;
-    } else {
-        p->name[p->n][0] = '\0';
-        g->tag = 0;
-    }
+    if (part != NULL) /* the interned name: no copy */
+        g->name = part->name, g->id = part->id, g->tag = part->hash;
     p->n++;
 }
 
@@ -101,11 +95,35 @@ int nf_plan_all_pmpi(const nf_plan_t *p)
     return 1;
 }
 
+void nf_plan_keep(nf_plan_t *p, const nf_plan_key_t *key, int result)
+{
+    p->key = *key;
+    p->result = result;
+    p->kept = 1;
+    if (p->n > 0)
+        memcpy(p->tmpl, p->seg, p->n * sizeof(*p->seg));
+}
+
+int nf_plan_cached(nf_plan_t *p, const nf_plan_key_t *key, int *result)
+{
+    if (!p->kept || p->key.x != key->x || p->key.m != key->m || p->key.gen != key->gen ||
+        p->key.entry != key->entry)
+        return 0;
+    /* The run, health and calibration write into the segments: start
+     * each call from the matched ones. */
+    if (p->n > 0)
+        memcpy(p->seg, p->tmpl, p->n * sizeof(*p->seg));
+    *result = p->result;
+    return 1;
+}
+
+void nf_plan_forget(nf_plan_t *p) { p->kept = 0; }
+
 void nf_plan_free(nf_plan_t *p)
 {
     free(p->seg);
+    free(p->tmpl);
     free(p->act);
-    free(p->name);
     free(p->parts);
     memset(p, 0, sizeof(*p));
 }

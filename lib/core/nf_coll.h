@@ -22,8 +22,12 @@ typedef struct nf_seg {
     nf_residual_t *res;   /* error feedback state (low-bit), NULL when off */
     double gamma;         /* ternary gate factor */
     int ef;               /* error feedback for this segment: 1/0 (run.c) */
-    const char *name;     /* bound region, or NULL (a gap, or no regions) */
-    uint64_t tag;         /* what else ranks must agree on: the region's name hash */
+    const char *name;     /* bound region (its interned name), or NULL (a gap, or no
+                             regions) */
+    uint32_t id;          /* that region's interned id (nf_intern.h), 0 with no name:
+                             what per-region state is keyed by */
+    uint64_t tag;         /* what else ranks must agree on: the region's name hash
+                             (ids are per process) */
     nf_route_t ran;       /* out (run.c): the route it ran on, fallbacks included */
     nf_route_t asked;     /* admission: the route before a health cool-down */
     int cooling;          /* admission: runs fp32 for a health cool-down */

@@ -12,7 +12,8 @@
 
 #define NF_REGSTATS_MAX 1024
 
-void nf_regstats_add(const char *name, nf_route_t route, uint64_t elements, uint64_t upstream,
+/* A region segment's call, by the region's interned id (nf_intern.h). */
+void nf_regstats_add(uint32_t id, nf_route_t route, uint64_t elements, uint64_t upstream,
                      uint64_t total);
 
 /* Health events by signal, per segment name (a region, or buffer:BYTES). */

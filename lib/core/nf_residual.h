@@ -26,12 +26,16 @@ typedef enum nf_res_form { NF_RES_Y = 0, NF_RES_E = 1, NF_RES_TY = 2 } nf_res_fo
 typedef struct nf_res_key {
     const void *addr;     /* unbound buffer, when name is NULL */
     const char *name;     /* region name (at most NF_RES_NAME_MAX - 1 bytes) */
+    uint32_t id;          /* its interned id (nf_intern.h): the lookup's key;
+                             0 with a name: interned by the lookup */
 } nf_res_key_t;
 
 typedef struct nf_residual {
     const void *addr;     /* key: address (name[0] == 0) */
     char name[NF_RES_NAME_MAX]; /* key: region name */
-    uint64_t hash;        /* of the name, for a cheap compare */
+    uint64_t hash;        /* of the name (checkpoints) */
+    uint32_t id;          /* the name's interned id, 0 when unbound: the key */
+    size_t slot;          /* index in its table's v */
     size_t count;         /* elements; a new count at the key resets it */
     float *buf[2];        /* page-aligned, placed like the aggregation buffer
                              at their first write (zero until then) */
@@ -65,7 +69,9 @@ typedef struct nf_residual {
 typedef struct nf_residual_table {
     nf_residual_t **v;    /* pointers stay valid while the table grows */
     size_t n, cap;
-    size_t last;          /* index of the last hit */
+    size_t last;          /* index of the last hit (unbound buffers) */
+    nf_residual_t **by_id; /* named residuals by interned id */
+    uint32_t by_id_cap;
     uint64_t next_first;  /* the next residual's first */
     uint64_t call_start;  /* clock at the current call's first lookup */
     const void *call_thread; /* that call's thread and its call count */

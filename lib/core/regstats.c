@@ -1,5 +1,6 @@
-/* Per-region counters (nf_regstats.h). A small open-addressed table under a
- * mutex: only fused calls touch it, once per region segment. */
+/* Per-region counters (nf_regstats.h). A small open-addressed table by
+ * name under a mutex, found from a call by the region's interned id through
+ * an array of entries (no name is hashed per call). */
 #include "config.h"
 
 #include <pthread.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "nf_ctx.h"
+#include "nf_intern.h"
 #include "nf_regstats.h"
 #include "nf_region.h"
 #include "nf_util.h"
@@ -40,6 +42,8 @@ typedef struct nf_rs_table {
 static pthread_mutex_t nf_rs_lock = PTHREAD_MUTEX_INITIALIZER;
 static nf_rs_table_t *nf_rs;      /* this process */
 static nf_rs_table_t *nf_rs_sum;  /* rank 0 after a gather */
+static nf_rs_entry_t **nf_rs_by_id; /* this process's entries by region id */
+static uint32_t nf_rs_by_id_cap;
 
 /* The entry for name, made when there is room (else "(other)"). */
 static nf_rs_entry_t *nf_rs_get(nf_rs_table_t *t, const char *name)
@@ -60,13 +64,26 @@ static nf_rs_entry_t *nf_rs_get(nf_rs_table_t *t, const char *name)
     return NULL; /* unreachable: the table is twice the cap */
 }
 
-void nf_regstats_add(const char *name, nf_route_t route, uint64_t elements, uint64_t upstream,
+/* Under the lock: the entry of region id, through the array (made on
+ * first sight, and indexed when there is memory). */
+static nf_rs_entry_t *nf_rs_of(uint32_t id)
+{
+    if (id < nf_rs_by_id_cap && nf_rs_by_id[id] != NULL)
+        return nf_rs_by_id[id];
+    const char *name = nf_intern_name(id);
+    nf_rs_entry_t *e = nf_rs != NULL && name != NULL ? nf_rs_get(nf_rs, name) : NULL;
+    if (e != NULL && nf_id_array_grow(&nf_rs_by_id, &nf_rs_by_id_cap, id, sizeof(e)) == 0)
+        nf_rs_by_id[id] = e;
+    return e;
+}
+
+void nf_regstats_add(uint32_t id, nf_route_t route, uint64_t elements, uint64_t upstream,
                      uint64_t total)
 {
     pthread_mutex_lock(&nf_rs_lock);
     if (nf_rs == NULL)
         nf_rs = calloc(1, sizeof(*nf_rs));
-    nf_rs_entry_t *e = nf_rs != NULL ? nf_rs_get(nf_rs, name) : NULL;
+    nf_rs_entry_t *e = nf_rs_of(id);
     if (e != NULL) {
         uint64_t *v = e->v[route];
         v[NF_RS_CALLS]++, v[NF_RS_ELEMS] += elements, v[NF_RS_UP] += upstream;
@@ -257,6 +274,8 @@ void nf_regstats_reset(void)
     pthread_mutex_lock(&nf_rs_lock);
     free(nf_rs);
     free(nf_rs_sum);
+    free(nf_rs_by_id);
     nf_rs = nf_rs_sum = NULL;
+    nf_rs_by_id = NULL, nf_rs_by_id_cap = 0;
     pthread_mutex_unlock(&nf_rs_lock);
 }

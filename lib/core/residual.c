@@ -1,8 +1,9 @@
 /* Error-feedback residuals, one per (communicator, buffer address, count).
  * Placed like the aggregation buffer (they are what CXL memory is for).
- * Forms and double buffering: see nf_residual.h. Lookups are linear with a
- * last-hit shortcut: a training step touches a handful of gradient buckets
- * in the same order every step.
+ * Forms and double buffering: see nf_residual.h. A region's residual is
+ * found by its interned id in an array (a fused call may hold thousands);
+ * unbound buffers linearly with a last-hit shortcut: a training step
+ * touches a handful of gradient buckets in the same order every step.
  *
  * Memory: all tables hang on one list under one lock, so one byte count
  * bounds them (NFCOLL_RESIDUAL_MAX). A program that reduces a freshly
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "nf_ctx.h"
+#include "nf_intern.h"
 #include "nf_log.h"
 #include "nf_placement.h"
 #include "nf_residual.h"
@@ -218,13 +220,20 @@ static void nf_res_unlink(nf_residual_table_t *t)
 /* Take r out of t (the order of t->v carries no meaning). */
 static void nf_res_remove(nf_residual_table_t *t, const nf_residual_t *r)
 {
-    for (size_t i = 0; i < t->n; i++) {
-        if (t->v[i] == r) {
-            t->v[i] = t->v[--t->n];
-            t->last = t->n; /* no shortcut until the next hit */
-            return;
-        }
-    }
+    size_t i = r->slot;
+    if (i >= t->n || t->v[i] != r)
+        return;
+    t->v[i] = t->v[--t->n];
+    t->v[i]->slot = i;
+    t->last = t->n; /* no shortcut until the next hit */
+    if (r->id != 0 && r->id < t->by_id_cap && t->by_id[r->id] == r)
+        t->by_id[r->id] = NULL;
+}
+
+/* Room in t->by_id for id. */
+static int nf_res_by_id_grow(nf_residual_table_t *t, uint32_t id)
+{
+    return nf_id_array_grow(&t->by_id, &t->by_id_cap, id, sizeof(*t->by_id));
 }
 
 /* A lookup on t from another call than the last one starts a new current
@@ -284,20 +293,19 @@ static nf_status_t nf_res_room(uint64_t need)
     return NF_OK;
 }
 
-static int nf_residual_is(const nf_residual_t *r, const nf_res_key_t *key, uint64_t hash)
+static int nf_residual_is(const nf_residual_t *r, const nf_res_key_t *key)
 {
-    if (key->name == NULL)
-        return r->name[0] == '\0' && !r->pending && r->addr == key->addr;
-    return r->hash == hash && strcmp(r->name, key->name) == 0;
+    return r->name[0] == '\0' && !r->pending && r->addr == key->addr;
 }
 
-static nf_residual_t *nf_res_find(nf_residual_table_t *t, const nf_res_key_t *key,
-                                  uint64_t hash)
+static nf_residual_t *nf_res_find(nf_residual_table_t *t, const nf_res_key_t *key)
 {
-    if (t->last < t->n && nf_residual_is(t->v[t->last], key, hash))
+    if (key->name != NULL)
+        return key->id < t->by_id_cap ? t->by_id[key->id] : NULL;
+    if (t->last < t->n && nf_residual_is(t->v[t->last], key))
         return t->v[t->last];
     for (size_t i = 0; i < t->n; i++) {
-        if (nf_residual_is(t->v[i], key, hash)) {
+        if (nf_residual_is(t->v[i], key)) {
             t->last = i;
             return t->v[i];
         }
@@ -337,8 +345,10 @@ static nf_residual_t *nf_res_reshape(nf_residual_table_t *t, nf_residual_t *r, s
 }
 
 static nf_residual_t *nf_res_new(nf_residual_table_t *t, const nf_res_key_t *key,
-                                 uint64_t hash, size_t count)
+                                 size_t count)
 {
+    if (key->name != NULL && nf_res_by_id_grow(t, key->id) != 0)
+        return NULL;
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 16;
         nf_residual_t **v = realloc(t->v, cap * sizeof(*v));
@@ -356,13 +366,16 @@ static nf_residual_t *nf_res_new(nf_residual_table_t *t, const nf_res_key_t *key
     }
     nf_res_account(nf_res_footprint(r->bytes), 0);
     r->addr = key->name == NULL ? key->addr : NULL;
-    if (key->name != NULL)
+    if (key->name != NULL) { /* once per region: the checkpoint's key */
         snprintf(r->name, sizeof(r->name), "%s", key->name);
-    r->hash = hash;
+        r->id = key->id, r->hash = nf_intern_hash(key->id);
+        t->by_id[key->id] = r;
+    }
     r->first = t->next_first++;
     r->stamp = ++nf_res_clock;
     nf_res_link(t);
     t->last = t->n;
+    r->slot = t->n;
     t->v[t->n++] = r;
     return r;
 }
@@ -396,11 +409,14 @@ static void nf_res_refuse(nf_residual_table_t *t, nf_residual_t *r)
 nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count,
                                nf_status_t *why)
 {
-    uint64_t hash = key->name != NULL ? nf_hash_str(NF_HASH_INIT, key->name) : 0;
+    nf_res_key_t k = *key;
     *why = NF_OK;
+    if (k.name != NULL && k.id == 0 && (k.id = nf_intern(k.name)) == 0)
+        return NULL; /* no memory for the name */
+    key = &k;
     pthread_mutex_lock(&nf_res_lock);
     nf_res_call(t);
-    nf_residual_t *r = nf_res_find(t, key, hash);
+    nf_residual_t *r = nf_res_find(t, key);
     if (r == NULL && key->name == NULL)
         r = nf_res_adopt(t, key->addr, count);
     nf_status_t st = NF_OK;
@@ -411,7 +427,7 @@ nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, 
         else if (r->count != count)
             r = nf_res_reshape(t, r, count);
     } else {
-        r = nf_res_new(t, key, hash, count);
+        r = nf_res_new(t, key, count);
     }
     if (st == NF_OK && r != NULL && (st = nf_res_prepare(r)) != NF_OK)
         nf_res_refuse(t, r); /* the node is full under require */
@@ -429,6 +445,7 @@ void nf_residual_table_free(nf_residual_table_t *t)
     for (size_t i = 0; i < t->n; i++)
         nf_res_destroy(t->v[i]);
     free(t->v);
+    free(t->by_id);
     nf_res_unlink(t);
     memset(t, 0, sizeof(*t));
     pthread_mutex_unlock(&nf_res_lock);
@@ -493,7 +510,16 @@ void nf_residual_table_replace(nf_residual_table_t *t, nf_residual_t **v, size_t
     free(t->v);
     t->v = v, t->n = n, t->cap = cap, t->last = n;
     t->next_first = 0;
+    if (t->by_id_cap > 0)
+        memset(t->by_id, 0, t->by_id_cap * sizeof(*t->by_id));
     for (size_t i = 0; i < n; i++) {
+        v[i]->slot = i;
+        v[i]->id = 0;
+        /* A name interned without memory, or no room to index it: found
+         * by no lookup (its region restarts from zero, as if dropped). */
+        if (v[i]->name[0] != '\0' && (v[i]->id = nf_intern(v[i]->name)) != 0 &&
+            nf_res_by_id_grow(t, v[i]->id) == 0)
+            t->by_id[v[i]->id] = v[i];
         v[i]->stamp = ++nf_res_clock;
         if (v[i]->first >= t->next_first)
             t->next_first = v[i]->first + 1;

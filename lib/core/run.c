@@ -62,12 +62,13 @@ static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c)
     return -1;
 }
 
-/* Region segments keep their residual by name (a bucket rebuilt at another
- * address keeps it), unbound buffers and gaps by address. */
+/* Region segments keep their residual by name, through its id (a bucket
+ * rebuilt at another address keeps it), unbound buffers and gaps by
+ * address. */
 static nf_residual_t *nf_seg_residual(nf_residual_table_t *t, const float *x,
                                       const nf_seg_t *g, nf_status_t *why)
 {
-    nf_res_key_t key = {.addr = x + g->off, .name = g->name};
+    nf_res_key_t key = {.addr = x + g->off, .name = g->name, .id = g->id};
     nf_residual_t *e = nf_residual_get(t, &key, g->m, why);
     if (e == NULL && *why == NF_OK)
         nf_log_warn_once("no memory for error-feedback residuals; this buffer runs without "
@@ -124,10 +125,10 @@ static void nf_seg_stats(const nf_comm_t *c, nf_call_t *call)
             nf_stats_fallback(NF_FALLBACK_NONFINITE);
         }
         nf_stats_count(ran, g->m * sizeof(float), (unsigned)c->size, c->k);
-        if (g->name != NULL) {
+        if (g->id != 0) {
             nf_traffic_t t;
             nf_traffic_model(ran, g->m * sizeof(float), (unsigned)c->size, c->k, &t);
-            nf_regstats_add(g->name, ran, g->m, t.upstream, t.total);
+            nf_regstats_add(g->id, ran, g->m, t.upstream, t.total);
         }
     }
 }

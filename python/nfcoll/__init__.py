@@ -202,7 +202,9 @@ def bind(x, name):
     buffer) as a model region: NF_Region_bind(3). Local, not collective;
     every rank must bind the same layout. name: a str (the library checks
     its characters; an embedded NUL, which C would cut the name at, is a
-    ValueError)."""
+    ValueError). A name is bound at one address at a time (unbind it to
+    move it), and a binding outlives the memory: unbind before x is freed,
+    or a new array at that address is cut by it."""
     if not isinstance(name, str):
         raise TypeError("nfcoll: region name must be a str, got %s" % type(name).__name__)
     if "\0" in name:

@@ -73,6 +73,8 @@ class HookState:
         self.size = (MPI.COMM_WORLD if comm is None else comm).Get_size()
         self.layouts = {}   # bucket index -> (data_ptr, numel, ((offset, count, name), ...))
         self.bound = {}     # address -> (bucket index, bytes), every region bound now
+        self.where = {}     # parameter name -> its address in self.bound
+        self.named = {}     # address in self.bound -> its parameter name
         self.calls = 0
         self.rebinds = 0
 
@@ -101,8 +103,14 @@ class HookState:
             self._unbind(lambda a, i, nb: i == index or (a < end and a + nb > start))
             for offset, n, name in lay[2]:
                 if name is not None:  # a parameter the model does not name stays a gap
+                    # a parameter that moved from a bucket not rebuilt yet: a name is
+                    # bound at one address at a time (NF_Region_bind(3))
+                    if name in self.where:
+                        self._drop(self.where[name])
                     nfcoll.bind(buf[offset:offset + n], name)
                     self.bound[start + offset * size] = (index, n * size)
+                    self.where[name] = start + offset * size
+                    self.named[start + offset * size] = name
             self.layouts[index] = lay
         if bucket.is_last():  # buckets after the last are gone (a rebuild made fewer)
             self._unbind(lambda a, i, nb: i > index)
@@ -124,8 +132,14 @@ class HookState:
 
     def _unbind(self, stale):
         for addr in [a for a, (i, nb) in self.bound.items() if stale(a, i, nb)]:
-            nfcoll.unbind(addr)
-            del self.bound[addr]
+            self._drop(addr)
+
+    def _drop(self, addr):
+        nfcoll.unbind(addr)
+        del self.bound[addr]
+        name = self.named.pop(addr)
+        if self.where.get(name) == addr:
+            del self.where[name]
 
 
 def ddp_hook(model, route=None, comm=None):

@@ -13,6 +13,11 @@
  * Losses that are negative or change sign (no NaN, no ef_growth):
  *   --negative: -2.0 every step, +5.0 at step 20 (a spike: 3 steps fp32);
  *   --alternating: +0.1 and -0.1 in turn: never a spike.
+ *
+ * --gaps: a fused buffer a | gap | b | gap | c whose two gaps have one
+ * size. A NaN in the first gap cools that gap alone, for exactly its
+ * cool-down (issue 17 item 6: they shared one record, so the other gap
+ * cooled too and the cool-down counted down twice per call).
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,6 +42,49 @@ static char step_route(void)
     return r;
 }
 
+/* fp32 segments run since the last look. */
+static unsigned fp32_segments(void)
+{
+    static uint64_t seen;
+    nf_route_stats_t f;
+    nf_stats_get(NF_ROUTE_FP32, &f);
+    unsigned d = (unsigned)(f.calls - seen);
+    seen = f.calls;
+    return d;
+}
+
+static int test_gaps(int rank, int n)
+{
+    enum { GM = 5000, GSTEPS = 10, NAN_STEP = 2 };
+    /* a [0,1000) gap [1000,1500) b [1500,2500) gap [2500,3000) c [3000,5000) */
+    static const unsigned want[GSTEPS] = {0, 0, 1, 1, 1, 1, 0, 0, 0, 0};
+    float *buf = nft_keep(malloc(GM * sizeof(float)));
+    char got[3 * GSTEPS + 1] = {0}, exp[3 * GSTEPS + 1] = {0};
+    int fails = 0;
+    fails += nft_check(NF_Region_bind(buf, 1000, MPI_FLOAT, "gaps.a") == MPI_SUCCESS &&
+                           NF_Region_bind(buf + 1500, 1000, MPI_FLOAT, "gaps.b") == MPI_SUCCESS &&
+                           NF_Region_bind(buf + 3000, 2000, MPI_FLOAT, "gaps.c") == MPI_SUCCESS,
+                       "bind a, b, c", "failed");
+    fp32_segments();
+    for (int s = 0; s < GSTEPS; s++) {
+        ref_input(buf, GM, rank, s, 11);
+        if (s == NAN_STEP && rank == n - 1)
+            buf[1200] = NAN; /* in the first gap */
+        int rc = NF_Allreduce(MPI_IN_PLACE, buf, GM, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        fails += nft_check(rc == MPI_SUCCESS, "gaps call", "return code %d", rc);
+        snprintf(got + 2 * s, 3, "%u ", fp32_segments());
+        snprintf(exp + 2 * s, 3, "%u ", want[s]);
+    }
+    if (rank == 0)
+        printf("gaps: fp32 segments per step %s\n", got);
+    fails += nft_check(strcmp(got, exp) == 0, "one gap's NaN cools that gap alone",
+                       "fp32 segments per step %s, want %s", got, exp);
+    NF_Region_unbind(buf);
+    NF_Region_unbind(buf + 1500);
+    NF_Region_unbind(buf + 3000);
+    return fails;
+}
+
 int main(int argc, char **argv)
 {
     int rank, n, fails = 0;
@@ -44,6 +92,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (argc > 1 && strcmp(argv[1], "--gaps") == 0)
+        return nft_finish(test_gaps(rank, n), "test_health --gaps");
     int neg = argc > 1 && strcmp(argv[1], "--negative") == 0;
     int alt = argc > 1 && strcmp(argv[1], "--alternating") == 0;
     float *buf = nft_keep(malloc(M * sizeof(float)));
