@@ -187,8 +187,8 @@ static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
     else if (res->form == NF_RES_E)
         sum = k->bin_pack(x, res->buf[res->cur], g->m, bits);
     else
-        sum = k->bin_pack_ef(x, res->buf[res->cur], res->aprev, res->buf[res->cur ^ 1u], g->m,
-                             bits);
+        sum = k->bin_pack_ef(x, res->buf[res->cur], res->aprev, 1.0f, res->buf[res->cur ^ 1u],
+                             g->m, bits);
     double ai = sum / (double)g->m;
     return isfinite(ai) ? ai : NAN;
 }
@@ -211,7 +211,7 @@ static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus,
         int e = res->form == NF_RES_E;
         y = res->buf[res->cur ^ 1u];
         sum = k->ter_y_ef(x, res->buf[res->cur], e ? INFINITY : res->tprev,
-                          e ? 0.0f : res->aprev, res->buf[res->cur ^ 1u], g->m);
+                          e ? 0.0f : res->aprev, 1.0f, res->buf[res->cur ^ 1u], g->m);
     }
     double ai = sum / (double)g->m;
     size_t nin = 0;
