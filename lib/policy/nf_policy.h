@@ -53,6 +53,8 @@ typedef struct nf_policy_action {
                                       profile's route (nf_profile_find), and `route`,
                                       fp32, where the profile has no entry */
     int ef;                      /**< error feedback: -1 inherit (NFCOLL_EF), 0 off, 1 on */
+    double ef_decay;             /**< the residual's factor when the next call adds it, in
+                                      [0, 1]; < 0: inherit (NFCOLL_EF_DECAY, default 1) */
     double gamma;                /**< ternary gate; < 0: inherit (default 1.0) */
     nf_policy_segment_t segment;
     const char *rule;            /**< rule name, "default" or "built-in" */

@@ -25,8 +25,8 @@
 #include "nf_policy_int.h"
 #include "nf_util.h"
 
-#define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|gamma|segment"
-#define NF_DEFAULT_KEYS "route|ef|gamma|segment"
+#define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment"
+#define NF_DEFAULT_KEYS "route|ef|ef_decay|gamma|segment"
 #define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|" \
     "admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth"
 #define NF_ROUTES "pmpi|fp32|binary|ternary|bf16|auto"
@@ -313,6 +313,7 @@ static void nf_rule_init(nf_rule_t *r)
     memset(r, 0, sizeof(*r));
     r->route = NF_ROUTE_PMPI;
     r->ef = -1;
+    r->ef_decay = -1.0;
     r->gamma = -1.0;
 }
 
@@ -369,6 +370,12 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
     case K_EF:
         if (nf_parse_ef(v, &r->ef) != 0)
             nf_rule_bad(ps, "bad ef '%s' (expected on|off|inherit)", v);
+        break;
+    case K_EF_DECAY:
+        if (nf_parse_double(v, &r->ef_decay) != 0 || !(r->ef_decay >= 0 && r->ef_decay <= 1)) {
+            r->ef_decay = -1.0;
+            nf_rule_bad(ps, "bad ef_decay '%s' (expected a number from 0 to 1, such as 0.5)", v);
+        }
         break;
     case K_GAMMA:
         if (nf_parse_double(v, &r->gamma) != 0 || r->gamma < 0)
@@ -841,7 +848,12 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
     memcpy(&gbits, &r->gamma, sizeof(gbits));
     if (r->gamma < 0)
         gbits = UINT64_MAX;             /* every "inherit" hashes alike */
-    return nf_hash_u64(nf_hash_u64(h, gbits), (uint64_t)r->segment);
+    h = nf_hash_u64(nf_hash_u64(h, gbits), (uint64_t)r->segment);
+    if (r->ef_decay >= 0) {             /* inherit adds nothing: older hashes stand */
+        memcpy(&gbits, &r->ef_decay, sizeof(gbits));
+        h = nf_hash_u64(nf_hash_u64(h, K_EF_DECAY), gbits);
+    }
+    return h;
 }
 
 static uint64_t nf_hash_policy(const nf_policy_t *p)
