@@ -41,7 +41,8 @@ done
 # profile is the one without the key, byte for byte; under ef_decay = 0 the
 # binary shadow adds no residual back and its cosines change.
 for d in 1 0; do
-  sed "s/^route = binary$/route = binary\nef_decay = $d/" "$pol" > "$tmp/decay$d.policy"
+  sed -e "s/^version = 1$/version = 2/" -e "s/^route = binary$/route = binary\nef_decay = $d/" \
+    "$pol" > "$tmp/decay$d.policy"
   run 2 NFCOLL_POLICY=$tmp/decay$d.policy NFCOLL_CALIBRATE=$tmp/d$d ./tests/mpi/test_calib --calibrate 8
 done
 if cmp -s "$tmp/p.2" "$tmp/d1" && ! cmp -s "$tmp/p.2" "$tmp/d0" &&

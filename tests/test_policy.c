@@ -43,6 +43,7 @@ static nf_status_t parse(const char *text, size_t len, diags_t *g, nf_policy_t *
 }
 
 #define HDR "[policy]\nversion = 1\n"
+#define HDR2 "[policy]\nversion = 2\n" /* ef_decay needs version 2 */
 
 /* ------------------------------------------------------------ malformed */
 
@@ -59,10 +60,12 @@ static const bad_case_t bad_cases[] = {
     {"empty file", "", LOAD_FAILS, "t.policy:1: empty policy file"},
     {"only comments", "# nothing\n; here\n\n", LOAD_FAILS, "t.policy:1: empty policy file"},
     {"missing version", "[policy]\nstats = 1\n[default]\nroute = fp32\n", LOAD_FAILS,
-     "t.policy:1: [policy] has no version (expected version = 1)"},
+     "t.policy:1: [policy] has no version (expected version = 1 or 2)"},
     {"no policy section", "[rule a]\nroute = fp32\n", LOAD_FAILS, "t.policy:1: no [policy] section"},
-    {"bad version", "[policy]\nversion = 2\n", LOAD_FAILS,
-     "t.policy:2: unsupported policy version '2' (expected version = 1)"},
+    {"bad version", "[policy]\nversion = 3\n", LOAD_FAILS,
+     "t.policy:2: unsupported policy version '3' (expected version = 1 or 2)"},
+    {"version zero", "[policy]\nversion = 0\n", LOAD_FAILS,
+     "t.policy:2: unsupported policy version '0' (expected version = 1 or 2)"},
     {"bad section", HDR "[rules a]\nroute = fp32\n", LOAD_FAILS,
      "t.policy:3: bad section header '[rules a]' (expected [policy], [rule NAME] or [default])"},
     {"unterminated section", HDR "\n[rule a\nroute = fp32\n", LOAD_FAILS,
@@ -106,21 +109,25 @@ static const bad_case_t bad_cases[] = {
     {"negative gamma", HDR "[rule a]\nroute = ternary\ngamma = -1\n", RULE_DROPPED,
      "t.policy:5: bad gamma '-1' (expected a number >= 0"},
     {"gamma nan", HDR "[rule a]\nroute = ternary\ngamma = nan\n", RULE_DROPPED, "t.policy:5: bad gamma 'nan'"},
-    {"ef_decay above 1", HDR "[rule a]\nroute = binary\nef_decay = 1.5\n", RULE_DROPPED,
+    {"ef_decay in version 1", HDR "[rule a]\nroute = binary\n\nef_decay = 0.5\n", RULE_DROPPED,
+     "t.policy:6: ef_decay needs version = 2 in [policy] (this file says 1); rule 'a' disabled"},
+    {"ef_decay in version 1, [policy] last", "[default]\nef_decay = 0.5\nroute = binary\n[policy]\nversion = 1\n",
+     RULE_DROPPED, "t.policy:2: ef_decay needs version = 2 in [policy] (this file says 1); [default] disabled"},
+    {"ef_decay above 1", HDR2 "[rule a]\nroute = binary\nef_decay = 1.5\n", RULE_DROPPED,
      "t.policy:5: bad ef_decay '1.5' (expected a number from 0 to 1, such as 0.5); rule 'a' disabled"},
-    {"ef_decay negative", HDR "[rule a]\nroute = binary\n\nef_decay = -0.1\n", RULE_DROPPED,
+    {"ef_decay negative", HDR2 "[rule a]\nroute = binary\n\nef_decay = -0.1\n", RULE_DROPPED,
      "t.policy:6: bad ef_decay '-0.1' (expected a number from 0 to 1"},
-    {"ef_decay nan", HDR "[rule a]\nroute = ternary\nef_decay = nan\n", RULE_DROPPED, "t.policy:5: bad ef_decay 'nan'"},
-    {"ef_decay inf", HDR "[rule a]\nroute = ternary\nef_decay = inf\n", RULE_DROPPED, "t.policy:5: bad ef_decay 'inf'"},
-    {"ef_decay word", HDR "[rule a]\nroute = binary\nef_decay = half\n", RULE_DROPPED, "t.policy:5: bad ef_decay 'half'"},
-    {"ef_decay comma", HDR "[rule a]\nroute = binary\nef_decay = 0,5\n", RULE_DROPPED, "t.policy:5: bad ef_decay '0,5'"},
-    {"ef_decay trailing", HDR "[rule a]\nroute = binary\nef_decay = 0.5x\n", RULE_DROPPED, "t.policy:5: bad ef_decay '0.5x'"},
-    {"ef_decay inherit", HDR "[rule a]\nroute = binary\nef_decay = inherit\n", RULE_DROPPED,
+    {"ef_decay nan", HDR2 "[rule a]\nroute = ternary\nef_decay = nan\n", RULE_DROPPED, "t.policy:5: bad ef_decay 'nan'"},
+    {"ef_decay inf", HDR2 "[rule a]\nroute = ternary\nef_decay = inf\n", RULE_DROPPED, "t.policy:5: bad ef_decay 'inf'"},
+    {"ef_decay word", HDR2 "[rule a]\nroute = binary\nef_decay = half\n", RULE_DROPPED, "t.policy:5: bad ef_decay 'half'"},
+    {"ef_decay comma", HDR2 "[rule a]\nroute = binary\nef_decay = 0,5\n", RULE_DROPPED, "t.policy:5: bad ef_decay '0,5'"},
+    {"ef_decay trailing", HDR2 "[rule a]\nroute = binary\nef_decay = 0.5x\n", RULE_DROPPED, "t.policy:5: bad ef_decay '0.5x'"},
+    {"ef_decay inherit", HDR2 "[rule a]\nroute = binary\nef_decay = inherit\n", RULE_DROPPED,
      "t.policy:5: bad ef_decay 'inherit'"},
-    {"ef_decay twice", HDR "[rule a]\nroute = binary\nef_decay = 0.5\nef_decay = 0.5\n", RULE_DROPPED,
+    {"ef_decay twice", HDR2 "[rule a]\nroute = binary\nef_decay = 0.5\nef_decay = 0.5\n", RULE_DROPPED,
      "t.policy:6: duplicate key 'ef_decay' (first set at line 5)"},
-    {"ef_decay empty", HDR "[rule a]\nroute = binary\nef_decay =\n", RULE_DROPPED, "t.policy:5: empty value for 'ef_decay'"},
-    {"ef_decay bad in default", HDR "[default]\nroute = binary\nef_decay = 2\n", RULE_DROPPED,
+    {"ef_decay empty", HDR2 "[rule a]\nroute = binary\nef_decay =\n", RULE_DROPPED, "t.policy:5: empty value for 'ef_decay'"},
+    {"ef_decay bad in default", HDR2 "[default]\nroute = binary\nef_decay = 2\n", RULE_DROPPED,
      "t.policy:5: bad ef_decay '2' (expected a number from 0 to 1, such as 0.5); [default] disabled (route pmpi)"},
     {"bad segment", HDR "[rule a]\nroute = binary\nsegment = layer\n", RULE_DROPPED,
      "t.policy:5: bad segment 'layer' (expected region|buffer)"},
@@ -168,11 +175,11 @@ static const bad_case_t bad_cases[] = {
      WARNS, "t.policy:6: rule 'one' is never used: rule 'fc' (line 3)"},
     {"gamma on binary", HDR "[rule a]\nroute = binary\ngamma = 0.5\n", WARNS,
      "t.policy:5: gamma has no effect on route binary"},
-    {"ef_decay on fp32", HDR "[rule a]\nroute = fp32\nef_decay = 0.5\n", WARNS,
+    {"ef_decay on fp32", HDR2 "[rule a]\nroute = fp32\nef_decay = 0.5\n", WARNS,
      "t.policy:5: ef_decay has no effect on route fp32 (only binary and ternary keep a residual)"},
-    {"ef_decay on bf16 default", HDR "[default]\nef_decay = 0\nroute = bf16\n", WARNS,
+    {"ef_decay on bf16 default", HDR2 "[default]\nef_decay = 0\nroute = bf16\n", WARNS,
      "t.policy:4: ef_decay has no effect on route bf16"},
-    {"ef_decay with ef off", HDR "[rule a]\nroute = ternary\nef = off\nef_decay = 0.5\n", WARNS,
+    {"ef_decay with ef off", HDR2 "[rule a]\nroute = ternary\nef = off\nef_decay = 0.5\n", WARNS,
      "t.policy:6: ef_decay has no effect with ef = off"},
     {"low-bit on doubles", HDR "[rule a]\ndatatype = double\nroute = binary\n", WARNS,
      "t.policy:3: rule 'a' never runs binary: low-bit and bf16 routes take only float sums"},
@@ -795,8 +802,8 @@ START_TEST(test_hash)
         HDR "[rule a]\nbytes = 1M-\nroute = binary\n",
         HDR "[rule a]\nbytes = 1M-\nroute = binary\nef = off\n[default]\nroute = fp32\n",
         HDR "[rule a]\nbytes = 1M-\nroute = binary\ngamma = 0\n[default]\nroute = fp32\n",
-        HDR "[rule a]\nbytes = 1M-\nroute = binary\nef_decay = 1\n[default]\nroute = fp32\n",
-        HDR "[rule a]\nbytes = 1M-\nroute = binary\n[default]\nroute = fp32\nef_decay = 0.5\n",
+        HDR2 "[rule a]\nbytes = 1M-\nroute = binary\nef_decay = 1\n[default]\nroute = fp32\n",
+        HDR2 "[rule a]\nbytes = 1M-\nroute = binary\n[default]\nroute = fp32\nef_decay = 0.5\n",
         HDR "[rule a]\nbytes = 1M-\nroute = binary\n[rule z]\nroute = binary\nfoo = 1\n[rule y]\nroute = fp32\n"
         "[default]\nroute = fp32\n",
     };
@@ -876,11 +883,12 @@ START_TEST(test_route_auto_explain_hash)
 }
 END_TEST
 
-/* ef_decay: any number from 0 to 1 as written (0 and 1 included), in the
- * action, in explain and in the hash; absent is inherit (< 0). */
+/* ef_decay (version 2): any number from 0 to 1 as written (0 and 1
+ * included), in the action, in explain and in the hash; absent is inherit
+ * (< 0). */
 START_TEST(test_ef_decay)
 {
-    static const char text[] = HDR "profile = m.profile\n"
+    static const char text[] = HDR2 "profile = m.profile\n"
                                "[rule half]\ncomm = h\nroute = binary\nef_decay = 0.5\n"
                                "[rule zero]\ncomm = z\nroute = ternary\nef_decay = 0\n"
                                "[rule one]\ncomm = o\nroute = binary\nef_decay = 1.0\n"
@@ -917,12 +925,14 @@ START_TEST(test_ef_decay)
     nf_policy_match(NULL, &q, &a);
     ck_assert(a.ef_decay < 0);
     /* every value its own hash; spellings of one value, one hash */
-    ck_assert(hash_of(HDR "[rule a]\nroute = binary\nef_decay = 0.5\n") !=
-              hash_of(HDR "[rule a]\nroute = binary\nef_decay = 0.25\n"));
-    ck_assert(hash_of(HDR "[rule a]\nroute = binary\nef_decay = 0\n") !=
+    ck_assert(hash_of(HDR2 "[rule a]\nroute = binary\nef_decay = 0.5\n") !=
+              hash_of(HDR2 "[rule a]\nroute = binary\nef_decay = 0.25\n"));
+    ck_assert(hash_of(HDR2 "[rule a]\nroute = binary\nef_decay = 0\n") !=
               hash_of(HDR "[rule a]\nroute = binary\n"));
-    ck_assert(hash_of(HDR "[rule a]\nroute = binary\nef_decay = 0.5\n") ==
-              hash_of(HDR "[rule a]\nef_decay = 5e-1\nroute = binary\n"));
+    ck_assert(hash_of(HDR2 "[rule a]\nroute = binary\nef_decay = 0.5\n") ==
+              hash_of(HDR2 "[rule a]\nef_decay = 5e-1\nroute = binary\n"));
+    /* the version a file says decides nothing: version 1 hashes stand */
+    ck_assert(hash_of(HDR "[rule a]\nroute = binary\n") == hash_of(HDR2 "[rule a]\nroute = binary\n"));
 }
 END_TEST
 

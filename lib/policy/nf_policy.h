@@ -20,8 +20,13 @@
 
 typedef struct nf_policy nf_policy_t;
 
-/** Only version of the file format this library reads. */
-#define NF_POLICY_VERSION 1
+/** Versions of the file format this library reads: 1, and 2, which adds
+ * the rule key ef_decay. A file that uses ef_decay must say version = 2, so
+ * that a library without it refuses the whole file (every call pmpi)
+ * rather than dropping those rules and running the rest. */
+#define NF_POLICY_VERSION 2
+#define NF_POLICY_VERSION_MIN 1
+#define NF_POLICY_VERSIONS "1 or 2"
 
 /** What a call looks like to the matcher. A NULL string matches no rule that
  * constrains that field (e.g. a buffer without a bound region never matches

@@ -563,9 +563,9 @@ static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
     if (slot != NULL) {
         nf_setting_text(ps, name, value, slot, is_path);
     } else if (nf_strcaseeq(name, "version")) {
-        if (nf_pol_parse_u64(value, 0, &v) != NF_OK || v != NF_POLICY_VERSION) {
+        if (nf_pol_parse_u64(value, 0, &v) != NF_OK || v < NF_POLICY_VERSION_MIN || v > NF_POLICY_VERSION) {
             nf_diag(ps, NF_POLICY_ERROR, ps->line,
-                    "unsupported policy version '%s' (expected version = %d)", value, NF_POLICY_VERSION);
+                    "unsupported policy version '%s' (expected version = " NF_POLICY_VERSIONS ")", value);
             ps->version = -1;
         } else if (ps->version == 0) {
             ps->version = (int)v;
@@ -860,7 +860,9 @@ static uint64_t nf_hash_policy(const nf_policy_t *p)
 {
     uint64_t h = NF_HASH_INIT, abits;
 
-    h = nf_hash_u64(h, NF_POLICY_VERSION);
+    /* The version a file says decides nothing (version 2 only allows keys
+     * that enter the hash themselves): hashes of version 1 files stand. */
+    h = nf_hash_u64(h, NF_POLICY_VERSION_MIN);
     for (int i = 0; i < p->nrules; i++)
         if (!p->rules[i].disabled)
             h = nf_hash_rule(nf_hash_u64(h, 1), &p->rules[i]);
@@ -881,6 +883,23 @@ static uint64_t nf_hash_policy(const nf_policy_t *p)
     return h != 0 ? h : 1;
 }
 
+/* Keys newer than version 1 disable their rule in a version 1 file: the
+ * version is known only at the end ([policy] may come last). */
+static void nf_since_version(nf_parser_t *ps, nf_rule_t *r)
+{
+    if (r->disabled || !(r->set & (1u << K_EF_DECAY)) || ps->version >= 2)
+        return;
+    if (r == &ps->pol->dflt)
+        nf_diag(ps, NF_POLICY_DISABLED, r->key_line[K_EF_DECAY],
+                "ef_decay needs version = 2 in [policy] (this file says %d); [default] disabled (route pmpi)",
+                ps->version);
+    else
+        nf_diag(ps, NF_POLICY_DISABLED, r->key_line[K_EF_DECAY],
+                "ef_decay needs version = 2 in [policy] (this file says %d); rule '%s' disabled",
+                ps->version, r->name);
+    r->disabled = 1;
+}
+
 /* End of input: file-level checks. Returns NF_OK or NF_ERR_PARSE. */
 static nf_status_t nf_finish(nf_parser_t *ps)
 {
@@ -890,15 +909,18 @@ static nf_status_t nf_finish(nf_parser_t *ps)
         nf_section_end(ps);
     if (ps->errors == 0 && !ps->nonempty)
         nf_diag(ps, NF_POLICY_ERROR, 1,
-                "empty policy file (expected a [policy] section with version = %d)", NF_POLICY_VERSION);
+                "empty policy file (expected a [policy] section with version = " NF_POLICY_VERSIONS ")");
     else if (ps->errors == 0 && ps->policy_line == 0)
         nf_diag(ps, NF_POLICY_ERROR, 1,
-                "no [policy] section (expected [policy] with version = %d)", NF_POLICY_VERSION);
+                "no [policy] section (expected [policy] with version = " NF_POLICY_VERSIONS ")");
     else if (ps->errors == 0 && ps->version == 0)
         nf_diag(ps, NF_POLICY_ERROR, ps->policy_line,
-                "[policy] has no version (expected version = %d)", NF_POLICY_VERSION);
+                "[policy] has no version (expected version = " NF_POLICY_VERSIONS ")");
     if (ps->errors != 0)
         return NF_ERR_PARSE;
+    nf_since_version(ps, &p->dflt);
+    for (int i = 0; i < p->nrules; i++)
+        nf_since_version(ps, &p->rules[i]);
     for (int i = 0; i < p->nrules; i++)
         p->ndisabled += p->rules[i].disabled;
     nf_pol_lint(p, ps->fn != NULL ? ps->fn : nf_pol_default_diag, ps->arg);
