@@ -25,6 +25,7 @@ typedef struct {
     unsigned nranks; /* n for the counters */
     unsigned k;      /* planes for n */
     int inplace;
+    float decay;     /* ef_decay of bin_pack_ef and ter_y_ef */
     float *x, *e, *r, *y, *src, *dst; /* x, r at the -o offset; y (ynew) aligned */
     float **in;      /* sum_f32 inputs */
     uint16_t **hin;  /* bf16: sum_bf16 inputs, hin[0] bf16_pack's output (at -o halves) */
@@ -117,13 +118,13 @@ static void run_kernel(const nf_kernels_t *K, const bench_t *b, const row_t *r)
     else if (!strcmp(r->name, "bin_pack"))
         sink = K->bin_pack(x, e, b->m, b->bits);
     else if (!strcmp(r->name, "bin_pack_ef"))
-        sink = K->bin_pack_ef(x, b->e, 1e-3f, b->y, b->m, b->bits);
+        sink = K->bin_pack_ef(x, b->e, 1e-3f, b->decay, b->y, b->m, b->bits);
     else if (!strcmp(r->name, "bin_finish"))
         K->bin_finish(out, e ? x : NULL, e, b->cnt, b->k, b->m, b->nranks, 1e-3, 1e-3f);
     else if (!strcmp(r->name, "ter_pack"))
         sink = K->ter_pack(x, e, b->m, 0.5f, b->plus, b->minus, &nin);
     else if (!strcmp(r->name, "ter_y_ef"))
-        sink = K->ter_y_ef(x, b->e, 0.5f, 1e-3f, b->y, b->m);
+        sink = K->ter_y_ef(x, b->e, 0.5f, 1e-3f, b->decay, b->y, b->m);
     else if (!strcmp(r->name, "ter_finish"))
         K->ter_finish(out, e ? x : NULL, e, b->cnt, b->cnt2, b->k, b->m, 1e-3, 0.5f, 1e-3f);
     else if (!strcmp(r->name, "count_sum"))
@@ -218,7 +219,7 @@ static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace, unsign
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: nf_kernels [-s BYTES] [-i ITERS] [-k KERNEL] [-I ISA] [-n RANKS] [-o FLOATS] [-p] [-h]\n"
+            "usage: nf_kernels [-s BYTES] [-i ITERS] [-k KERNEL] [-I ISA] [-n RANKS] [-o FLOATS] [-d DECAY] [-p] [-h]\n"
             "  -s BYTES   size of the FP32 buffer (default 64M; suffixes K, M, G)\n"
             "  -i ITERS   timed repeats per row, median reported (default 11)\n"
             "  -k KERNEL  only this kernel (abs_sum bin_pack bin_pack_ef bin_finish ter_pack ter_y_ef ter_finish\n"
@@ -229,6 +230,7 @@ static void usage(FILE *f)
             "             the finish kernels; default 4)\n"
             "  -o FLOATS  x and r start this many floats past a 64-byte boundary, the bf16\n"
             "             buffers this many halves (0..15, default 0; large malloc blocks give 4)\n"
+            "  -d DECAY   ef_decay of bin_pack_ef and ter_y_ef (0..1, default 1)\n"
             "  -p         finish kernels in place (r = x, as MPI_IN_PLACE)\n"
             "Each row: median time, ns per element, FP32 GB/s (4 B x elements / time), bytes\n"
             "read + written per element, that traffic in GB/s and as %% of a memcpy of the\n"
@@ -299,9 +301,10 @@ int main(int argc, char **argv)
 {
     size_t bytes = 64u << 20;
     int iters = 11, opt, inplace = 0, off = 0;
+    double decay = 1.0;
     unsigned nranks = 4;
     const char *kname = NULL, *iname = NULL;
-    while ((opt = getopt(argc, argv, "s:i:k:I:n:o:ph")) != -1) {
+    while ((opt = getopt(argc, argv, "s:i:k:I:n:o:d:ph")) != -1) {
         switch (opt) {
         case 's': bytes = parse_size(optarg); break;
         case 'i': iters = atoi(optarg); break;
@@ -309,13 +312,15 @@ int main(int argc, char **argv)
         case 'I': iname = optarg; break;
         case 'n': nranks = (unsigned)atoi(optarg); break;
         case 'o': off = atoi(optarg); break;
+        case 'd': decay = strtod(optarg, NULL); break;
         case 'p': inplace = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return EXIT_FAILURE;
         }
     }
-    if (iters < 1 || nranks < 2 || nranks > 65535 || off < 0 || off > 15) {
-        fprintf(stderr, "nf_kernels: need -i >= 1, 2 <= -n <= 65535 and 0 <= -o <= 15\n");
+    if (iters < 1 || nranks < 2 || nranks > 65535 || off < 0 || off > 15 || !(decay >= 0.0) ||
+        decay > 1.0) {
+        fprintf(stderr, "nf_kernels: need -i >= 1, 2 <= -n <= 65535, 0 <= -o <= 15 and 0 <= -d <= 1\n");
         return EXIT_FAILURE;
     }
     int known = !kname;
@@ -329,13 +334,14 @@ int main(int argc, char **argv)
 
     bench_t b;
     setup(&b, bytes, nranks, inplace, (unsigned)off);
+    b.decay = (float)decay;
     double *scratch = malloc(2 * (size_t)iters * sizeof(double));
     if (!scratch)
         return EXIT_FAILURE;
     printf("nf_kernels: %zu floats (%.1f MiB FP32), n = %u ranks (k = %u planes), %d repeats, "
-           "median%s, x and r at +%d floats; best ISA here: %s\n",
+           "median%s, x and r at +%d floats, ef_decay %g; best ISA here: %s\n",
            b.m, (double)bytes / (1 << 20), nranks, b.k, iters, inplace ? ", in place" : "", off,
-           nf_isa_name(nf_isa_detect()));
+           (double)b.decay, nf_isa_name(nf_isa_detect()));
     double t0 = now();
     const nf_kernels_t *T = nf_kernels_tuned(nf_isa_detect());
     print_choice(T, now() - t0);

@@ -82,4 +82,18 @@ for np in 2 3; do
 done
 left=$(ls "$tmp" | grep '\.tmp\.')
 [ -z "$left" ] || { echo "FAIL - temporary files left: $left"; nf_failed=1; }
+# Calibration measures the route as the rule runs it: under ef_decay = 1 the
+# profile is the one without the key, byte for byte; under ef_decay = 0 the
+# binary shadow adds no residual back and its cosines change.
+for d in 1 0; do
+  sed -e "s/^version = 1$/version = 2/" -e "s/^route = binary$/route = binary\nef_decay = $d/" \
+    "$pol" > "$tmp/decay$d.policy"
+  run 2 NFCOLL_POLICY=$tmp/decay$d.policy NFCOLL_CALIBRATE=$tmp/d$d ./tests/mpi/test_calib --calibrate 8
+done
+if cmp -s "$tmp/p.2" "$tmp/d1" && ! cmp -s "$tmp/p.2" "$tmp/d0" &&
+   [ "$(awk '$1 == "dense" {print $4}' "$tmp/p.2")" != "$(awk '$1 == "dense" {print $4}' "$tmp/d0")" ]; then
+  echo "ok - calibration under ef_decay: 1 as without the key, 0 measures another binary route"
+else
+  echo "FAIL - calibration under ef_decay:"; cat "$tmp/p.2" "$tmp/d1" "$tmp/d0"; nf_failed=1
+fi
 finish

@@ -772,9 +772,12 @@ START_TEST(vs_bin_pack)
 END_TEST
 
 /* bin_pack_ef keeps error feedback as the previous y and a: it must equal
- * the reference bin_pack on the e that form stands for, and every ISA must
+ * the reference bin_pack on the e that form stands for, scaled by the decay
+ * (decay 1: on e itself, the formula before ef_decay), and every ISA must
  * equal the scalar bin_pack_ef (ynew included, streamed or not). */
 static const float ef_a[] = {0.0f, 0.37f, 1e-45f, 3e38f};
+static const float ef_decay[] = {1.0f, 0.5f, 0.3f, 0.0f};
+#define NDECAY (sizeof(ef_decay) / sizeof(ef_decay[0]))
 
 static float *ynew_new(size_t m, unsigned char fill_byte)
 {
@@ -796,6 +799,14 @@ static size_t first_bad_y(const float *x, const float *e, const float *y, size_t
     return m;
 }
 
+/* e scaled by decay in place, one float multiply each; decay 1 leaves e
+ * untouched, so that case checks the formula without the multiply. */
+static void decay_e(float *e, size_t m, float decay)
+{
+    for (size_t j = 0; decay != 1.0f && j < m; j++)
+        e[j] = decay * e[j];
+}
+
 START_TEST(vs_bin_pack_ef)
 {
     const vcase_t *c = &cases[_i];
@@ -806,23 +817,24 @@ START_TEST(vs_bin_pack_ef)
     for (int kind = 0; kind < KIND_COUNT; kind++) {
         bufs_t b;
         bufs_init(&b, c, kind);
-        for (size_t ai = 0; ai < sizeof(ef_a) / sizeof(ef_a[0]); ai++) {
-            float a = ef_a[ai];
+        for (size_t t = 0; t < sizeof(ef_a) / sizeof(ef_a[0]) * NDECAY; t++) {
+            float a = ef_a[t / NDECAY], d = ef_decay[t % NDECAY];
             memset(ys, 0xA5, c->m * sizeof(float));
             memset(yv, 0x5A, c->m * sizeof(float));
-            double want = S->bin_pack_ef(b.x.p, b.e.p, a, ys, c->m, bs);
-            double got = c->K->bin_pack_ef(b.x.p, b.e.p, a, yv, c->m, bv);
-            ck_assert_msg(same_double(want, got), DIAG(c, "bin_pack_ef sum", kind, (int)ai));
-            ck_assert_msg(memcmp(bs, bv, L * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack_ef bits", kind, (int)ai));
-            ck_assert_msg(memcmp(ys, yv, c->m * sizeof(float)) == 0, DIAG(c, "bin_pack_ef ynew", kind, (int)ai));
+            double want = S->bin_pack_ef(b.x.p, b.e.p, a, d, ys, c->m, bs);
+            double got = c->K->bin_pack_ef(b.x.p, b.e.p, a, d, yv, c->m, bv);
+            ck_assert_msg(same_double(want, got), DIAG(c, "bin_pack_ef sum", kind, (int)t));
+            ck_assert_msg(memcmp(bs, bv, L * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack_ef bits", kind, (int)t));
+            ck_assert_msg(memcmp(ys, yv, c->m * sizeof(float)) == 0, DIAG(c, "bin_pack_ef ynew", kind, (int)t));
             /* The scalar form against the reference on the e it stands for. */
             for (size_t j = 0; j < c->m; j++)
                 e[j] = signbit(b.e.p[j]) ? b.e.p[j] + a : b.e.p[j] - a;
+            decay_e(e, c->m, d);
             double ref = S->bin_pack(b.x.p, e, c->m, br);
-            ck_assert_msg(same_double(ref, want), DIAG(c, "bin_pack_ef vs bin_pack sum", kind, (int)ai));
-            ck_assert_msg(memcmp(br, bs, L * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack_ef vs bin_pack bits", kind, (int)ai));
+            ck_assert_msg(same_double(ref, want), DIAG(c, "bin_pack_ef vs bin_pack sum", kind, (int)t));
+            ck_assert_msg(memcmp(br, bs, L * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack_ef vs bin_pack bits", kind, (int)t));
             ck_assert_msg(first_bad_y(b.x.p, e, ys, c->m) == c->m,
-                          DIAG(c, "bin_pack_ef y", kind, (int)ai));
+                          DIAG(c, "bin_pack_ef y", kind, (int)t));
         }
         bufs_free(&b);
     }
@@ -831,8 +843,8 @@ START_TEST(vs_bin_pack_ef)
 END_TEST
 
 /* ter_y_ef keeps error feedback as the previous y, t and b: it must equal
- * abs_sum and y = x + e on the e that form stands for, and every ISA must
- * equal the scalar ter_y_ef (ynew included, streamed or not). */
+ * abs_sum and y = x + decay * e on the e that form stands for, and every
+ * ISA must equal the scalar ter_y_ef (ynew included, streamed or not). */
 static const float ef_tb[][2] = {{0.0f, 0.0f}, {0.5f, 0.37f}, {INFINITY, 0.3f},
                                  {1e-45f, 3e38f}, {0.0f, 1.0f}};
 
@@ -844,12 +856,12 @@ START_TEST(vs_ter_y_ef)
     for (int kind = 0; kind < KIND_COUNT; kind++) {
         bufs_t b;
         bufs_init(&b, c, kind);
-        for (size_t ti = 0; ti < sizeof(ef_tb) / sizeof(ef_tb[0]); ti++) {
-            float t = ef_tb[ti][0], bb = ef_tb[ti][1];
+        for (size_t ti = 0; ti < sizeof(ef_tb) / sizeof(ef_tb[0]) * NDECAY; ti++) {
+            float t = ef_tb[ti / NDECAY][0], bb = ef_tb[ti / NDECAY][1], d = ef_decay[ti % NDECAY];
             memset(ys, 0xA5, c->m * sizeof(float));
             memset(yv, 0x5A, c->m * sizeof(float));
-            double want = S->ter_y_ef(b.x.p, b.e.p, t, bb, ys, c->m);
-            double got = c->K->ter_y_ef(b.x.p, b.e.p, t, bb, yv, c->m);
+            double want = S->ter_y_ef(b.x.p, b.e.p, t, bb, d, ys, c->m);
+            double got = c->K->ter_y_ef(b.x.p, b.e.p, t, bb, d, yv, c->m);
             ck_assert_msg(same_double(want, got), DIAG(c, "ter_y_ef sum", kind, (int)ti));
             ck_assert_msg(memcmp(ys, yv, c->m * sizeof(float)) == 0, DIAG(c, "ter_y_ef ynew", kind, (int)ti));
             /* The scalar form against abs_sum on the e it stands for. */
@@ -857,6 +869,7 @@ START_TEST(vs_ter_y_ef)
                 float p = b.e.p[j];
                 e[j] = p > t ? p - bb : p < -t ? p + bb : p;
             }
+            decay_e(e, c->m, d);
             double ref = S->abs_sum(b.x.p, e, c->m);
             ck_assert_msg(same_double(ref, want), DIAG(c, "ter_y_ef vs abs_sum", kind, (int)ti));
             ck_assert_msg(first_bad_y(b.x.p, e, ys, c->m) == c->m,
@@ -865,6 +878,38 @@ START_TEST(vs_ter_y_ef)
         bufs_free(&b);
     }
     free(ys), free(yv), free(e);
+}
+END_TEST
+
+/* ef_decay in the scalar kernels, by hand: y = x + decay * e, where e is
+ * rebuilt from the previous y (binary: yprev -+ aprev; ternary: gated). */
+START_TEST(ref_ef_decay)
+{
+    /* e = {3 - 1, -3 + 1, 0.5 - 1, -0.0 + 1, 0 - 1} = {2, -2, -0.5, 1, -1} */
+    const float yp[5] = {3.0f, -3.0f, 0.5f, -0.0f, 0.0f}, x[5] = {1.0f, 1.0f, -0.0f, -0.0f, 0.75f};
+    const float half[5] = {2.0f, 0.0f, -0.25f, 0.5f, 0.25f}, one[5] = {3.0f, -1.0f, -0.5f, 1.0f, -0.25f};
+    float *y = ynew_new(5, 0), ya[5];
+    uint64_t *bits = lb_new(1);
+    double s = S->bin_pack_ef(x, yp, 1.0f, 0.5f, y, 5, bits);
+    ck_assert(memcmp(y, half, sizeof(half)) == 0);
+    ck_assert_uint_eq(bits[0], 0x4); /* -0.25: the only sign set */
+    ck_assert(s == 3.0);
+    S->bin_pack_ef(x, yp, 1.0f, 1.0f, y, 5, bits);
+    ck_assert(memcmp(y, one, sizeof(one)) == 0);
+    /* decay 0: y = x + 0 * e, so -0.0 + 0.0 is +0.0 (sign clear) while
+     * -0.0 + -0.0 stays -0.0 */
+    S->bin_pack_ef(x, yp, 1.0f, 0.0f, y, 5, bits);
+    ck_assert(y[0] == 1.0f && y[1] == 1.0f && y[4] == 0.75f);
+    ck_assert(signbit(y[2]) && !signbit(y[3]));
+    ck_assert_uint_eq(bits[0], 0x4);
+    /* ternary, t = 1, b = 0.5: e = {2.5, -2.5, 0.5, -0.0, 0} */
+    S->ter_y_ef(x, yp, 1.0f, 0.5f, 0.5f, ya, 5);
+    ck_assert(ya[0] == 2.25f && ya[1] == -0.25f && ya[2] == 0.25f && ya[4] == 0.75f);
+    ck_assert(signbit(ya[3])); /* -0.0 + 0.5 * -0.0 */
+    /* an e buffer (t = +Inf): e itself, scaled */
+    S->ter_y_ef(x, yp, INFINITY, 0.0f, 0.5f, ya, 5);
+    ck_assert(ya[0] == 2.5f && ya[1] == -0.5f && ya[2] == 0.25f && ya[4] == 0.75f);
+    free(y), free(bits);
 }
 END_TEST
 
@@ -1255,6 +1300,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(ref, ref_lane_order);
     tcase_add_test(ref, ref_three_ranks);
     tcase_add_test(ref, ref_ternary);
+    tcase_add_test(ref, ref_ef_decay);
     tcase_add_loop_test(ref, ref_count_sum_full, 0, NF_COUNT_PLANES_MAX);
     tcase_add_test(ref, ref_count_merge);
     tcase_add_test(ref, ref_sum_f32);

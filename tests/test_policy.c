@@ -43,6 +43,7 @@ static nf_status_t parse(const char *text, size_t len, diags_t *g, nf_policy_t *
 }
 
 #define HDR "[policy]\nversion = 1\n"
+#define HDR2 "[policy]\nversion = 2\n" /* ef_decay needs version 2 */
 
 /* ------------------------------------------------------------ malformed */
 
@@ -59,10 +60,12 @@ static const bad_case_t bad_cases[] = {
     {"empty file", "", LOAD_FAILS, "t.policy:1: empty policy file"},
     {"only comments", "# nothing\n; here\n\n", LOAD_FAILS, "t.policy:1: empty policy file"},
     {"missing version", "[policy]\nstats = 1\n[default]\nroute = fp32\n", LOAD_FAILS,
-     "t.policy:1: [policy] has no version (expected version = 1)"},
+     "t.policy:1: [policy] has no version (expected version = 1 or 2)"},
     {"no policy section", "[rule a]\nroute = fp32\n", LOAD_FAILS, "t.policy:1: no [policy] section"},
-    {"bad version", "[policy]\nversion = 2\n", LOAD_FAILS,
-     "t.policy:2: unsupported policy version '2' (expected version = 1)"},
+    {"bad version", "[policy]\nversion = 3\n", LOAD_FAILS,
+     "t.policy:2: unsupported policy version '3' (expected version = 1 or 2)"},
+    {"version zero", "[policy]\nversion = 0\n", LOAD_FAILS,
+     "t.policy:2: unsupported policy version '0' (expected version = 1 or 2)"},
     {"bad section", HDR "[rules a]\nroute = fp32\n", LOAD_FAILS,
      "t.policy:3: bad section header '[rules a]' (expected [policy], [rule NAME] or [default])"},
     {"unterminated section", HDR "\n[rule a\nroute = fp32\n", LOAD_FAILS,
@@ -82,7 +85,7 @@ static const bad_case_t bad_cases[] = {
     {"unknown route", HDR "\n[rule a]\nbytes = 1M-\nroute = quaternary\n", RULE_DROPPED,
      "t.policy:6: unknown route 'quaternary' (expected pmpi|fp32|binary|ternary|bf16|auto); rule 'a' disabled"},
     {"unknown key", HDR "[rule a]\nbyte = 1M-\nroute = fp32\n", RULE_DROPPED,
-     "t.policy:4: unknown key 'byte' (expected region|comm|comm_size|datatype|op|bytes|calls|route|ef|gamma|segment); rule 'a' disabled"},
+     "t.policy:4: unknown key 'byte' (expected region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment); rule 'a' disabled"},
     {"bad number", HDR "[rule a]\nbytes = 12Q\nroute = fp32\n", RULE_DROPPED,
      "t.policy:4: bad bytes '12Q' (expected a size such as 4096, 64K or 1M"},
     {"number too large", HDR "[rule a]\ncalls = 99999999999999999999999\nroute = fp32\n", RULE_DROPPED,
@@ -106,6 +109,26 @@ static const bad_case_t bad_cases[] = {
     {"negative gamma", HDR "[rule a]\nroute = ternary\ngamma = -1\n", RULE_DROPPED,
      "t.policy:5: bad gamma '-1' (expected a number >= 0"},
     {"gamma nan", HDR "[rule a]\nroute = ternary\ngamma = nan\n", RULE_DROPPED, "t.policy:5: bad gamma 'nan'"},
+    {"ef_decay in version 1", HDR "[rule a]\nroute = binary\n\nef_decay = 0.5\n", RULE_DROPPED,
+     "t.policy:6: ef_decay needs version = 2 in [policy] (this file says 1); rule 'a' disabled"},
+    {"ef_decay in version 1, [policy] last", "[default]\nef_decay = 0.5\nroute = binary\n[policy]\nversion = 1\n",
+     RULE_DROPPED, "t.policy:2: ef_decay needs version = 2 in [policy] (this file says 1); [default] disabled"},
+    {"ef_decay above 1", HDR2 "[rule a]\nroute = binary\nef_decay = 1.5\n", RULE_DROPPED,
+     "t.policy:5: bad ef_decay '1.5' (expected a number from 0 to 1, such as 0.5); rule 'a' disabled"},
+    {"ef_decay negative", HDR2 "[rule a]\nroute = binary\n\nef_decay = -0.1\n", RULE_DROPPED,
+     "t.policy:6: bad ef_decay '-0.1' (expected a number from 0 to 1"},
+    {"ef_decay nan", HDR2 "[rule a]\nroute = ternary\nef_decay = nan\n", RULE_DROPPED, "t.policy:5: bad ef_decay 'nan'"},
+    {"ef_decay inf", HDR2 "[rule a]\nroute = ternary\nef_decay = inf\n", RULE_DROPPED, "t.policy:5: bad ef_decay 'inf'"},
+    {"ef_decay word", HDR2 "[rule a]\nroute = binary\nef_decay = half\n", RULE_DROPPED, "t.policy:5: bad ef_decay 'half'"},
+    {"ef_decay comma", HDR2 "[rule a]\nroute = binary\nef_decay = 0,5\n", RULE_DROPPED, "t.policy:5: bad ef_decay '0,5'"},
+    {"ef_decay trailing", HDR2 "[rule a]\nroute = binary\nef_decay = 0.5x\n", RULE_DROPPED, "t.policy:5: bad ef_decay '0.5x'"},
+    {"ef_decay inherit", HDR2 "[rule a]\nroute = binary\nef_decay = inherit\n", RULE_DROPPED,
+     "t.policy:5: bad ef_decay 'inherit'"},
+    {"ef_decay twice", HDR2 "[rule a]\nroute = binary\nef_decay = 0.5\nef_decay = 0.5\n", RULE_DROPPED,
+     "t.policy:6: duplicate key 'ef_decay' (first set at line 5)"},
+    {"ef_decay empty", HDR2 "[rule a]\nroute = binary\nef_decay =\n", RULE_DROPPED, "t.policy:5: empty value for 'ef_decay'"},
+    {"ef_decay bad in default", HDR2 "[default]\nroute = binary\nef_decay = 2\n", RULE_DROPPED,
+     "t.policy:5: bad ef_decay '2' (expected a number from 0 to 1, such as 0.5); [default] disabled (route pmpi)"},
     {"bad segment", HDR "[rule a]\nroute = binary\nsegment = layer\n", RULE_DROPPED,
      "t.policy:5: bad segment 'layer' (expected region|buffer)"},
     {"bad glob", HDR "[rule a]\nregion = layer[0-3\nroute = fp32\n", RULE_DROPPED,
@@ -118,7 +141,7 @@ static const bad_case_t bad_cases[] = {
     {"duplicate rule name", HDR "[rule a]\nroute = fp32\n[rule a]\nroute = binary\n", RULE_DROPPED,
      "t.policy:5: duplicate rule name 'a' (first at line 3)"},
     {"match key in default", HDR "[default]\nbytes = 1M-\nroute = fp32\n", RULE_DROPPED,
-     "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|gamma|segment); [default] disabled"},
+     "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|ef_decay|gamma|segment); [default] disabled"},
     {"unknown policy key", HDR "colour = blue\n", RULE_DROPPED,
      "t.policy:3: unknown key 'colour' in [policy] (expected version|cxl_node|stats|trace|regions|calibrate|"
      "calibrate_calls|admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth); "
@@ -152,6 +175,12 @@ static const bad_case_t bad_cases[] = {
      WARNS, "t.policy:6: rule 'one' is never used: rule 'fc' (line 3)"},
     {"gamma on binary", HDR "[rule a]\nroute = binary\ngamma = 0.5\n", WARNS,
      "t.policy:5: gamma has no effect on route binary"},
+    {"ef_decay on fp32", HDR2 "[rule a]\nroute = fp32\nef_decay = 0.5\n", WARNS,
+     "t.policy:5: ef_decay has no effect on route fp32 (only binary and ternary keep a residual)"},
+    {"ef_decay on bf16 default", HDR2 "[default]\nef_decay = 0\nroute = bf16\n", WARNS,
+     "t.policy:4: ef_decay has no effect on route bf16"},
+    {"ef_decay with ef off", HDR2 "[rule a]\nroute = ternary\nef = off\nef_decay = 0.5\n", WARNS,
+     "t.policy:6: ef_decay has no effect with ef = off"},
     {"low-bit on doubles", HDR "[rule a]\ndatatype = double\nroute = binary\n", WARNS,
      "t.policy:3: rule 'a' never runs binary: low-bit and bf16 routes take only float sums"},
     {"auto without profile", HDR "regions = m.layout\n[rule a]\nbytes = 1M-\n\nroute = auto\n", WARNS,
@@ -531,7 +560,8 @@ START_TEST(test_explain)
     ck_assert_uint_eq(n, strlen(buf));
     ck_assert_msg(strstr(buf, "rule warmup (t.policy:5): no match: calls 7 NOT in 0-4\n") != NULL, "%s", buf);
     ck_assert_msg(strstr(buf, "rule head (t.policy:9): match: region 'net.fc.w' in *.fc.*, cls?.[ab]*\n"), "%s", buf);
-    ck_assert_msg(strstr(buf, "=> route fp32 (ef off, gamma inherit, segment inherit) from rule head (t.policy:9)"),
+    ck_assert_msg(strstr(buf, "=> route fp32 (ef off, ef_decay inherit, gamma inherit, segment inherit) from rule head "
+                              "(t.policy:9)"),
                   "%s", buf);
     ck_assert_uint_eq(nf_policy_explain(p, &q, &a, small, sizeof(small)), n);
     ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
@@ -777,6 +807,8 @@ START_TEST(test_hash)
         HDR "[rule a]\nbytes = 1M-\nroute = binary\n",
         HDR "[rule a]\nbytes = 1M-\nroute = binary\nef = off\n[default]\nroute = fp32\n",
         HDR "[rule a]\nbytes = 1M-\nroute = binary\ngamma = 0\n[default]\nroute = fp32\n",
+        HDR2 "[rule a]\nbytes = 1M-\nroute = binary\nef_decay = 1\n[default]\nroute = fp32\n",
+        HDR2 "[rule a]\nbytes = 1M-\nroute = binary\n[default]\nroute = fp32\nef_decay = 0.5\n",
         HDR "[rule a]\nbytes = 1M-\nroute = binary\n[rule z]\nroute = binary\nfoo = 1\n[rule y]\nroute = fp32\n"
         "[default]\nroute = fp32\n",
     };
@@ -843,7 +875,8 @@ START_TEST(test_route_auto_explain_hash)
 
     ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
     nf_policy_explain(p, &q, &a, buf, sizeof(buf));
-    ck_assert_msg(strstr(buf, "=> route auto (ef on, gamma inherit, segment inherit) from rule a (t.policy:4)\n"
+    ck_assert_msg(strstr(buf, "=> route auto (ef on, ef_decay inherit, gamma inherit, segment inherit) from rule a "
+                              "(t.policy:4)\n"
                               "   auto: each segment takes the profile's route; fp32 where the profile has none\n"),
                   "%s", buf);
     nf_policy_free(p);
@@ -852,6 +885,59 @@ START_TEST(test_route_auto_explain_hash)
     ck_assert(hash_of(HDR "[rule a]\nroute = auto\n") != hash_of(HDR "[rule a]\nroute = fp32\n"));
     ck_assert(hash_of(HDR "[default]\nroute = auto\n") != hash_of(HDR "[default]\nroute = fp32\n"));
     ck_assert(hash_of(HDR "[rule a]\nroute = auto\n") == hash_of(HDR "profile = x\n[rule a]\nroute = Auto\n"));
+}
+END_TEST
+
+/* ef_decay (version 2): any number from 0 to 1 as written (0 and 1
+ * included), in the action, in explain and in the hash; absent is inherit
+ * (< 0). */
+START_TEST(test_ef_decay)
+{
+    static const char text[] = HDR2 "profile = m.profile\n"
+                               "[rule half]\ncomm = h\nroute = binary\nef_decay = 0.5\n"
+                               "[rule zero]\ncomm = z\nroute = ternary\nef_decay = 0\n"
+                               "[rule one]\ncomm = o\nroute = binary\nef_decay = 1.0\n"
+                               "[rule small]\ncomm = s\nroute = auto\nef_decay = 2.5e-1\n"
+                               "[rule none]\ncomm = n\nroute = binary\n"
+                               "[default]\nroute = ternary\nef_decay = 0.3\n";
+    static const struct { const char *comm, *rule; double decay; } want[] = {
+        {"h", "half", 0.5}, {"z", "zero", 0.0}, {"o", "one", 1.0}, {"s", "small", 0.25},
+        {"n", "none", -1.0}, {"x", "default", 0.3},
+    };
+    nf_policy_query_t q = {NULL, NULL, 2, NF_DT_FLOAT, NF_OP_SUM, 4096, 0};
+    nf_policy_action_t a;
+    nf_policy_t *p;
+    diags_t g;
+    char buf[2048];
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "should be clean (auto may pick binary), got %s", g.text);
+    for (size_t i = 0; i < NELEM(want); i++) {
+        q.comm_name = want[i].comm;
+        nf_policy_match(p, &q, &a);
+        ck_assert_str_eq(a.rule, want[i].rule);
+        ck_assert_msg(a.ef_decay == want[i].decay, "%s: ef_decay %g", a.rule, a.ef_decay);
+    }
+    q.comm_name = "h";
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "=> route binary (ef inherit, ef_decay 0.5, gamma inherit, segment inherit) "
+                              "from rule half (t.policy:4)\n"), "%s", buf);
+    q.comm_name = "x";
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "=> route ternary (ef inherit, ef_decay 0.3, gamma inherit, segment inherit) "
+                              "from [default] (t.policy:23)\n"), "%s", buf);
+    nf_policy_free(p);
+    nf_policy_match(NULL, &q, &a);
+    ck_assert(a.ef_decay < 0);
+    /* every value its own hash; spellings of one value, one hash */
+    ck_assert(hash_of(HDR2 "[rule a]\nroute = binary\nef_decay = 0.5\n") !=
+              hash_of(HDR2 "[rule a]\nroute = binary\nef_decay = 0.25\n"));
+    ck_assert(hash_of(HDR2 "[rule a]\nroute = binary\nef_decay = 0\n") !=
+              hash_of(HDR "[rule a]\nroute = binary\n"));
+    ck_assert(hash_of(HDR2 "[rule a]\nroute = binary\nef_decay = 0.5\n") ==
+              hash_of(HDR2 "[rule a]\nef_decay = 5e-1\nroute = binary\n"));
+    /* the version a file says decides nothing: version 1 hashes stand */
+    ck_assert(hash_of(HDR "[rule a]\nroute = binary\n") == hash_of(HDR2 "[rule a]\nroute = binary\n"));
 }
 END_TEST
 
@@ -1797,6 +1883,7 @@ static Suite *policy_suite(void)
     tcase_add_loop_test(t, test_match, 0, (int)(sizeof(match_cases) / sizeof(match_cases[0])));
     tcase_add_test(t, test_actions);
     tcase_add_test(t, test_explain);
+    tcase_add_test(t, test_ef_decay);
     tcase_add_test(t, test_hash);
     tcase_add_loop_test(t, test_route_auto, 0, (int)(sizeof(auto_cases) / sizeof(auto_cases[0])));
     tcase_add_test(t, test_route_auto_explain_hash);

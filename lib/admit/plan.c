@@ -84,6 +84,7 @@ void nf_plan_match(nf_plan_t *p, const nf_policy_t *pol, const nf_policy_query_t
         g->route = p->act[s].route;
         g->ef = p->act[s].ef;
         g->gamma = p->act[s].gamma;
+        g->ef_decay = p->act[s].ef_decay;
     }
 }
 

@@ -174,6 +174,19 @@ static nf_status_t nf_verdict(nf_comm_t *c, const nf_call_t *call, const uint64_
 
 /* ---------------------------------------------------------------- low-bit */
 
+/* The factor of the residual this call adds (docs/design.md, "Error
+ * feedback"): a float, as the kernels apply it. */
+static float nf_decay(const nf_seg_t *g) { return (float)g->ef_decay; }
+
+/* An E-form binary residual runs through the finish pass unless decayed:
+ * then pass 1 writes y = x + decay * e into the next buffer (ter_y_ef with
+ * an infinite gate takes e as it is) and the residual leaves in Y form,
+ * so that e itself is never written before the call completes. */
+static int nf_binary_e(const nf_seg_t *g)
+{
+    return g->res != NULL && g->res->form == NF_RES_E && nf_decay(g) == 1.0f;
+}
+
 /* Binary pass 1: sign lines into bits, a_i back (NaN when non-finite). */
 static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
 {
@@ -182,13 +195,18 @@ static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
     double sum;
     if (res != NULL && res->form == NF_RES_TY)
         nf_residual_e(res); /* after ternary calls */
-    if (res == NULL)
+    if (res == NULL) {
         sum = k->bin_pack(x, NULL, g->m, bits);
-    else if (res->form == NF_RES_E)
+    } else if (nf_binary_e(g)) {
         sum = k->bin_pack(x, res->buf[res->cur], g->m, bits);
-    else
-        sum = k->bin_pack_ef(x, res->buf[res->cur], res->aprev, res->buf[res->cur ^ 1u], g->m,
-                             bits);
+    } else if (res->form == NF_RES_E) {
+        float *y = res->buf[res->cur ^ 1u];
+        k->ter_y_ef(x, res->buf[res->cur], INFINITY, 0.0f, nf_decay(g), y, g->m);
+        sum = k->bin_pack(y, NULL, g->m, bits);
+    } else {
+        sum = k->bin_pack_ef(x, res->buf[res->cur], res->aprev, nf_decay(g),
+                             res->buf[res->cur ^ 1u], g->m, bits);
+    }
     double ai = sum / (double)g->m;
     return isfinite(ai) ? ai : NAN;
 }
@@ -211,7 +229,7 @@ static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus,
         int e = res->form == NF_RES_E;
         y = res->buf[res->cur ^ 1u];
         sum = k->ter_y_ef(x, res->buf[res->cur], e ? INFINITY : res->tprev,
-                          e ? 0.0f : res->aprev, res->buf[res->cur ^ 1u], g->m);
+                          e ? 0.0f : res->aprev, nf_decay(g), res->buf[res->cur ^ 1u], g->m);
     }
     double ai = sum / (double)g->m;
     size_t nin = 0;
@@ -325,7 +343,7 @@ static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
     nf_residual_t *res = g->res;
     const float *x = call->x + g->off;
     float *r = call->r + g->off;
-    if (res != NULL && res->form == NF_RES_E) {
+    if (nf_binary_e(g)) {
         nf_ctx.k->bin_finish(r, x, res->buf[res->cur], cnt, c->k, g->m, (unsigned)c->size, a,
                              (float)ai);
         return;
@@ -333,6 +351,7 @@ static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
     nf_ctx.k->bin_finish(r, NULL, NULL, cnt, c->k, g->m, (unsigned)c->size, a, (float)ai);
     if (res != NULL) { /* the new y becomes the state */
         res->cur ^= 1u;
+        res->form = NF_RES_Y;
         res->aprev = (float)ai;
     }
 }

@@ -22,6 +22,8 @@ typedef struct nf_seg {
     nf_residual_t *res;   /* error feedback state (low-bit), NULL when off */
     double gamma;         /* ternary gate factor */
     int ef;               /* error feedback for this segment: 1/0 (run.c) */
+    double ef_decay;      /* the residual's factor when the next call adds it, in
+                             [0, 1] (run.c: < 0 inherits NFCOLL_EF_DECAY) */
     const char *name;     /* bound region (its interned name), or NULL (a gap, or no
                              regions) */
     uint32_t id;          /* that region's interned id (nf_intern.h), 0 with no name:

@@ -28,15 +28,16 @@ typedef struct nf_run_args {
                             returned as the call's status */
 } nf_run_args_t;
 
-/* Run a on route; ef < 0 and gamma < 0 inherit the settings. c may be NULL
- * (no state for this communicator): the call goes to PMPI. Calls the route
- * cannot take go to PMPI and are counted as a fallback by reason. */
+/* Run a on route; ef < 0 and gamma < 0 inherit the settings (ef_decay
+ * always does). c may be NULL (no state for this communicator): the call
+ * goes to PMPI. Calls the route cannot take go to PMPI and are counted as
+ * a fallback by reason. */
 nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int ef, double gamma);
 
 /* Run a call cut into segments covering [0, count), each on its own route
  * (a pmpi segment of a fused call runs fp32; one segment covering the call
- * is nf_run). Segments' ef < 0 and gamma < 0 inherit the settings. The same
- * fallbacks as nf_run apply to the whole call. seg is written to (residuals,
+ * is nf_run). Segments' ef, gamma and ef_decay < 0 inherit the settings.
+ * The same fallbacks as nf_run apply to the whole call. seg is written to (residuals,
  * what ran). */
 nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg);
 

@@ -177,6 +177,8 @@ static void nf_seg_defaults(nf_seg_t *g)
         g->gamma = s->gamma;
     if (g->ef < 0)
         g->ef = s->ef;
+    if (g->ef_decay < 0.0)
+        g->ef_decay = s->ef_decay;
 }
 
 static void nf_seg_ran(nf_seg_t *seg, size_t nseg, nf_route_t ran)
@@ -231,6 +233,6 @@ nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_s
 nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int ef, double gamma)
 {
     nf_seg_t seg = {.off = 0, .m = a->count > 0 ? (size_t)a->count : 0, .route = route,
-                    .gamma = gamma, .ef = ef};
+                    .gamma = gamma, .ef = ef, .ef_decay = -1.0};
     return nf_run_plan(c, a, &seg, 1);
 }

@@ -151,8 +151,8 @@ static double bin_pack_avx2(const float *x, const float *e, size_t m, uint64_t *
 
 /* ---- bin_pack_ef ---- */
 
-AI uint64_t bin_word_ef(const float *x, const float *yprev, __m256 av, float *ynew, size_t j,
-                        size_t left, __m256d acc[4], int full, int nt)
+AI uint64_t bin_word_ef(const float *x, const float *yprev, __m256 av, __m256 dv, float *ynew,
+                        size_t j, size_t left, __m256d acc[4], int full, int nt)
 {
     const __m256 signbit = _mm256_set1_ps(-0.0f);
     uint64_t word = 0;
@@ -165,7 +165,7 @@ AI uint64_t bin_word_ef(const float *x, const float *yprev, __m256 av, float *yn
         __m256 p = load8(yprev + i, mk, full);
         /* p - a where the sign bit is clear, p + a where set: p - (a with p's sign). */
         __m256 e = _mm256_sub_ps(p, _mm256_or_ps(av, _mm256_and_ps(p, signbit)));
-        __m256 y = _mm256_add_ps(load8(x + i, mk, full), e);
+        __m256 y = _mm256_add_ps(load8(x + i, mk, full), _mm256_mul_ps(dv, e));
         if (!full) /* lanes past the end must add nothing and pack no sign */
             y = _mm256_and_ps(y, _mm256_castsi256_ps(mk));
         if (full && nt)
@@ -178,17 +178,17 @@ AI uint64_t bin_word_ef(const float *x, const float *yprev, __m256 av, float *yn
     return word;
 }
 
-AI double bin_pack_ef_impl(const float *x, const float *yprev, float aprev, float *ynew,
-                           size_t m, uint64_t *bits, int nt)
+AI double bin_pack_ef_impl(const float *x, const float *yprev, float aprev, float decay,
+                           float *ynew, size_t m, uint64_t *bits, int nt)
 {
     __m256d acc[4];
-    const __m256 av = _mm256_set1_ps(aprev);
+    const __m256 av = _mm256_set1_ps(aprev), dv = _mm256_set1_ps(decay);
     acc_zero(acc);
     size_t w = 0;
     for (; (w + 1) * 64 <= m; w++)
-        bits[w] = bin_word_ef(x, yprev, av, ynew, w * 64, 64, acc, 1, nt);
+        bits[w] = bin_word_ef(x, yprev, av, dv, ynew, w * 64, 64, acc, 1, nt);
     if (w * 64 < m) {
-        bits[w] = bin_word_ef(x, yprev, av, ynew, w * 64, m - w * 64, acc, 0, nt);
+        bits[w] = bin_word_ef(x, yprev, av, dv, ynew, w * 64, m - w * 64, acc, 0, nt);
         w++;
     }
     if (nt)
@@ -197,17 +197,17 @@ AI double bin_pack_ef_impl(const float *x, const float *yprev, float aprev, floa
     return lane_fold(acc);
 }
 
-static double bin_pack_ef_avx2(const float *x, const float *yprev, float aprev, float *ynew,
-                               size_t m, uint64_t *bits)
+static double bin_pack_ef_avx2(const float *x, const float *yprev, float aprev, float decay,
+                               float *ynew, size_t m, uint64_t *bits)
 {
     if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 31) == 0)
-        return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 1);
-    return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 0);
+        return bin_pack_ef_impl(x, yprev, aprev, decay, ynew, m, bits, 1);
+    return bin_pack_ef_impl(x, yprev, aprev, decay, ynew, m, bits, 0);
 }
 
 /* ---- ter_y_ef ---- */
 
-AI void ter_y8(const float *x, const float *yprev, __m256 tv, __m256 ntv, __m256 bv,
+AI void ter_y8(const float *x, const float *yprev, __m256 tv, __m256 ntv, __m256 bv, __m256 dv,
                float *ynew, size_t i, __m256i mk, int full, __m256d acc[4], unsigned half,
                int nt)
 {
@@ -215,7 +215,7 @@ AI void ter_y8(const float *x, const float *yprev, __m256 tv, __m256 ntv, __m256
     __m256 gt = _mm256_cmp_ps(p, tv, _CMP_GT_OQ), lt = _mm256_cmp_ps(p, ntv, _CMP_LT_OQ);
     __m256 e = _mm256_blendv_ps(p, _mm256_sub_ps(p, bv), gt);
     e = _mm256_blendv_ps(e, _mm256_add_ps(p, bv), lt);
-    __m256 y = _mm256_add_ps(load8(x + i, mk, full), e);
+    __m256 y = _mm256_add_ps(load8(x + i, mk, full), _mm256_mul_ps(dv, e));
     if (!full) /* lanes past the end add nothing */
         y = _mm256_and_ps(y, _mm256_castsi256_ps(mk));
     if (full && nt)
@@ -226,31 +226,31 @@ AI void ter_y8(const float *x, const float *yprev, __m256 tv, __m256 ntv, __m256
 }
 
 AI double ter_y_ef_impl(const float *x, const float *yprev, float tprev, float bprev,
-                        float *ynew, size_t m, int nt)
+                        float decay, float *ynew, size_t m, int nt)
 {
     __m256d acc[4];
     const __m256 tv = _mm256_set1_ps(tprev), ntv = _mm256_set1_ps(-tprev);
-    const __m256 bv = _mm256_set1_ps(bprev);
+    const __m256 bv = _mm256_set1_ps(bprev), dv = _mm256_set1_ps(decay);
     const __m256i none = _mm256_setzero_si256();
     acc_zero(acc);
     size_t j = 0;
     for (; j + 16 <= m; j += 16) {
-        ter_y8(x, yprev, tv, ntv, bv, ynew, j, none, 1, acc, 0, nt);
-        ter_y8(x, yprev, tv, ntv, bv, ynew, j + 8, none, 1, acc, 1, nt);
+        ter_y8(x, yprev, tv, ntv, bv, dv, ynew, j, none, 1, acc, 0, nt);
+        ter_y8(x, yprev, tv, ntv, bv, dv, ynew, j + 8, none, 1, acc, 1, nt);
     }
     for (unsigned half = 0; j < m; j += 8, half++)
-        ter_y8(x, yprev, tv, ntv, bv, ynew, j, tail8(m - j), 0, acc, half, nt);
+        ter_y8(x, yprev, tv, ntv, bv, dv, ynew, j, tail8(m - j), 0, acc, half, nt);
     if (nt)
         _mm_sfence();
     return lane_fold(acc);
 }
 
 static double ter_y_ef_avx2(const float *x, const float *yprev, float tprev, float bprev,
-                            float *ynew, size_t m)
+                            float decay, float *ynew, size_t m)
 {
     if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 31) == 0)
-        return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 1);
-    return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 0);
+        return ter_y_ef_impl(x, yprev, tprev, bprev, decay, ynew, m, 1);
+    return ter_y_ef_impl(x, yprev, tprev, bprev, decay, ynew, m, 0);
 }
 
 /* ---- counters -> values, 32 elements at a time ---- */

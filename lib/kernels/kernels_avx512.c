@@ -125,8 +125,8 @@ static double bin_pack_avx512(const float *x, const float *e, size_t m, uint64_t
 
 /* ---- bin_pack_ef ---- */
 
-AI uint64_t bin_word_ef(const float *x, const float *yprev, __m512 av, float *ynew, size_t j,
-                        size_t left, __m512d *lo, __m512d *hi, int nt)
+AI uint64_t bin_word_ef(const float *x, const float *yprev, __m512 av, __m512 dv, float *ynew,
+                        size_t j, size_t left, __m512d *lo, __m512d *hi, int nt)
 {
     uint64_t word = 0;
     #pragma GCC unroll 4
@@ -137,7 +137,8 @@ AI uint64_t bin_word_ef(const float *x, const float *yprev, __m512 av, float *yn
         __mmask16 mk = tail16(left - q * 16);
         __m512 p = _mm512_maskz_loadu_ps(mk, yprev + i);
         __m512 e = _mm512_mask_add_ps(_mm512_sub_ps(p, av), (__mmask16)sign_mask(p), p, av);
-        __m512 y = _mm512_maskz_add_ps(mk, _mm512_maskz_loadu_ps(mk, x + i), e);
+        __m512 de = _mm512_mul_ps(dv, e);
+        __m512 y = _mm512_maskz_add_ps(mk, _mm512_maskz_loadu_ps(mk, x + i), de);
         if (nt && mk == 0xFFFF)
             _mm512_stream_ps(ynew + i, y);
         else
@@ -148,16 +149,16 @@ AI uint64_t bin_word_ef(const float *x, const float *yprev, __m512 av, float *yn
     return word;
 }
 
-AI double bin_pack_ef_impl(const float *x, const float *yprev, float aprev, float *ynew,
-                           size_t m, uint64_t *bits, int nt)
+AI double bin_pack_ef_impl(const float *x, const float *yprev, float aprev, float decay,
+                           float *ynew, size_t m, uint64_t *bits, int nt)
 {
     __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
-    const __m512 av = _mm512_set1_ps(aprev);
+    const __m512 av = _mm512_set1_ps(aprev), dv = _mm512_set1_ps(decay);
     size_t w = 0;
     for (; (w + 1) * 64 <= m; w++)
-        bits[w] = bin_word_ef(x, yprev, av, ynew, w * 64, 64, &lo, &hi, nt);
+        bits[w] = bin_word_ef(x, yprev, av, dv, ynew, w * 64, 64, &lo, &hi, nt);
     if (w * 64 < m) {
-        bits[w] = bin_word_ef(x, yprev, av, ynew, w * 64, m - w * 64, &lo, &hi, nt);
+        bits[w] = bin_word_ef(x, yprev, av, dv, ynew, w * 64, m - w * 64, &lo, &hi, nt);
         w++;
     }
     if (nt)
@@ -166,18 +167,18 @@ AI double bin_pack_ef_impl(const float *x, const float *yprev, float aprev, floa
     return lane_fold(lo, hi);
 }
 
-static double bin_pack_ef_avx512(const float *x, const float *yprev, float aprev, float *ynew,
-                                 size_t m, uint64_t *bits)
+static double bin_pack_ef_avx512(const float *x, const float *yprev, float aprev, float decay,
+                                 float *ynew, size_t m, uint64_t *bits)
 {
     /* Streaming needs 64-byte aligned full vectors: ynew is aligned by contract. */
     if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 63) == 0)
-        return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 1);
-    return bin_pack_ef_impl(x, yprev, aprev, ynew, m, bits, 0);
+        return bin_pack_ef_impl(x, yprev, aprev, decay, ynew, m, bits, 1);
+    return bin_pack_ef_impl(x, yprev, aprev, decay, ynew, m, bits, 0);
 }
 
 /* ---- ter_y_ef ---- */
 
-AI void ter_y16(const float *x, const float *yprev, __m512 tv, __m512 ntv, __m512 bv,
+AI void ter_y16(const float *x, const float *yprev, __m512 tv, __m512 ntv, __m512 bv, __m512 dv,
                 float *ynew, size_t i, __mmask16 mk, __m512d *lo, __m512d *hi, int nt)
 {
     __m512 p = _mm512_maskz_loadu_ps(mk, yprev + i);
@@ -185,7 +186,8 @@ AI void ter_y16(const float *x, const float *yprev, __m512 tv, __m512 ntv, __m51
     __mmask16 lt = _mm512_cmp_ps_mask(p, ntv, _CMP_LT_OQ);
     __m512 e = _mm512_mask_sub_ps(p, gt, p, bv);
     e = _mm512_mask_add_ps(e, lt, p, bv);
-    __m512 y = _mm512_maskz_add_ps(mk, _mm512_maskz_loadu_ps(mk, x + i), e);
+    __m512 de = _mm512_mul_ps(dv, e);
+    __m512 y = _mm512_maskz_add_ps(mk, _mm512_maskz_loadu_ps(mk, x + i), de);
     if (nt && mk == 0xFFFF)
         _mm512_stream_ps(ynew + i, y);
     else
@@ -194,27 +196,27 @@ AI void ter_y16(const float *x, const float *yprev, __m512 tv, __m512 ntv, __m51
 }
 
 AI double ter_y_ef_impl(const float *x, const float *yprev, float tprev, float bprev,
-                        float *ynew, size_t m, int nt)
+                        float decay, float *ynew, size_t m, int nt)
 {
     __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
     const __m512 tv = _mm512_set1_ps(tprev), ntv = _mm512_set1_ps(-tprev);
-    const __m512 bv = _mm512_set1_ps(bprev);
+    const __m512 bv = _mm512_set1_ps(bprev), dv = _mm512_set1_ps(decay);
     size_t j = 0;
     for (; j + 16 <= m; j += 16)
-        ter_y16(x, yprev, tv, ntv, bv, ynew, j, 0xFFFF, &lo, &hi, nt);
+        ter_y16(x, yprev, tv, ntv, bv, dv, ynew, j, 0xFFFF, &lo, &hi, nt);
     if (j < m)
-        ter_y16(x, yprev, tv, ntv, bv, ynew, j, tail16(m - j), &lo, &hi, nt);
+        ter_y16(x, yprev, tv, ntv, bv, dv, ynew, j, tail16(m - j), &lo, &hi, nt);
     if (nt)
         _mm_sfence();
     return lane_fold(lo, hi);
 }
 
 static double ter_y_ef_avx512(const float *x, const float *yprev, float tprev, float bprev,
-                              float *ynew, size_t m)
+                              float decay, float *ynew, size_t m)
 {
     if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 63) == 0)
-        return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 1);
-    return ter_y_ef_impl(x, yprev, tprev, bprev, ynew, m, 0);
+        return ter_y_ef_impl(x, yprev, tprev, bprev, decay, ynew, m, 1);
+    return ter_y_ef_impl(x, yprev, tprev, bprev, decay, ynew, m, 0);
 }
 
 /* ---- counters -> values ---- */

@@ -66,7 +66,7 @@ static double bin_pack_scalar(const float *x, const float *e, size_t m, uint64_t
     return lane_fold(lane);
 }
 
-static double bin_pack_ef_scalar(const float *x, const float *yprev, float aprev,
+static double bin_pack_ef_scalar(const float *x, const float *yprev, float aprev, float decay,
                                  float *ynew, size_t m, uint64_t *bits)
 {
     double lane[NF_LANES] = {0};
@@ -74,7 +74,8 @@ static double bin_pack_ef_scalar(const float *x, const float *yprev, float aprev
     for (size_t j = 0; j < m; j++) {
         float p = yprev[j];
         float e = sign_set(p) ? p + aprev : p - aprev;
-        float y = x[j] + e;
+        float de = decay * e;
+        float y = x[j] + de;
         ynew[j] = y;
         bits[j / 64] |= (uint64_t)sign_set(y) << (j % 64);
         lane[j % NF_LANES] += (double)fabsf(y);
@@ -83,13 +84,14 @@ static double bin_pack_ef_scalar(const float *x, const float *yprev, float aprev
 }
 
 static double ter_y_ef_scalar(const float *x, const float *yprev, float tprev, float bprev,
-                              float *ynew, size_t m)
+                              float decay, float *ynew, size_t m)
 {
     double lane[NF_LANES] = {0};
     for (size_t j = 0; j < m; j++) {
         float p = yprev[j];
         float e = p > tprev ? p - bprev : p < -tprev ? p + bprev : p;
-        float y = x[j] + e;
+        float de = decay * e;
+        float y = x[j] + de;
         ynew[j] = y;
         lane[j % NF_LANES] += (double)fabsf(y);
     }

@@ -78,14 +78,16 @@ typedef struct nf_kernels {
     /* G-Binary pass 1 with error feedback kept as the previous call's y:
      * per element, e = yprev - aprev if yprev's sign bit is clear, else
      * yprev + aprev (exactly the float e the previous call's update
-     * e = y - a_i * s produces), then y = x + e. Writes y into ynew (64-byte
-     * aligned, aliasing neither x nor yprev; large buffers may be written
-     * with streaming stores) and the sign bits of y into bits; returns the
-     * lane sum of |y|. yprev all +0.0 with aprev = 0 is the zero residual.
+     * e = y - a_i * s produces), then y = x + decay * e: a float multiply
+     * (exact for decay 1), then a float add; decay is in [0, 1] (the
+     * ef_decay of docs/design.md, "Error feedback"). Writes y into ynew
+     * (64-byte aligned, aliasing neither x nor yprev; large buffers may be
+     * written with streaming stores) and the sign bits of y into bits;
+     * returns the lane sum of |y|. yprev all +0.0 with aprev = 0 is the zero residual.
      * Keeping y instead of e moves the update out of the final pass, so a
      * call with error feedback touches x, yprev, ynew and r once each. */
-    double (*bin_pack_ef)(const float *x, const float *yprev, float aprev, float *ynew,
-                          size_t m, uint64_t *bits);
+    double (*bin_pack_ef)(const float *x, const float *yprev, float aprev, float decay,
+                          float *ynew, size_t m, uint64_t *bits);
 
     /* G-Binary final pass. For each element: c = counter value from cnt (k
      * planes) = number of ranks whose sign bit was SET (the -1 signs), so
@@ -106,14 +108,15 @@ typedef struct nf_kernels {
      * per element, e = yprev - bprev if yprev > tprev, yprev + bprev if
      * yprev < -tprev, else yprev (exactly the float e the previous call's
      * ter_finish update produces with t = tprev, bi = bprev), then
-     * y = x + e. Writes y into ynew (64-byte aligned, aliasing neither x nor
-     * yprev; large buffers may be written with streaming stores) and
+     * y = x + decay * e as in bin_pack_ef. Writes y into ynew (64-byte
+     * aligned, aliasing neither x nor yprev; large buffers may be written
+     * with streaming stores) and
      * returns the lane sum of |y|, from which the gate comes; ter_pack then
      * reads ynew alone. yprev all +0.0 with tprev = bprev = 0 is the zero
      * residual; an e buffer with tprev = +Inf is e itself. A call with error
      * feedback then touches x, yprev, ynew (twice) and r once each. */
     double (*ter_y_ef)(const float *x, const float *yprev, float tprev, float bprev,
-                       float *ynew, size_t m);
+                       float decay, float *ynew, size_t m);
 
     /* G-Ternary final pass. v = P - M from the two counters (k planes each),
      * r = (float)(b * (double)v). When e != NULL: y = x + e; y > t: e = y - bi;

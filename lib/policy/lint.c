@@ -100,6 +100,20 @@ static void nf_lint_auto(const nf_lint_t *l, const nf_rule_t *r)
         nf_lint_warn(l, r->key_line[K_ROUTE], "route = auto without a profile: every segment takes fp32");
 }
 
+/* Rules and [default] alike: ef_decay scales a residual, which only the
+ * low-bit routes keep, and only with error feedback on. */
+static void nf_lint_decay(const nf_lint_t *l, const nf_rule_t *r)
+{
+    if (r->ef_decay < 0)
+        return;
+    if (r->ef == 0)
+        nf_lint_warn(l, r->key_line[K_EF_DECAY], "ef_decay has no effect with ef = off");
+    else if (r->route != NF_ROUTE_BINARY && r->route != NF_ROUTE_TERNARY && !r->route_auto)
+        nf_lint_warn(l, r->key_line[K_EF_DECAY],
+                     "ef_decay has no effect on route %s (only binary and ternary keep a residual)",
+                     nf_route_name(r->route));
+}
+
 static void nf_lint_rule(const nf_lint_t *l, int j)
 {
     const nf_rule_t *b = &l->p->rules[j], *a;
@@ -109,6 +123,7 @@ static void nf_lint_rule(const nf_lint_t *l, int j)
     if (b->gamma >= 0 && b->route != NF_ROUTE_TERNARY && !b->route_auto)
         nf_lint_warn(l, b->key_line[K_GAMMA], "gamma has no effect on route %s (only ternary uses it)",
                      nf_route_name(b->route));
+    nf_lint_decay(l, b);
     if ((b->route == NF_ROUTE_BINARY || b->route == NF_ROUTE_TERNARY || b->route == NF_ROUTE_BF16) &&
         ((b->datatypes != 0 && !(b->datatypes & (NF_BIT(NF_DT_FLOAT) | NF_BIT(NF_DT_REAL)))) ||
          (b->ops != 0 && !(b->ops & NF_BIT(NF_OP_SUM)))))
@@ -129,8 +144,10 @@ void nf_pol_lint(const nf_policy_t *p, nf_policy_diag_fn fn, void *arg)
     for (int j = 0; j < p->nrules; j++)
         if (!p->rules[j].disabled)
             nf_lint_rule(&l, j);
-    if (!p->dflt.disabled)
+    if (!p->dflt.disabled) {
         nf_lint_auto(&l, &p->dflt);
+        nf_lint_decay(&l, &p->dflt);
+    }
 }
 
 /* ------------------------------------------------------------- explain */
@@ -201,8 +218,12 @@ static void nf_explain_action(nf_buf_t *b, const nf_policy_action_t *a)
 {
     static const char *const seg[] = {"inherit", "region", "buffer"};
 
-    nf_bprintf(b, "=> route %s (ef %s, gamma ", a->route_auto ? "auto" : nf_route_name(a->route),
+    nf_bprintf(b, "=> route %s (ef %s, ef_decay ", a->route_auto ? "auto" : nf_route_name(a->route),
                a->ef < 0 ? "inherit" : a->ef ? "on" : "off");
+    if (a->ef_decay < 0)
+        nf_bprintf(b, "inherit, gamma ");
+    else
+        nf_bprintf(b, "%g, gamma ", a->ef_decay);
     if (a->gamma < 0)
         nf_bprintf(b, "inherit");
     else

@@ -20,8 +20,13 @@
 
 typedef struct nf_policy nf_policy_t;
 
-/** Only version of the file format this library reads. */
-#define NF_POLICY_VERSION 1
+/** Versions of the file format this library reads: 1, and 2, which adds
+ * the rule key ef_decay. A file that uses ef_decay must say version = 2, so
+ * that a library without it refuses the whole file (every call pmpi)
+ * rather than dropping those rules and running the rest. */
+#define NF_POLICY_VERSION 2
+#define NF_POLICY_VERSION_MIN 1
+#define NF_POLICY_VERSIONS "1 or 2"
 
 /** What a call looks like to the matcher. A NULL string matches no rule that
  * constrains that field (e.g. a buffer without a bound region never matches
@@ -53,6 +58,8 @@ typedef struct nf_policy_action {
                                       profile's route (nf_profile_find), and `route`,
                                       fp32, where the profile has no entry */
     int ef;                      /**< error feedback: -1 inherit (NFCOLL_EF), 0 off, 1 on */
+    double ef_decay;             /**< the residual's factor when the next call adds it, in
+                                      [0, 1]; < 0: inherit (NFCOLL_EF_DECAY, default 1) */
     double gamma;                /**< ternary gate; < 0: inherit (default 1.0) */
     nf_policy_segment_t segment;
     const char *rule;            /**< rule name, "default" or "built-in" */

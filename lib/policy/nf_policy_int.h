@@ -34,7 +34,7 @@ typedef struct { int n; char *g[NF_POL_MAX_LIST]; } nf_globs_t;
 typedef enum nf_key {
     K_REGION, K_COMM, K_COMM_SIZE, K_DATATYPE, K_OP, K_BYTES, K_CALLS,
     K_NMATCH,
-    K_ROUTE = K_NMATCH, K_EF, K_GAMMA, K_SEGMENT,
+    K_ROUTE = K_NMATCH, K_EF, K_EF_DECAY, K_GAMMA, K_SEGMENT,
     K_NKEYS
 } nf_key_t;
 
@@ -51,6 +51,7 @@ typedef struct nf_rule {
     nf_route_t route;             /* NF_ROUTE_FP32 when route_auto */
     int route_auto;
     int ef;
+    double ef_decay;
     double gamma;
     nf_policy_segment_t segment;
 } nf_rule_t;
@@ -105,7 +106,8 @@ nf_status_t nf_pol_index(nf_policy_t *p);
 
 /* ----------------------------------------------------------------- lint.c */
 
-/* Warnings about enabled rules that do nothing (gamma off ternary, low-bit
+/* Warnings about enabled rules that do nothing (gamma off ternary, ef_decay
+ * off the low-bit routes or with ef = off, low-bit
  * routes on types that cannot go low-bit, rules an earlier rule shadows,
  * route = auto without a profile), each through fn as an NF_POLICY_WARNING. */
 void nf_pol_lint(const nf_policy_t *p, nf_policy_diag_fn fn, void *arg);

@@ -25,8 +25,8 @@
 #include "nf_policy_int.h"
 #include "nf_util.h"
 
-#define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|gamma|segment"
-#define NF_DEFAULT_KEYS "route|ef|gamma|segment"
+#define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment"
+#define NF_DEFAULT_KEYS "route|ef|ef_decay|gamma|segment"
 #define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|" \
     "admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth"
 #define NF_ROUTES "pmpi|fp32|binary|ternary|bf16|auto"
@@ -313,6 +313,7 @@ static void nf_rule_init(nf_rule_t *r)
     memset(r, 0, sizeof(*r));
     r->route = NF_ROUTE_PMPI;
     r->ef = -1;
+    r->ef_decay = -1.0;
     r->gamma = -1.0;
 }
 
@@ -369,6 +370,12 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
     case K_EF:
         if (nf_parse_ef(v, &r->ef) != 0)
             nf_rule_bad(ps, "bad ef '%s' (expected on|off|inherit)", v);
+        break;
+    case K_EF_DECAY:
+        if (nf_parse_double(v, &r->ef_decay) != 0 || !(r->ef_decay >= 0 && r->ef_decay <= 1)) {
+            r->ef_decay = -1.0;
+            nf_rule_bad(ps, "bad ef_decay '%s' (expected a number from 0 to 1, such as 0.5)", v);
+        }
         break;
     case K_GAMMA:
         if (nf_parse_double(v, &r->gamma) != 0 || r->gamma < 0)
@@ -556,9 +563,9 @@ static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
     if (slot != NULL) {
         nf_setting_text(ps, name, value, slot, is_path);
     } else if (nf_strcaseeq(name, "version")) {
-        if (nf_pol_parse_u64(value, 0, &v) != NF_OK || v != NF_POLICY_VERSION) {
+        if (nf_pol_parse_u64(value, 0, &v) != NF_OK || v < NF_POLICY_VERSION_MIN || v > NF_POLICY_VERSION) {
             nf_diag(ps, NF_POLICY_ERROR, ps->line,
-                    "unsupported policy version '%s' (expected version = %d)", value, NF_POLICY_VERSION);
+                    "unsupported policy version '%s' (expected version = " NF_POLICY_VERSIONS ")", value);
             ps->version = -1;
         } else if (ps->version == 0) {
             ps->version = (int)v;
@@ -841,14 +848,21 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
     memcpy(&gbits, &r->gamma, sizeof(gbits));
     if (r->gamma < 0)
         gbits = UINT64_MAX;             /* every "inherit" hashes alike */
-    return nf_hash_u64(nf_hash_u64(h, gbits), (uint64_t)r->segment);
+    h = nf_hash_u64(nf_hash_u64(h, gbits), (uint64_t)r->segment);
+    if (r->ef_decay >= 0) {             /* inherit adds nothing: older hashes stand */
+        memcpy(&gbits, &r->ef_decay, sizeof(gbits));
+        h = nf_hash_u64(nf_hash_u64(h, K_EF_DECAY), gbits);
+    }
+    return h;
 }
 
 static uint64_t nf_hash_policy(const nf_policy_t *p)
 {
     uint64_t h = NF_HASH_INIT, abits;
 
-    h = nf_hash_u64(h, NF_POLICY_VERSION);
+    /* The version a file says decides nothing (version 2 only allows keys
+     * that enter the hash themselves): hashes of version 1 files stand. */
+    h = nf_hash_u64(h, NF_POLICY_VERSION_MIN);
     for (int i = 0; i < p->nrules; i++)
         if (!p->rules[i].disabled)
             h = nf_hash_rule(nf_hash_u64(h, 1), &p->rules[i]);
@@ -869,6 +883,23 @@ static uint64_t nf_hash_policy(const nf_policy_t *p)
     return h != 0 ? h : 1;
 }
 
+/* Keys newer than version 1 disable their rule in a version 1 file: the
+ * version is known only at the end ([policy] may come last). */
+static void nf_since_version(nf_parser_t *ps, nf_rule_t *r)
+{
+    if (r->disabled || !(r->set & (1u << K_EF_DECAY)) || ps->version >= 2)
+        return;
+    if (r == &ps->pol->dflt)
+        nf_diag(ps, NF_POLICY_DISABLED, r->key_line[K_EF_DECAY],
+                "ef_decay needs version = 2 in [policy] (this file says %d); [default] disabled (route pmpi)",
+                ps->version);
+    else
+        nf_diag(ps, NF_POLICY_DISABLED, r->key_line[K_EF_DECAY],
+                "ef_decay needs version = 2 in [policy] (this file says %d); rule '%s' disabled",
+                ps->version, r->name);
+    r->disabled = 1;
+}
+
 /* End of input: file-level checks. Returns NF_OK or NF_ERR_PARSE. */
 static nf_status_t nf_finish(nf_parser_t *ps)
 {
@@ -878,15 +909,18 @@ static nf_status_t nf_finish(nf_parser_t *ps)
         nf_section_end(ps);
     if (ps->errors == 0 && !ps->nonempty)
         nf_diag(ps, NF_POLICY_ERROR, 1,
-                "empty policy file (expected a [policy] section with version = %d)", NF_POLICY_VERSION);
+                "empty policy file (expected a [policy] section with version = " NF_POLICY_VERSIONS ")");
     else if (ps->errors == 0 && ps->policy_line == 0)
         nf_diag(ps, NF_POLICY_ERROR, 1,
-                "no [policy] section (expected [policy] with version = %d)", NF_POLICY_VERSION);
+                "no [policy] section (expected [policy] with version = " NF_POLICY_VERSIONS ")");
     else if (ps->errors == 0 && ps->version == 0)
         nf_diag(ps, NF_POLICY_ERROR, ps->policy_line,
-                "[policy] has no version (expected version = %d)", NF_POLICY_VERSION);
+                "[policy] has no version (expected version = " NF_POLICY_VERSIONS ")");
     if (ps->errors != 0)
         return NF_ERR_PARSE;
+    nf_since_version(ps, &p->dflt);
+    for (int i = 0; i < p->nrules; i++)
+        nf_since_version(ps, &p->rules[i]);
     for (int i = 0; i < p->nrules; i++)
         p->ndisabled += p->rules[i].disabled;
     nf_pol_lint(p, ps->fn != NULL ? ps->fn : nf_pol_default_diag, ps->arg);

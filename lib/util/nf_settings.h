@@ -12,6 +12,7 @@
 
 typedef enum nf_setting_id {
     NF_SET_EF = 0,
+    NF_SET_EF_DECAY,
     NF_SET_TERNARY_GAMMA,
     NF_SET_SIMD,
     NF_SET_CXL,
@@ -39,6 +40,7 @@ typedef enum nf_cxl_mode { NF_CXL_PREFER = 0, NF_CXL_REQUIRE, NF_CXL_OFF } nf_cx
 
 typedef struct nf_settings {
     int ef;              /* error feedback on low-bit routes: 1/0 */
+    double ef_decay;     /* the residual's factor on reuse, in [0, 1] */
     double gamma;        /* ternary gate factor, >= 0 */
     int simd_cap;        /* highest nf_isa_t allowed */
     nf_cxl_mode_t cxl;

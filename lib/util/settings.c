@@ -11,6 +11,9 @@
 static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
     [NF_SET_EF] = {"NFCOLL_EF", "on", "on|off",
                    "error feedback for the binary and ternary routes"},
+    [NF_SET_EF_DECAY] = {"NFCOLL_EF_DECAY", "1", "number in [0, 1]",
+                         "error-feedback decay: the next call adds ef_decay * e, not e "
+                         "(1: the whole residual; a rule's ef_decay wins)"},
     [NF_SET_TERNARY_GAMMA] = {"NFCOLL_TERNARY_GAMMA", "1.0", "number >= 0",
                               "ternary gate factor: |y| > gamma * mean|y| sends +-1"},
     [NF_SET_SIMD] = {"NFCOLL_SIMD", "avx512", "scalar|avx2|avx512",
@@ -90,6 +93,18 @@ static void nf_load_gamma(nf_settings_t *s)
         nf_settings_bad(NF_SET_TERNARY_GAMMA, v);
     else
         s->gamma = g;
+}
+
+static void nf_load_ef_decay(nf_settings_t *s)
+{
+    const char *v = nf_setting_raw(NF_SET_EF_DECAY);
+    double d;
+    if (v == NULL)
+        return;
+    if (nf_parse_double(v, &d) != 0 || !(d >= 0.0 && d <= 1.0))
+        nf_settings_bad(NF_SET_EF_DECAY, v);
+    else
+        s->ef_decay = d;
 }
 
 static void nf_load_simd(nf_settings_t *s)
@@ -176,14 +191,15 @@ const nf_settings_t *nf_settings_load(void)
     pthread_mutex_lock(&nf_settings_lock);
     if (!nf_settings_loaded) {
         nf_settings_t s = {
-            .ef = 1, .gamma = 1.0, .simd_cap = NF_ISA_COUNT - 1, .cxl = NF_CXL_PREFER,
-            .cxl_node = -1, .count_bits = NF_COUNT_PLANES_MAX, .verbose = 0,
+            .ef = 1, .ef_decay = 1.0, .gamma = 1.0, .simd_cap = NF_ISA_COUNT - 1,
+            .cxl = NF_CXL_PREFER, .cxl_node = -1, .count_bits = NF_COUNT_PLANES_MAX, .verbose = 0,
             .simd_tune = 1,
         };
         nf_load_ints(&s);
         nf_log_set_verbose(s.verbose);
         nf_load_ef(&s);
         nf_load_gamma(&s);
+        nf_load_ef_decay(&s);
         nf_load_simd(&s);
         nf_load_cxl(&s);
         nf_load_residual_max(&s);

@@ -52,20 +52,30 @@ static inline void ref_input(float *x, size_t m, int rank, int call, unsigned se
 
 static inline int ref_sign(float y) { return signbit(y) ? -1 : 1; }
 
-/* y_i = x_i + e_i for every rank; ys is n x m. */
-static inline void ref_y(float *ys, const float *xs, const float *es, int n, size_t m)
+/* y_i = x_i + e_i for every rank; ys is n x m. With an ef_decay other than
+ * 1, y_i = x_i + decay * e_i: a float product, then a float add. */
+static inline void ref_y(float *ys, const float *xs, const float *es, int n, size_t m, float decay)
 {
-    for (size_t k = 0; k < (size_t)n * m; k++)
-        ys[k] = es != NULL ? xs[k] + es[k] : xs[k];
+    for (size_t k = 0; k < (size_t)n * m; k++) {
+        if (es == NULL) {
+            ys[k] = xs[k];
+        } else if (decay == 1.0f) {
+            ys[k] = xs[k] + es[k];
+        } else {
+            float de = decay * es[k]; /* rounded to float: no FMA (-ffp-contract=off) */
+            ys[k] = xs[k] + de;
+        }
+    }
 }
 
-/* G-Binary expected result; updates es (n x m) when non-NULL. */
-static inline void ref_binary(float *r, const float *xs, float *es, int n, size_t m)
+/* G-Binary expected result with ef_decay `decay`; updates es (n x m), the
+ * whole residual, when non-NULL. */
+static inline void ref_binary_d(float *r, const float *xs, float *es, int n, size_t m, float decay)
 {
     float *ys = malloc((size_t)n * m * sizeof(float) + 1);
     double *ai = malloc((size_t)n * sizeof(double));
     double a = 0.0;
-    ref_y(ys, xs, es, n, m);
+    ref_y(ys, xs, es, n, m, decay);
     for (int i = 0; i < n; i++) {
         ai[i] = ref_lane_sum(ys + (size_t)i * m, NULL, m) / (double)m;
         a += ai[i];
@@ -86,14 +96,20 @@ static inline void ref_binary(float *r, const float *xs, float *es, int n, size_
     free(ai);
 }
 
-/* G-Ternary expected result; updates es when non-NULL. */
-static inline void ref_ternary(float *r, const float *xs, float *es, int n, size_t m, double gamma)
+static inline void ref_binary(float *r, const float *xs, float *es, int n, size_t m)
+{
+    ref_binary_d(r, xs, es, n, m, 1.0f);
+}
+
+/* G-Ternary expected result with ef_decay `decay`; updates es when non-NULL. */
+static inline void ref_ternary_d(float *r, const float *xs, float *es, int n, size_t m, double gamma,
+                                 float decay)
 {
     float *ys = malloc((size_t)n * m * sizeof(float) + 1);
     signed char *q = malloc((size_t)n * m + 1);
     unsigned char *take = malloc(m + 1);
     double *bi = malloc((size_t)n * sizeof(double)), b = 0.0;
-    ref_y(ys, xs, es, n, m);
+    ref_y(ys, xs, es, n, m, decay);
     for (int i = 0; i < n; i++) {
         const float *y = ys + (size_t)i * m;
         float t = (float)(gamma * (ref_lane_sum(y, NULL, m) / (double)m));
@@ -123,6 +139,11 @@ static inline void ref_ternary(float *r, const float *xs, float *es, int n, size
     free(q);
     free(take);
     free(bi);
+}
+
+static inline void ref_ternary(float *r, const float *xs, float *es, int n, size_t m, double gamma)
+{
+    ref_ternary_d(r, xs, es, n, m, gamma, 1.0f);
 }
 
 /* Node of each rank, as libnfcoll groups them: NFCOLL_RANKS_PER_NODE

@@ -2,8 +2,12 @@
  * Multi-rank check of every route against nf_ref.h: exact bits, identical on
  * every rank, error feedback over several calls, MPI_IN_PLACE, counts 0 to
  * 1M+3, and one buffer whose calls change route (the residual changes
- * form), and bf16 on the special values. Honours NFCOLL_EF and NFCOLL_TERNARY_GAMMA like the library does.
- * Usage: test_routes [-c COUNT]...   (default counts 0 1 7 513 1048579)
+ * form), and bf16 on the special values. Honours NFCOLL_EF,
+ * NFCOLL_EF_DECAY and NFCOLL_TERNARY_GAMMA like the library does.
+ * With -p (under tests/policy_shim/ef_decay.policy): the policy's ef_decay
+ * rules instead, by communicator name and by region (see policy_cases).
+ * Usage: test_routes [-p] [-c COUNT]...   (default counts 0 1 7 513 1048579;
+ * with -p: 1 513 70001)
  */
 #include <math.h>
 #include <stdint.h>
@@ -36,6 +40,12 @@ static double gamma_env(void)
     return v != NULL ? strtod(v, NULL) : 1.0;
 }
 
+static float decay_env(void)
+{
+    const char *v = getenv("NFCOLL_EF_DECAY");
+    return v != NULL && v[0] != '\0' ? (float)strtod(v, NULL) : 1.0f;
+}
+
 static void expect(const tcase_t *t, float *ref, const float *xs, float *es, int n)
 {
     if (t->route == NF_ROUTE_FP32)
@@ -43,9 +53,9 @@ static void expect(const tcase_t *t, float *ref, const float *xs, float *es, int
     else if (t->route == NF_ROUTE_BF16)
         ref_bf16_sum(ref, xs, n, t->m);
     else if (t->route == NF_ROUTE_BINARY)
-        ref_binary(ref, xs, es, n, t->m);
+        ref_binary_d(ref, xs, es, n, t->m, decay_env());
     else
-        ref_ternary(ref, xs, es, n, t->m, gamma_env());
+        ref_ternary_d(ref, xs, es, n, t->m, gamma_env(), decay_env());
 }
 
 /* Calls on one buffer, so error feedback carries over: three on the
@@ -141,10 +151,136 @@ static int run_case(const tcase_t *t, int rank, int n)
     return run_calls(t, NULL, 3, rank, n);
 }
 
+/* ---- -p: ef_decay from the policy (tests/policy_shim/ef_decay.policy) ---- */
+
+enum { PCALLS = 7 };
+
+/* A communicator of that name, or (region != NULL) one buffer in two bound
+ * regions, region and region2, each half of it; decay < 0: the setting's. */
+typedef struct pcase {
+    const char *comm;
+    nf_route_t route[PCALLS]; /* per call: the policy's calls ranges */
+    float decay;
+    const char *region, *region2;
+    nf_route_t route2;        /* region2's, every call */
+    float decay2;
+} pcase_t;
+
+#define B NF_ROUTE_BINARY
+#define T NF_ROUTE_TERNARY
+static const pcase_t policy_cases[] = {
+    {"nokey", {B, B, B, B, B, B, B}, -1.0f, NULL, NULL, B, 0},
+    {"one", {B, B, B, B, B, B, B}, 1.0f, NULL, NULL, B, 0},
+    {"half", {B, B, B, B, B, B, B}, 0.5f, NULL, NULL, B, 0},
+    {"zero", {B, B, B, B, B, B, B}, 0.0f, NULL, NULL, B, 0},
+    {"ter", {T, T, T, T, T, T, T}, 0.3f, NULL, NULL, B, 0},
+    /* binary after ternary: the E form, decayed */
+    {"switch", {T, T, B, B, T, B, B}, 0.5f, NULL, NULL, B, 0},
+    {"fused", {B, B, B, B, B, B, B}, 0.5f, "rhalf", "rter", T, 0.3f},
+};
+#undef B
+#undef T
+#define NPCASES (sizeof(policy_cases) / sizeof(policy_cases[0]))
+
+/* The expected result of part [off, off + pm) of every rank's m inputs. */
+static void ref_part(float *ref, const float *xs, float *es, int n, size_t m, size_t off, size_t pm,
+                     nf_route_t route, float decay)
+{
+    float *sub = malloc((size_t)n * pm * sizeof(float) + 1);
+    for (int i = 0; i < n; i++)
+        memcpy(sub + (size_t)i * pm, xs + (size_t)i * m + off, pm * sizeof(float));
+    if (decay < 0.0f)
+        decay = decay_env();
+    if (route == NF_ROUTE_BINARY)
+        ref_binary_d(ref + off, sub, es, n, pm, decay);
+    else
+        ref_ternary_d(ref + off, sub, es, n, pm, gamma_env(), decay);
+    free(sub);
+}
+
+/* PCALLS calls of NF_Allreduce (the policy decides) on case p's
+ * communicator; every result goes to out (PCALLS x m) for comparisons
+ * between cases. Inputs depend on the seed only, not on the case. */
+static int run_policy_case(const pcase_t *p, size_t m, int inplace, int rank, int n, float *out)
+{
+    size_t m1 = p->region != NULL ? m / 2 : m, mm = m ? m : 1;
+    float *xs = malloc((size_t)n * mm * sizeof(float)), *ref = malloc(mm * sizeof(float));
+    float *es1 = ef_on() ? calloc((size_t)n * mm, sizeof(float)) : NULL;
+    float *es2 = ef_on() ? calloc((size_t)n * mm, sizeof(float)) : NULL;
+    float *send = nft_keep(malloc(mm * sizeof(float) + 64));
+    float *recv = nft_keep(malloc(mm * sizeof(float) + 64));
+    float *buf = inplace ? recv : send;
+    MPI_Comm comm;
+    int fails = 0;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_name(comm, p->comm);
+    if (p->region != NULL) {
+        fails += nft_check(NF_Region_bind(buf, (int)m1, MPI_FLOAT, p->region) == MPI_SUCCESS,
+                           p->region, "bind failed");
+        fails += nft_check(NF_Region_bind(buf + m1, (int)(m - m1), MPI_FLOAT, p->region2) ==
+                               MPI_SUCCESS, p->region2, "bind failed");
+    }
+    for (int c = 0; c < PCALLS && fails == 0; c++) {
+        for (int i = 0; i < n; i++)
+            ref_input(xs + (size_t)i * m, m, i, c, 4242);
+        memcpy(buf, xs + (size_t)rank * m, m * sizeof(float));
+        int rc = NF_Allreduce(inplace ? MPI_IN_PLACE : send, recv, (int)m, MPI_FLOAT, MPI_SUM, comm);
+        ref_part(ref, xs, es1, n, m, 0, m1, p->route[c], p->decay);
+        if (p->region != NULL)
+            ref_part(ref, xs, es2, n, m, m1, m - m1, p->route2, p->decay2);
+        char what[160];
+        snprintf(what, sizeof(what), "policy comm %s count %zu %s call %d (%s)", p->comm, m,
+                 inplace ? "in-place" : "out-of-place", c, nf_route_name(p->route[c]));
+        fails += nft_check(rc == MPI_SUCCESS, what, "return code %d", rc);
+        fails += nft_same_floats(recv, ref, m, what);
+        fails += nft_identical_on_all(recv, m * sizeof(float), what);
+        memcpy(out + (size_t)c * m, recv, m * sizeof(float));
+    }
+    if (p->region != NULL)
+        NF_Region_unbind(buf), NF_Region_unbind(buf + m1);
+    MPI_Comm_free(&comm);
+    free(xs), free(ref), free(es1), free(es2);
+    return fails;
+}
+
+/* Results of two cases over all calls: the same bits (want_same), or not. */
+static int compare_cases(const float *a, const float *b, size_t m, int want_same, const char *what)
+{
+    int same = memcmp(a, b, PCALLS * m * sizeof(float)) == 0;
+    return nft_check(same == want_same, what, want_same ? "results differ" : "results are the same");
+}
+
+static int run_policy(const size_t *counts, int ncounts, int rank, int n)
+{
+    int fails = 0;
+    float d = decay_env();
+    for (int c = 0; c < ncounts; c++) {
+        size_t m = counts[c];
+        float *out[NPCASES];
+        for (size_t i = 0; i < NPCASES; i++) {
+            out[i] = malloc(PCALLS * (m ? m : 1) * sizeof(float));
+            if (policy_cases[i].region == NULL || m >= 2) /* two regions need two elements */
+                fails += run_policy_case(&policy_cases[i], m, (int)((i + (size_t)c) & 1), rank, n,
+                                         out[i]);
+        }
+        char what[96];
+        snprintf(what, sizeof(what), "count %zu: ef_decay = 1 against no ef_decay (setting %g)", m,
+                 (double)d);
+        if (d == 1.0f || d == 0.5f) /* nokey takes the setting, one and half their own */
+            fails += compare_cases(out[0], out[d == 1.0f ? 1 : 2], m, 1, what);
+        snprintf(what, sizeof(what), "count %zu: ef_decay = 0.5 against 1", m);
+        if (m > 1 && ef_on()) /* the decay must change something after the first call */
+            fails += compare_cases(out[1], out[2], m, 0, what);
+        for (size_t i = 0; i < NPCASES; i++)
+            free(out[i]);
+    }
+    return fails;
+}
+
 int main(int argc, char **argv)
 {
-    size_t counts[16] = {0, 1, 7, 513, 1048579};
-    int ncounts = 5, given = 0, rank, n, fails = 0;
+    size_t counts[16] = {0, 1, 7, 513, 1048579}, pcounts[3] = {1, 513, 70001};
+    int ncounts = 5, given = 0, rank, n, fails = 0, policy = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -152,9 +288,15 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-c") == 0 && i + 1 < argc && given < 16)
             counts[given++] = strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "-p") == 0)
+            policy = 1;
     }
     if (given)
         ncounts = given;
+    if (policy) {
+        fails += given ? run_policy(counts, ncounts, rank, n) : run_policy(pcounts, 3, rank, n);
+        return nft_finish(fails, "test_routes -p");
+    }
     unsigned seed = 1;
     for (int r = NF_ROUTE_FP32; r <= NF_ROUTE_BF16; r++)
         for (int c = 0; c < ncounts; c++)
