@@ -13,13 +13,15 @@ Every configuration runs once per seed; the table gives the mean final
 accuracy, its spread (half the range over the seeds) and each seed's.
 
 Configurations (policies in bench/train/policies/, copied next to the
-results); the default set is the first six:
+results); the default set is the first seven:
 
     fp32           no policy: every gradient through Open MPI's allreduce (pmpi)
     bf16-all       every parameter on the bf16 route
     binary-all     every parameter G-Binary, each with its own scale
+    binary-decay   binary-all with ef_decay = 0.5 (the residual halved on reuse)
     head-fp32      head.* exact, every other parameter G-Binary
-    auto           a calibration run writes calib.profile; the run uses route = auto
+    auto           a calibration run (ef_decay = 0.5) writes calib.profile; the
+                   run uses route = auto with ef_decay = 0.5
     auto-health    auto with health = on, the loss reported every step
     ternary-all    every parameter G-Ternary
     binary-health  binary-all with health = on, the loss reported every step
@@ -52,13 +54,15 @@ CONFIGS = {  # name: (policy, train.py arguments, a function it needs)
     "fp32": (None, [], None),
     "bf16-all": ("bf16-all.policy", [], None),
     "binary-all": ("binary-all.policy", [], None),
+    "binary-decay": ("binary-decay.policy", [], None),
     "head-fp32": ("head-fp32.policy", [], None),
     "auto": ("auto.policy", [], None),
     "auto-health": ("auto-health.policy", ["--health"], "NF_Health_report"),
     "ternary-all": ("ternary-all.policy", [], None),
     "binary-health": ("binary-health.policy", ["--health"], "NF_Health_report"),
 }
-DEFAULT_CONFIGS = ("fp32", "bf16-all", "binary-all", "head-fp32", "auto", "auto-health")
+DEFAULT_CONFIGS = ("fp32", "bf16-all", "binary-all", "binary-decay", "head-fp32", "auto",
+                   "auto-health")
 CALIBRATED = ("auto", "auto-health")  # configurations that read calib.profile
 CALIBRATION = ("calibrate.policy", "calib.profile")
 # train.py settings compare.py passes on when given (else train.py's defaults)
