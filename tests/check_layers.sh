@@ -7,6 +7,12 @@
 # check that (1) no objects use each other in a circle (tsort names the
 # loop) and (2) every edge between folders points down the stack; place
 # and policy, side by side, use neither each other.
+# Then the headers: (3) every header an object included (its .deps file)
+# comes from its own layer or one below, and (4) each layer's include path
+# (NF_CPPFLAGS_<LAYER> in Makefile.am, exported by make check as
+# NF_LAYER_CC and NF_LAYER_CPPFLAGS_<LAYER>) finds one header of every layer
+# at or below it and none above or beside it: an upward include fails to
+# compile.
 # Usage: tests/check_layers.sh [-v] [BUILD_LIBDIR]   (default: ./lib)
 set -eu
 verbose=0
@@ -34,15 +40,65 @@ if ! tsort "$tmp/edges" > /dev/null 2> "$tmp/loops"; then
   sed -e 's/^tsort: //' -e '/input contains a loop/d' -e 's/^/  /' "$tmp/loops"
   fail=1
 fi
-awk 'BEGIN { r["kernels"] = 0; r["util"] = 1; r["place"] = 2; r["policy"] = 2;
-             r["core"] = 3; r["admit"] = 4; r["api"] = 5 }
+rank='BEGIN { r["kernels"] = 0; r["util"] = 1; r["place"] = 2; r["policy"] = 2;
+                r["core"] = 3; r["admit"] = 4; r["api"] = 5 }'
+awk "$rank"'
   { split($1, a, "/"); split($2, b, "/")
     if (a[1] == b[1]) next
     if (!(a[1] in r) || !(b[1] in r)) { print "unknown layer in: " $0; bad = 1; next }
     if (r[a[1]] <= r[b[1]]) { print "upward or sideways: " $1 " uses " $2; bad = 1 } }
   END { exit bad }' "$tmp/edges" || fail=1
+# (3) Included headers, as the compiler's dependency files recorded them.
+deps=$(find "$dir" -path '*/.deps/*_la-*.Plo' | sort)
+ndeps=0
+for d in $deps; do
+  grep -q '\.h' "$d" || continue
+  ndeps=$((ndeps + 1))
+  layer=$(basename "$(dirname "$(dirname "$d")")")
+  grep -o 'lib/[a-z]*/[a-z_0-9]*\.h' "$d" | sort -u | sed "s|^|$layer |"
+done > "$tmp/incs"
+if [ "$ndeps" = 0 ]; then
+  echo "note: no dependency files under $dir/*/.deps (dependency tracking off): included headers not checked"
+fi
+awk "$rank"'
+  { split($2, b, "/"); if (!($1 in r) || !(b[2] in r)) next
+    if ($1 != b[2] && r[$1] <= r[b[2]]) { print "upward or sideways include: " $1 " includes " $2; bad = 1 } }
+  END { exit bad }' "$tmp/incs" || fail=1
+# (4) Each layer's include path against one header per layer.
+nprobes=0
+if [ -z "${NF_LAYER_CC:-}" ]; then
+  echo "note: NF_LAYER_CC not set (run through make check): include paths not probed"
+else
+  for pair in kernels:nf_kernels.h util:nf_util.h place:nf_placement.h policy:nf_policy.h \
+              core:nf_ctx.h admit:nf_admit.h api:nf_api.h; do
+    echo "#include \"${pair#*:}\"" > "$tmp/${pair%%:*}.c"
+  done
+  for from in kernels util place policy core admit api; do
+    var=NF_LAYER_CPPFLAGS_$(echo $from | tr a-z A-Z)
+    eval "flags=\${$var-unset}"
+    if [ "$flags" = unset ]; then echo "$var not set"; fail=1; continue; fi
+    for to in kernels util place policy core admit api; do
+      want=$(awk "$rank"' END { print (a == b || r[b] < r[a]) ? "found" : "missing" }' \
+             a=$from b=$to /dev/null)
+      # shellcheck disable=SC2086 # flags are words
+      if $NF_LAYER_CC -E $flags "$tmp/$to.c" > /dev/null 2> "$tmp/err"; then
+        got=found
+      else
+        got=missing
+      fi
+      nprobes=$((nprobes + 1))
+      [ "$verbose" = 1 ] && echo "include: $from's path, $to's header: $got"
+      if [ "$got" != "$want" ]; then
+        echo "include path: $from's flags: $to's header $(cat "$tmp/$to.c") is $got, should be $want"
+        [ "$got" = missing ] && sed 's/^/  /' "$tmp/err"
+        fail=1
+      fi
+    done
+  done
+fi
 if [ $fail = 1 ]; then
-  echo "FAIL: $nedges edges between $nobjs objects break the layering (above)"
+  echo "FAIL: the layering is broken (above; $nedges edges between $nobjs objects)"
   exit 1
 fi
-echo "PASS: $nedges edges between $nobjs objects, no cycle, every edge points down"
+echo "PASS: $nedges edges between $nobjs objects, no cycle, every edge points down;" \
+  "$ndeps objects include no header above them; $nprobes include-path probes as the layers say"

@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_layout.h"
 #include "nf_policy.h"
+#include "nf_profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nf_layout.h"
 #include "nf_policy.h"
+#include "nf_profile.h"
 
 #ifndef NF_POLICY_FIXTURES
 #define NF_POLICY_FIXTURES "tests/policy"

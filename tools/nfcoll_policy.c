@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_layout.h"
 #include "nf_policy.h"
+#include "nf_profile.h"
 
 enum { EXIT_OK = 0, EXIT_PROBLEM = 1, EXIT_USAGE = 2 };
 

@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "nf_kernels.h"
+#include "nf_layout.h"
 #include "nf_policy.h"
+#include "nf_profile.h"
 #include "nf_settings.h"
 #include "nf_traffic.h"
 #include "trace_read.h"

@@ -13,7 +13,7 @@
 #include "nf_file.h"
 #include "nf_intern.h"
 #include "nf_log.h"
-#include "nf_policy.h"
+#include "nf_profile.h"
 #include "nf_region.h"
 #include "nf_util.h"
 

@@ -275,7 +275,7 @@ static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok)
             nf_log_warn_once("cannot set up libnfcoll's state for a communicator on some "
                              "rank; its calls go to PMPI_Allreduce");
         c->use = NF_COMM_BROKEN;
-        return st != NF_OK ? nf_mpi_status_raised(nf_status_to_mpi(st)) : NF_OK;
+        return nf_status_mark_raised(st);
     }
     c->lowbit_ok = out.lanes_fit;
     c->use = out.same_policy && out.same_name ? NF_COMM_OK : NF_COMM_POLICY;

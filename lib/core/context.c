@@ -48,21 +48,19 @@ void nf_ctx_finalize(void)
     nf_ctx.engaged = NF_ENGAGED_UNKNOWN;
 }
 
+__thread nf_mpi_err_t nf_mpi_err;
+
 int nf_status_to_mpi(nf_status_t st)
 {
     if (st == NF_OK)
         return MPI_SUCCESS;
-    if (st <= NF_ERR_RAISED_BASE)
-        return (int)NF_ERR_RAISED_BASE - (int)st;
-    if (st < NF_ERR_MPI_BASE)
-        return (int)NF_ERR_MPI_BASE - (int)st;
     switch (st) {
     case NF_ERR_INVALID:
     case NF_ERR_PARSE: return MPI_ERR_ARG;
     case NF_ERR_NO_MEMORY:
     case NF_ERR_CAPACITY: return MPI_ERR_NO_MEM; /* e.g. the CXL node is full */
     case NF_ERR_UNSUPPORTED: return MPI_ERR_UNSUPPORTED_OPERATION;
-    case NF_ERR_MPI: return MPI_ERR_INTERN;
+    case NF_ERR_MPI: return nf_mpi_err.code != MPI_SUCCESS ? nf_mpi_err.code : MPI_ERR_INTERN;
     default: return MPI_ERR_OTHER;
     }
 }

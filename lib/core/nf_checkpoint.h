@@ -31,7 +31,7 @@
 #define NF_CKPT_VERSION 1
 
 /* Collective over c's ranks. NF_OK, or on every rank alike the agreed MPI
- * error code carried as a status (nf_mpi_status): MPI_ERR_ARG (no prefix,
+ * error code as an MPI failure (nf_mpi_status: NF_ERR_MPI): MPI_ERR_ARG (no prefix,
  * a path too long, a file written for another communicator size or rank
  * or with other bound regions), MPI_ERR_FILE (not a checkpoint, another
  * version, corrupted, truncated, not a regular file, files of different

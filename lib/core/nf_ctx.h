@@ -58,22 +58,52 @@ void nf_ctx_finalize(void);
 
 static inline int nf_ctx_ready(void) { return nf_ctx.state == NF_STATE_READY; }
 
-/* A failed MPI call's code as a status (NF_OK for MPI_SUCCESS), and back:
- * the MPI error code an API entry point returns for a status. Calls on
- * libnfcoll's private communicators return their errors (MPI_ERRORS_RETURN)
- * and the API raises them once on the user's communicator; a call on the
- * user's own communicator has had its handler run by MPI already: its
- * status is "raised" and the API does not run the handler again. */
-#define NF_ERR_RAISED_BASE (-1000000)
+/* A failed MPI call (docs/design.md, "Errors"). Its status is NF_ERR_MPI;
+ * its error code, whatever int the MPI returned (MPICH's carry class and
+ * ring bits and can be any positive int), and whether MPI has raised it
+ * already are kept apart, in this thread's record of its last MPI failure,
+ * for the API to return. Calls on libnfcoll's private communicators return
+ * their errors (MPI_ERRORS_RETURN) and the API raises them once on the
+ * user's communicator; a call on the user's own communicator has had its
+ * handler run by MPI already: it is "raised" and the API does not run the
+ * handler again. nf_mpi_status* are the only makers of NF_ERR_MPI, so the
+ * record belongs to the NF_ERR_MPI the thread returns: the function that
+ * sees a failure returns it, and nothing on the way up makes another MPI
+ * call whose failure it drops. */
+typedef struct nf_mpi_err {
+    int code;   /* MPI_SUCCESS: no failure recorded */
+    int raised; /* the user's handler has run */
+} nf_mpi_err_t;
+extern __thread nf_mpi_err_t nf_mpi_err;
+
+/* NF_OK for MPI_SUCCESS; else NF_ERR_MPI, rc recorded (raised or not). */
 static inline nf_status_t nf_mpi_status(int rc)
 {
-    return rc == MPI_SUCCESS ? NF_OK : (nf_status_t)((int)NF_ERR_MPI_BASE - rc);
+    if (rc == MPI_SUCCESS)
+        return NF_OK;
+    nf_mpi_err = (nf_mpi_err_t){.code = rc, .raised = 0};
+    return NF_ERR_MPI;
 }
 static inline nf_status_t nf_mpi_status_raised(int rc)
 {
-    return rc == MPI_SUCCESS ? NF_OK : (nf_status_t)(NF_ERR_RAISED_BASE - rc);
+    if (rc == MPI_SUCCESS)
+        return NF_OK;
+    nf_mpi_err = (nf_mpi_err_t){.code = rc, .raised = 1};
+    return NF_ERR_MPI;
 }
-static inline int nf_status_raised(nf_status_t st) { return st <= NF_ERR_RAISED_BASE; }
+/* A status from a call on the user's communicator: its handler has run. */
+static inline nf_status_t nf_status_mark_raised(nf_status_t st)
+{
+    if (st == NF_ERR_MPI)
+        nf_mpi_err.raised = 1;
+    return st;
+}
+static inline int nf_status_raised(nf_status_t st)
+{
+    return st == NF_ERR_MPI && nf_mpi_err.raised;
+}
+/* The MPI error code an API entry point returns for a status: an MPI
+ * failure's own code, unchanged; the others mapped to MPI error classes. */
 int nf_status_to_mpi(nf_status_t st);
 
 #endif

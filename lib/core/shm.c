@@ -187,7 +187,7 @@ nf_status_t nf_shm_create(nf_shm_t *shm, size_t bytes, MPI_Comm node)
     st = nf_agree_status(node, st);
     if (lrank == 0)
         shm_unlink(msg.name);
-    if (st <= NF_ERR_MPI_BASE) { /* the node's MPI failed alike everywhere */
+    if (st == NF_ERR_MPI) { /* the node's MPI failed alike everywhere */
         nf_shm_destroy(shm);
         return st;
     }

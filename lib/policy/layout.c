@@ -1,6 +1,6 @@
 /*
  * Layout files (`[policy] regions`): named regions inside the buffers of an
- * unmodified program, by message size. Format and rules in nf_policy.h and
+ * unmodified program, by message size. Format and rules in nf_layout.h and
  * nfcoll-policy(5). No MPI calls.
  *
  * Loading checks each line alone, then, in file order, that no NAME repeats
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_layout.h"
 #include "nf_policy_int.h"
 #include "nf_util.h"
 

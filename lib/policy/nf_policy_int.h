@@ -4,7 +4,7 @@
  * about rules that never apply and explains decisions. layout.c and
  * profile.c read the two data files a policy names (regions, profile)
  * with text.c's reader, lines and fields. Not for other layers: they use
- * nf_policy.h.
+ * nf_policy.h, nf_layout.h and nf_profile.h.
  *
  * Object dependencies run one way, layout, profile -> text -> parse -> lint
  * -> match (check_layers.sh rejects cycles between objects): lint reports

@@ -1,6 +1,6 @@
 /*
  * Profile files: what a calibration run measured per segment, and the route
- * it chose (format in nf_policy.h and nfcoll-policy(5)). Written by the
+ * it chose (format in nf_profile.h and nfcoll-policy(5)). Written by the
  * calibration run, read by `route = auto`. No MPI calls.
  *
  * A profile is machine-written, so a bad line is an error and the profile
@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "nf_policy_int.h"
+#include "nf_profile.h"
 #include "nf_util.h"
 
 #define NF_PROFILE_COLUMNS \

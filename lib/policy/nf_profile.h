@@ -1,0 +1,81 @@
+/*
+ * Profile files (profile.c; format also in nfcoll-policy(5)). No MPI calls.
+ * What a calibration run measured per segment, written by it (to the
+ * `[policy] calibrate` path) and read by `route = auto` (from the
+ * `profile` path):
+ *
+ *     # libnfcoll profile v1
+ *     # segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route
+ *     fc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary
+ *
+ * The first line is exactly NF_PROFILE_HEADER; other lines starting with
+ * '#', and blank lines, are comments. An entry has 8 whitespace-separated
+ * fields: the segment (a region name, or "buffer:BYTES" for a buffer with
+ * no region; 1-127 printable non-space bytes, ':' allowed), elements and
+ * calls (unsigned decimal), the cosines of the binary and ternary results
+ * with the exact sum (in [-1, 1]) and their relative errors (>= 0), and the
+ * route calibration chose (binary, ternary or fp32). A segment appears once.
+ *
+ * A profile is written by a program, so any bad line is an error
+ * (NF_POLICY_ERROR, file:line) and the profile does not load.
+ */
+#ifndef NF_PROFILE_H
+#define NF_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nfcoll.h"
+#include "nf_policy.h"
+
+#define NF_PROFILE_HEADER "# libnfcoll profile v1"
+
+typedef struct nf_profile nf_profile_t;
+
+typedef struct nf_profile_entry {
+    const char *segment;        /**< region name or "buffer:BYTES" */
+    uint64_t elements, calls;   /**< floats in the segment; calls measured */
+    double cos_binary, cos_ternary;
+    double relerr_binary, relerr_ternary;
+    nf_route_t route;           /**< binary, ternary or fp32 */
+} nf_profile_entry_t;
+
+/** Read and parse a profile. Diagnostics go to fn as for nf_policy_load.
+ * NF_OK with *out set; NF_ERR_IO when the file cannot be opened or read or
+ * is not a regular file, NF_ERR_PARSE when it is too large or malformed,
+ * NF_ERR_NO_MEMORY. *out is set only on success. */
+nf_status_t nf_profile_load(const char *path, nf_policy_diag_fn fn, void *arg, nf_profile_t **out);
+
+/** The same on len bytes of text (need not be NUL-terminated); name is the
+ * file name for diagnostics. */
+nf_status_t nf_profile_parse(const char *text, size_t len, const char *name, nf_policy_diag_fn fn, void *arg,
+                             nf_profile_t **out);
+
+/** The profile's entry for a segment name; NULL when absent (the segment
+ * then takes fp32) or when p or segment is NULL. A hash-table lookup: no
+ * allocation. */
+const nf_profile_entry_t *nf_profile_find(const nf_profile_t *p, const char *segment);
+
+/** Hash of the entries (every field), independent of their order, comments
+ * and the spelling of numbers. 0 for NULL; never 0 otherwise. */
+uint64_t nf_profile_hash(const nf_profile_t *p);
+
+/** Number of entries, and entry i in file order (NULL past the end). */
+size_t nf_profile_count(const nf_profile_t *p);
+const nf_profile_entry_t *nf_profile_entry(const nf_profile_t *p, size_t i);
+
+void nf_profile_free(nf_profile_t *p);
+
+/** The route calibration admits: binary if cos_binary >= admit, else ternary
+ * if cos_ternary >= admit, else fp32 (a NaN cosine admits nothing). */
+nf_route_t nf_profile_choose(double cos_binary, double cos_ternary, double admit);
+
+/** Write the two header lines and one line per entry, in the format above
+ * (numbers as %.4f, with '.' whatever the locale). The text is checked with
+ * nf_profile_parse before anything reaches fp: an entry the parser would
+ * refuse (a bad name, a NaN, a duplicate segment, route pmpi) writes nothing
+ * and fails with EINVAL (logged). Returns 0, or -1 with errno. */
+int nf_profile_write(FILE *fp, const nf_profile_entry_t *e, size_t n);
+
+#endif /* NF_PROFILE_H */
