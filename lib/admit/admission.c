@@ -8,6 +8,7 @@
 #include "nf_admit.h"
 #include "nf_agree.h"
 #include "nf_calib.h"
+#include "nf_decide.h"
 #include "nf_handles.h"
 #include "nf_health.h"
 #include "nf_intern.h"
@@ -22,6 +23,7 @@ static int nf_pol_state; /* 0: none, 1: loaded, -1: failed to load */
 static unsigned nf_pol_fields;
 static nf_profile_t *nf_prof; /* what route = auto reads */
 static nf_layout_t *nf_lay;   /* regions of unmodified programs' calls */
+static nf_decide_ctx_t nf_dx; /* the above, for nf_decide.h */
 
 /* Every rank parses the same file: rank 0 reports what the parser found. */
 static void nf_policy_diag(const nf_policy_diag_t *d, void *arg)
@@ -67,6 +69,8 @@ void nf_admit_init(const nf_settings_t *s, int rank)
     nf_calib_init(s->calibrate != NULL ? s->calibrate : nf_policy_calibrate(nf_pol),
                   nf_policy_calibrate_calls(nf_pol), nf_policy_admit_cosine(nf_pol));
     nf_health_init(nf_policy_health(nf_pol));
+    nf_dx = (nf_decide_ctx_t){.pol = nf_pol, .layout = nf_lay, .prof = nf_prof,
+                              .calibrate = nf_calib_on(), .count_bits = s->count_bits};
 }
 
 void nf_admit_finalize(void)
@@ -77,6 +81,7 @@ void nf_admit_finalize(void)
     nf_layout_free(nf_lay);
     nf_policy_free(nf_pol);
     nf_pol = NULL, nf_prof = NULL, nf_lay = NULL;
+    nf_dx = (nf_decide_ctx_t){0};
     nf_pol_state = 0;
     nf_pol_fields = 0;
 }
@@ -188,6 +193,14 @@ static void nf_adm_query(const nf_comm_t *c, uint64_t call, nf_dtype_t dt, nf_op
                              .datatype = dt, .op = op, .bytes = bytes, .call = call};
 }
 
+/* The call as nf_decide.h sees it. */
+static nf_decide_call_t nf_adm_call(const nf_comm_t *c, uint64_t call, const nf_adm_entry_t *e,
+                                    uint64_t count)
+{
+    return (nf_decide_call_t){.comm_name = c->name, .comm_size = c->size, .dt = e->dt,
+                              .op = e->op, .bytes = e->bytes, .count = count, .call = call};
+}
+
 /* Whether a segment of this call could match a rule whose pmpi-ness differs
  * from another's (so ranks that cut the call differently could disagree on
  * running it whole on pmpi). Any region name can match a `region` rule;
@@ -237,9 +250,10 @@ static nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
     if (e == NULL)
         e = scratch;
     nf_policy_query_t q;
-    nf_adm_query(c, s->calls, dt, ok, bytes, &q);
-    nf_policy_match(nf_pol, &q, &e->a);
     e->dt = dt, e->op = ok, e->bytes = bytes, e->auto_known = 0;
+    nf_decide_call_t dc = nf_adm_call(c, s->calls, e, (uint64_t)(count > 0 ? count : 0));
+    nf_decide_whole(&nf_dx, &dc, &e->a);
+    nf_adm_query(c, s->calls, dt, ok, bytes, &q);
     e->split = nf_adm_split(&q);
     if (e == scratch)
         return e;
@@ -252,55 +266,27 @@ hit:
 /* A sum of 4-byte floats (MPI_FLOAT, or Fortran's REAL when it is 4 bytes). */
 static int nf_adm_float_sum(const nf_adm_entry_t *e, int count)
 {
-    return (e->dt == NF_DT_FLOAT || e->dt == NF_DT_REAL) && e->op == NF_OP_SUM && count > 0 &&
-           e->bytes == (uint64_t)count * sizeof(float);
+    return count > 0 && nf_decide_float_sum(e->dt, e->op, e->bytes, (uint64_t)count);
 }
 
-/* The layout file's regions for a call of this size, as parts. */
-static long nf_adm_cut_layout(nf_plan_t *p, uint64_t bytes, size_t m)
+/* A profile entry route = auto ignored (nf_decide_auto): said once. */
+static void nf_adm_stale(const nf_profile_entry_t *pe, uint64_t m)
 {
-    const nf_layout_entry_t *first;
-    size_t n = nf_layout_find(nf_lay, bytes, &first);
-    if (n == 0)
-        return 0;
-    if (n > p->parts_cap) {
-        nf_region_part_t *v = realloc(p->parts, n * sizeof(*v));
-        if (v == NULL)
-            return -1;
-        p->parts = v, p->parts_cap = n;
-    }
-    for (size_t i = 0; i < n; i++) {
-        nf_region_part_t *r = &p->parts[i];
-        r->off = (size_t)first[i].off, r->m = (size_t)first[i].count;
-        r->id = nf_intern(first[i].name); /* 0 without memory: the entry is a gap */
-        r->name = nf_intern_name(r->id);
-        r->hash = nf_intern_hash(r->id);
-        if (r->id == 0)
-            r->m = 0;
-    }
-    return nf_plan_cut_layout(p, m, p->parts, n);
+    if (pe != NULL)
+        nf_log_warn_once_root(nf_log_rank() <= 0, "the profile's entry for %s measured %llu "
+                              "elements, the segment has %llu: ignored, it takes fp32 (further "
+                              "such entries are not reported)", pe->segment,
+                              (unsigned long long)pe->elements, (unsigned long long)m);
 }
 
-/* route = auto: the profile's route for the segment, fp32 without one. An
- * entry measured on another element count is ignored: its cosines are
- * those of another tensor (a model changed since calibration), and a
- * region's count is what every rank binds alike. Looked up when a plan is
- * made (a kept plan keeps it). */
+/* route = auto for a whole buffer: the profile's route, fp32 without one. */
 static void nf_adm_auto(nf_seg_t *g, const nf_policy_action_t *a)
 {
-    char buf[64];
+    const nf_profile_entry_t *stale = NULL;
     if (!a->route_auto)
         return;
-    const char *name = nf_calib_name(g, buf, sizeof(buf));
-    const nf_profile_entry_t *pe = nf_profile_find(nf_prof, name);
-    if (pe != NULL && pe->elements != (uint64_t)g->m) {
-        nf_log_warn_once_root(nf_log_rank() <= 0, "the profile's entry for %s measured %llu "
-                              "elements, the segment has %zu: ignored, it takes fp32 (further "
-                              "such entries are not reported)", name,
-                              (unsigned long long)pe->elements, g->m);
-        pe = NULL;
-    }
-    g->route = pe != NULL ? pe->route : NF_ROUTE_FP32;
+    g->route = nf_decide_auto(&nf_dx, a, g->name, g->m, &stale);
+    nf_adm_stale(stale, g->m);
 }
 
 /* The same for an unfused call, through its decision entry: a whole
@@ -319,24 +305,27 @@ static void nf_adm_auto_whole(nf_seg_t *g, nf_adm_entry_t *e)
 
 #define NF_ADM_NOMEM (-2)
 
-/* Cut the call into p and match its segments: nf_adm_fuse's result, or
- * NF_ADM_NOMEM (the call runs whole). */
+/* Cut the call into p and match its segments (nf_decide_cut: route = auto
+ * is looked up when a plan is made; a kept plan keeps it): nf_adm_fuse's
+ * result, or NF_ADM_NOMEM (the call runs whole). */
 static int nf_adm_fuse_plan(nf_comm_t *c, nf_plan_t *p, const void *x, int count,
                             const nf_adm_entry_t *e, uint64_t call)
 {
-    long n = 0;
-    if (nf_region_generation() != 0)
-        n = nf_plan_cut(p, x, (size_t)count);
-    if (n == 0 && nf_lay != NULL)
-        n = nf_adm_cut_layout(p, e->bytes, (size_t)count);
-    if (n <= 0) /* no region in it, or no memory: the call runs whole */
-        return n == 0 ? 0 : NF_ADM_NOMEM;
-    nf_policy_query_t q;
-    nf_adm_query(c, call, e->dt, e->op, e->bytes, &q);
-    nf_plan_match(p, nf_pol, &q);
-    for (size_t i = 0; i < p->n; i++)
-        nf_adm_auto(&p->seg[i], &p->act[i]);
-    return nf_plan_all_pmpi(p) ? -1 : 1;
+    long np = 0;
+    nf_decide_t *d = &p->dec;
+    if (nf_region_generation() != 0 && (np = nf_plan_parts(p, x, (size_t)count)) < 0)
+        return NF_ADM_NOMEM;
+    nf_decide_call_t dc = nf_adm_call(c, call, e, (uint64_t)count);
+    dc.parts = p->dparts, dc.nparts = (size_t)np;
+    d->whole = e->a, d->stale = NULL, d->stale_m = 0;
+    if (nf_decide_cut(&nf_dx, &dc, d) != 0)
+        return NF_ADM_NOMEM;
+    nf_adm_stale(d->stale, d->stale_m);
+    if (d->cut == 0)
+        return 0;
+    if (nf_plan_take(p, d, (size_t)np) < 0)
+        return NF_ADM_NOMEM;
+    return d->cut;
 }
 
 /* A float sum whose buffer holds bound regions (or the layout file's
@@ -493,7 +482,8 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     int fused = nf_adm_fuse(c, s, x, count, e, out->call);
     /* A calibration run reduces every float sum it can, whatever the rule. */
     int calib = nf_calib_on() && nf_adm_float_sum(e, count);
-    nf_route_t want = fused > 0 || calib ? NF_ROUTE_FP32 : fused < 0 ? NF_ROUTE_PMPI : e->a.route;
+    /* The communicator is checked below, with its fallback counters. */
+    nf_route_t want = nf_decide_route(e->a.route, fused, calib, 1);
     if (nf_adm_may_differ(c, e, count) && nf_adm_agree_pmpi(c, want == NF_ROUTE_PMPI))
         fused = 0, want = NF_ROUTE_PMPI;
     out->route = nf_adm_comm_check(c, want);

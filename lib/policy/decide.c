@@ -142,12 +142,15 @@ int nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide
     return 0;
 }
 
+nf_route_t nf_decide_route(nf_route_t whole, int cut, int calibrate, int comm_ok)
+{
+    nf_route_t want = calibrate || cut > 0 ? NF_ROUTE_FP32 : cut < 0 ? NF_ROUTE_PMPI : whole;
+    return comm_ok ? want : NF_ROUTE_PMPI;
+}
+
 nf_route_t nf_decide_want(const nf_decide_t *d, int comm_ok)
 {
-    nf_route_t want = d->calibrate || d->cut > 0 ? NF_ROUTE_FP32
-                      : d->cut < 0               ? NF_ROUTE_PMPI
-                                                 : d->whole.route;
-    return comm_ok ? want : NF_ROUTE_PMPI;
+    return nf_decide_route(d->whole.route, d->cut, d->calibrate, comm_ok);
 }
 
 int nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int comm_ok,

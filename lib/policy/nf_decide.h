@@ -95,6 +95,8 @@ int nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide
  * comm_ok 0 (fewer than 2 ranks, an intercommunicator, ranks that
  * disagree on the policy) keeps it on pmpi. route = auto is not resolved. */
 nf_route_t nf_decide_want(const nf_decide_t *d, int comm_ok);
+/* The same from its parts: the whole match's route, cut and calibrate. */
+nf_route_t nf_decide_route(nf_route_t whole, int cut, int calibrate, int comm_ok);
 
 /* All of the above for one call. 0, or -1 without memory. */
 int nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int comm_ok,
