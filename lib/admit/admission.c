@@ -11,7 +11,6 @@
 #include "nf_decide.h"
 #include "nf_handles.h"
 #include "nf_health.h"
-#include "nf_intern.h"
 #include "nf_log.h"
 #include "nf_plan.h"
 #include "nf_stats.h"
@@ -109,8 +108,9 @@ const char *nf_admit_stats_dest(const nf_settings_t *s)
 
 /* ---- the per-communicator decision cache ----
  * As UCX's protocol selection: a one-entry cache on the raw call (datatype
- * and op handles, count) in front of a small open-addressed table keyed on
- * what the policy can tell apart (datatype, op, size class). Valid while no
+ * and op handles, count; predefined datatypes only) in front of a small
+ * open-addressed table keyed on what the policy can tell apart (datatype,
+ * op, size class). Valid while no
  * rule can change its answer with the call index: from the first call on
  * for a policy without `calls`, after the last call range otherwise. */
 
@@ -259,7 +259,12 @@ static nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
         return e;
     e->key = key;
 hit:
-    s->last = e, s->last_dt = datatype, s->last_op = op, s->last_count = count;
+    /* A derived type's handle can be freed and given to another type, of
+     * another size: only predefined handles (never freed) key the
+     * one-entry cache. A user op's handle may be reused too, but every
+     * user op is one kind to the policy. */
+    if (dt != NF_DT_DERIVED)
+        s->last = e, s->last_dt = datatype, s->last_op = op, s->last_count = count;
     return e;
 }
 
