@@ -20,6 +20,7 @@
 #include "nf_policy.h"
 #include "nf_settings.h"
 #include "nf_traffic.h"
+#include "replay_rules.h"
 #include "trace_calls.h"
 
 enum { EXIT_OK = 0, EXIT_PROBLEM = 1, EXIT_USAGE = 2 };
@@ -56,13 +57,6 @@ static void *xrealloc(void *p, size_t n)
 
 /* ---- what a replay counts ---- */
 
-typedef struct rp_rule {
-    const char *name, *file;   /* the policy's strings */
-    int line, index;
-    uint64_t decisions[NF_ROUTE_COUNT], bytes;
-} rp_rule_t;
-
-
 typedef struct replay {
     nf_decide_ctx_t x;
     nf_decide_t d;
@@ -70,8 +64,7 @@ typedef struct replay {
     size_t cap_part;
     int stale_said;
     nf_route_stats_t route[NF_ROUTE_COUNT];
-    rp_rule_t *rule;
-    size_t nrule, caprule;
+    replay_rules_t rules;      /* decisions per rule */
     uint64_t calls;
     trace_calls_t in;          /* the traces' records, gathered into calls */
 } replay_t;
@@ -80,25 +73,6 @@ static void rp_count(replay_t *rp, nf_route_t ran, uint64_t bytes, int comm_size
 {
     unsigned n = (unsigned)comm_size;
     nf_traffic_count(rp->route, ran, bytes, n, nf_count_planes(n));
-}
-
-static void rp_decided(replay_t *rp, const nf_policy_action_t *a, nf_route_t route,
-                       uint64_t bytes)
-{
-    rp_rule_t *r = NULL;
-    for (size_t i = 0; i < rp->nrule && r == NULL; i++)
-        if (strcmp(rp->rule[i].name, a->rule) == 0)
-            r = &rp->rule[i];
-    if (r == NULL) {
-        if (rp->nrule == rp->caprule) {
-            rp->caprule = rp->caprule ? 2 * rp->caprule : 16;
-            rp->rule = xrealloc(rp->rule, rp->caprule * sizeof(*rp->rule));
-        }
-        r = &rp->rule[rp->nrule++];
-        *r = (rp_rule_t){.name = a->rule, .file = a->file, .line = a->line, .index = a->index};
-    }
-    r->decisions[route]++;
-    r->bytes += bytes;
 }
 
 /* ---- a call's decision, and what it ran ---- */
@@ -121,7 +95,7 @@ static void rp_whole(replay_t *rp, const trace_call_t *c, const nf_decide_call_t
         ran = t->ran;
     else
         ran = nf_decide_runs(&rp->x, call, 0, d->route);
-    rp_decided(rp, &d->whole, d->route, call->bytes);
+    replay_rules_add(&rp->rules, &d->whole, d->route, call->bytes);
     rp_count(rp, ran, call->bytes, c->comm_size);
 }
 
@@ -141,7 +115,7 @@ static void rp_segments(replay_t *rp, const trace_call_t *c, const nf_decide_cal
         nf_route_t sent = d->calibrate || g->route == NF_ROUTE_PMPI ? NF_ROUTE_FP32 : g->route;
         nf_route_t r = nf_decide_runs(&rp->x, call, 1, sent);
         int same = traced && (c->seg[s].route == r || c->seg[s].route == g->route);
-        rp_decided(rp, &g->act, sent, g->m * sizeof(float));
+        replay_rules_add(&rp->rules, &g->act, sent, g->m * sizeof(float));
         if (!whole_pmpi)
             rp_count(rp, same ? c->seg[s].ran : r, g->m * sizeof(float), c->comm_size);
     }
@@ -184,7 +158,7 @@ static void rp_replay(void *arg, const trace_call_t *c)
 static void rp_free(replay_t *rp)
 {
     trace_calls_free(&rp->in);
-    free(rp->rule);
+    free(rp->rules.rule);
     free(rp->part);
     nf_decide_free(&rp->d);
 }
@@ -197,29 +171,6 @@ typedef struct rp_opts {
     int json, ntraces;
 } rp_opts_t;
 
-/* Rules in file order, then [default], then the built-in pmpi. */
-static int rp_rule_order(const void *a, const void *b)
-{
-    const rp_rule_t *x = a, *y = b;
-    int kx = x->index >= 0 ? x->index : strcmp(x->name, "default") == 0 ? -2 : -1;
-    int ky = y->index >= 0 ? y->index : strcmp(y->name, "default") == 0 ? -2 : -1;
-    unsigned ux = (unsigned)kx, uy = (unsigned)ky; /* negatives sort last */
-    return ux < uy ? -1 : ux > uy;
-}
-
-/* A rule's decisions, and where it is ("-" for the built-in pmpi). */
-static uint64_t rp_rule_sum(const rp_rule_t *r, char *where, size_t len)
-{
-    uint64_t n = 0;
-    for (int k = 0; k < NF_ROUTE_COUNT; k++)
-        n += r->decisions[k];
-    if (r->file[0] != '\0')
-        snprintf(where, len, "%s:%d", r->file, r->line);
-    else
-        snprintf(where, len, "-");
-    return n;
-}
-
 static void rp_text(FILE *fp, const replay_t *rp, const rp_opts_t *o)
 {
     fprintf(fp, "nfcoll_replay: %zu rank%s from %d trace%s, %llu records of %llu calls, under %s%s%s; "
@@ -228,35 +179,8 @@ static void rp_text(FILE *fp, const replay_t *rp, const rp_opts_t *o)
             (unsigned long long)rp->in.records, (unsigned long long)rp->calls, o->policy,
             o->profile ? " with profile " : "", o->profile ? o->profile : "");
     nf_traffic_table(fp, rp->route, NULL, 1);
-    fprintf(fp, "\n%-16s %10s", "rule", "decisions");
-    for (int k = 0; k < NF_ROUTE_COUNT; k++)
-        fprintf(fp, " %10s", nf_route_name((nf_route_t)k));
-    fprintf(fp, " %14s  %s\n", "bytes", "where");
-    for (size_t i = 0; i < rp->nrule; i++) {
-        const rp_rule_t *u = &rp->rule[i];
-        char where[4200];
-        uint64_t n = rp_rule_sum(u, where, sizeof(where));
-        fprintf(fp, "%-16s %10llu", u->name, (unsigned long long)n);
-        for (int k = 0; k < NF_ROUTE_COUNT; k++)
-            fprintf(fp, " %10llu", (unsigned long long)u->decisions[k]);
-        fprintf(fp, " %14llu  %s\n", (unsigned long long)u->bytes, where);
-    }
-}
-
-static void rp_json_rule(FILE *fp, const rp_rule_t *u)
-{
-    char where[4200];
-    uint64_t n = rp_rule_sum(u, where, sizeof(where));
-    fprintf(fp, "    ");
-    nf_json_str(fp, u->name);
-    fprintf(fp, ": {\"where\": ");
-    nf_json_str(fp, where);
-    fprintf(fp, ", \"decisions\": %llu, \"bytes\": %llu, \"routes\": {", (unsigned long long)n,
-            (unsigned long long)u->bytes);
-    for (int r = 0; r < NF_ROUTE_COUNT; r++)
-        fprintf(fp, "%s\"%s\": %llu", r ? ", " : "", nf_route_name((nf_route_t)r),
-                (unsigned long long)u->decisions[r]);
-    fprintf(fp, "}}");
+    fputc('\n', fp);
+    replay_rules_table(fp, &rp->rules);
 }
 
 /* "routes" as the stats JSON writes them. */
@@ -274,11 +198,8 @@ static void rp_json(FILE *fp, const replay_t *rp, const rp_opts_t *o)
     fprintf(fp, ",\n  \"routes\": {");
     nf_traffic_json(fp, rp->route, "    ");
     fprintf(fp, "\n  },\n  \"rules\": {");
-    for (size_t i = 0; i < rp->nrule; i++) {
-        fprintf(fp, "%s\n", i ? "," : "");
-        rp_json_rule(fp, &rp->rule[i]);
-    }
-    fprintf(fp, "%s}\n}\n", rp->nrule ? "\n  " : "");
+    replay_rules_json(fp, &rp->rules);
+    fprintf(fp, "%s}\n}\n", rp->rules.n ? "\n  " : "");
 }
 
 /* ---- main ---- */
@@ -381,8 +302,7 @@ int main(int argc, char **argv)
         if (trace_calls_read(&rp.in, argv + optind, i) != 0)
             rc = EXIT_PROBLEM;
     if (rc == EXIT_OK) {
-        if (rp.nrule > 0)
-            qsort(rp.rule, rp.nrule, sizeof(*rp.rule), rp_rule_order);
+        replay_rules_sort(&rp.rules);
         (o.json ? rp_json : rp_text)(stdout, &rp, &o);
     } else {
         fprintf(stderr, "nfcoll_replay: a trace could not be read: nothing reported\n");
