@@ -401,15 +401,17 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
     nf_adm_query(c, d->call, e->dt, e->op, e->bytes, &q);
     if (!d->fused) {
         const nf_seg_t *g = &d->seg[0];
-        nf_trace_record(c->rank, &q, g->cooling ? g->asked : d->route, &e->a, NULL, 0, g->m,
-                        g->ran, g->health);
+        const nf_seg_note_t *t = &d->note[0];
+        nf_trace_record(c->rank, &q, t->cooling ? t->asked : d->route, &e->a, NULL, 0, g->m,
+                        g->ran, t->health);
         return;
     }
     for (size_t i = 0; i < d->nseg; i++) {
         const nf_seg_t *g = &d->seg[i];
         q.bytes = (uint64_t)g->m * sizeof(float);
-        nf_trace_record(c->rank, &q, g->cooling ? g->asked : g->route,
-                        &s->plan[s->cur].act[i], g->name, g->off, g->m, g->ran, g->health);
+        const nf_seg_note_t *t = &d->note[i];
+        nf_trace_record(c->rank, &q, t->cooling ? t->asked : g->route,
+                        &s->plan[s->cur].act[i], g->name, g->off, g->m, g->ran, t->health);
     }
 }
 
@@ -449,7 +451,7 @@ void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
 {
     nf_adm_comm_t *s = c->upper;
     if (st == NF_OK && d->health && s != NULL)
-        nf_health_observe(s->health, d->seg, d->nseg, d->loss_mean);
+        nf_health_observe(s->health, d->seg, d->note, d->nseg, d->loss_mean);
     nf_admit_trace(c, d);
 }
 
@@ -458,14 +460,13 @@ void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
 static void nf_adm_health(nf_adm_comm_t *s, nf_decision_t *d)
 {
     for (size_t i = 0; i < d->nseg; i++) {
-        d->seg[i].asked = d->seg[i].route;
-        d->seg[i].cooling = 0, d->seg[i].health = NULL;
+        d->note[i] = (nf_seg_note_t){.asked = d->seg[i].route, .cooling = 0, .health = NULL};
     }
     if (!nf_health_on() || d->calibrate || d->route == NF_ROUTE_PMPI)
         return;
     if (s->health == NULL && (s->health = nf_health_comm_new()) == NULL)
         return; /* no memory: the call runs unwatched, as with health off */
-    nf_health_apply(s->health, d->seg, d->nseg);
+    nf_health_apply(s->health, d->seg, d->note, d->nseg);
     for (size_t i = 0; i < d->nseg && !d->health; i++)
         d->health = d->seg[i].route == NF_ROUTE_BINARY || d->seg[i].route == NF_ROUTE_TERNARY;
     d->loss = d->health ? nf_health_take_loss() : NAN;
@@ -476,7 +477,8 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
 {
     nf_adm_comm_t *s = nf_adm_state(c);
     size_t m = count > 0 ? (size_t)count : 0;
-    *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .seg = &out->one, .nseg = 1};
+    *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .seg = &out->one, .nseg = 1,
+                           .note = &out->one_note};
     out->one = (nf_seg_t){.m = m, .route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
         return;
@@ -496,6 +498,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     if (fused > 0 && out->route != NF_ROUTE_PMPI) {
         out->fused = 1;
         out->seg = s->plan[s->cur].seg, out->nseg = s->plan[s->cur].n;
+        out->note = s->plan[s->cur].note;
         nf_adm_health(s, out);
         return;
     }

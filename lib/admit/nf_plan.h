@@ -11,6 +11,7 @@
 
 #include "nf_coll.h"
 #include "nf_decide.h"
+#include "nf_health.h"
 #include "nf_policy.h"
 #include "nf_region.h"
 
@@ -31,6 +32,7 @@ typedef struct nf_plan {
     size_t n, cap;
     nf_seg_t *seg;
     nf_seg_t *tmpl;                     /* the kept plan's segments as matched */
+    nf_seg_note_t *note;                /* admission's notes of the segments */
     nf_policy_action_t *act;
     nf_region_part_t *parts;            /* scratch for the cut: bound regions */
     nf_decide_part_t *dparts;           /* the same, for nf_decide_cut */

@@ -21,7 +21,10 @@ static int nf_plan_grow(nf_plan_t *p, size_t n)
     nf_policy_action_t *act = realloc(p->act, cap * sizeof(*act));
     if (act != NULL)
         p->act = act;
-    if (seg == NULL || tmpl == NULL || act == NULL)
+    nf_seg_note_t *note = realloc(p->note, cap * sizeof(*note));
+    if (note != NULL)
+        p->note = note;
+    if (seg == NULL || tmpl == NULL || act == NULL || note == NULL)
         return -1;
     p->cap = cap;
     return 0;
@@ -107,6 +110,7 @@ void nf_plan_free(nf_plan_t *p)
     free(p->seg);
     free(p->tmpl);
     free(p->act);
+    free(p->note);
     free(p->parts);
     free(p->dparts);
     nf_decide_free(&p->dec);
