@@ -26,4 +26,19 @@ for way in relink preload; do
     fi
   done
 done
+
+# A freed derived type whose handle MPI gives to one of another size: the
+# second call's bytes are its own, not the first's (the decision cache is
+# not keyed on a handle that can be reused).
+rm -f "$tmp"/trace.*
+out "$tmp/reuse.out" 2 NFCOLL_TRACE="$tmp/trace.%r" $prog --reuse
+bytes=$(awk '!/^#/ && $5 == "derived" {printf "%s ", $7}' "$tmp/trace.0" 2>/dev/null)
+if grep -q '^note:' "$tmp/reuse.out"; then
+  echo "SKIP - derived type handle reuse: $(sed -n 's/^note: //p' "$tmp/reuse.out")"
+elif [ "$bytes" = "32 128 " ]; then
+  echo "ok - a reused derived type handle: bytes 32 then 128, as the types say"
+else
+  echo "FAIL - a reused derived type handle: trace bytes '$bytes', expected '32 128 '"
+  cat "$tmp/reuse.out" "$tmp/trace.0"; nf_failed=1
+fi
 finish

@@ -40,7 +40,7 @@ field() { # field JSON ROUTE KEY
 }
 calls_sum() { # all route calls of a JSON file
   echo $(( $(field "$1" pmpi calls) + $(field "$1" fp32 calls) + $(field "$1" binary calls) + \
-           $(field "$1" ternary calls) ))
+           $(field "$1" ternary calls) + $(field "$1" bf16 calls) ))
 }
 top() { # top JSON KEY: a number at the top level of the replay's JSON
   sed -n "s/^  \"$2\": \([0-9]*\),*$/\1/p" "$1"
@@ -64,6 +64,22 @@ if $replay --policy "$pol/regions.policy" --json "$t0" > "$js" && [ "$(top "$js"
   ok "a written trace: names with spaces, 3 calls, 4 records, a NaN fallback kept"
 else
   fail "a written trace"; cat "$js"
+fi
+
+# The text tables are complete: every route has a column in the rule table,
+# and a rule's decisions are the sum of its columns (bf16 included).
+printf '[policy]\nversion = 1\n\n[rule half]\ndatatype = float\nroute = bf16\n\n[default]\nroute = pmpi\n' \
+  > "$tmp/bf16.policy"
+if $replay --policy "$tmp/bf16.policy" "$t0" > "$tmp/bf16.out" &&
+   awk '$1 == "rule" { for (i = 3; i < NF - 1; i++) col[$i] = i; head = 1; next }
+        head && $1 == "half" { s = 0; for (k in col) s += $col[k]
+                               ok = ("bf16" in col) && $col["bf16"] == 3 && s == $2 }
+        END { exit !ok }' "$tmp/bf16.out" &&
+   $replay --policy "$tmp/bf16.policy" --json "$t0" > "$tmp/bf16.json" &&
+   [ "$(field "$tmp/bf16.json" bf16 calls)" = 3 ] && [ "$(calls_sum "$tmp/bf16.json")" = 4 ]; then
+  ok "text tables: a bf16 column, a rule's decisions add up; calls_sum counts bf16"
+else
+  fail "text tables with bf16"; cat "$tmp/bf16.out" "$tmp/bf16.json"
 fi
 
 # route = auto: each segment takes the profile's route (a region by name, a

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nf_decide.h"
 #include "nf_layout.h"
 #include "nf_policy.h"
 #include "nf_profile.h"
@@ -1865,6 +1866,147 @@ START_TEST(test_profile_files)
 }
 END_TEST
 
+/* ------------------------------------------------- the routing decision */
+
+/* One policy, layout and profile for every case (nf_decide.h). */
+static const char decide_policy[] =
+    "[policy]\nversion = 1\n\n"
+    "[rule whole]\ncomm = keep\nsegment = buffer\nroute = binary\n\n"
+    "[rule frozen]\nregion = frozen*\nroute = pmpi\n\n"
+    "[rule head]\nregion = head.*\nroute = ternary\n\n"
+    "[rule bytes]\ndatatype = float\nop = sum\nbytes = 1M-\nroute = bf16\n\n"
+    "[rule model]\ndatatype = float\nop = sum\nroute = auto\n\n"
+    "[default]\nroute = pmpi\n";
+/* Calls of 400 bytes are cut: a region at 10 (20 floats) and one at 50. */
+static const char decide_layout[] = "400 head.w 10 20\n400 frozen.b 50 10\n400 bad 95 10\n";
+static const char decide_profile[] =
+    "# libnfcoll profile v1\n"
+    "buffer:40 10 10 0.9 0.9 0.3 0.3 binary\n"      /* the first gap of a cut call */
+    "buffer:80 20 10 0.9 0.9 0.3 0.3 ternary\n"     /* a whole call of 20 floats */
+    "buffer:16 5 10 0.9 0.9 0.3 0.3 binary\n"       /* measured on 5 floats: stale */
+    "w 8 10 0.9 0.9 0.3 0.3 binary\n";              /* a bound region of 8 floats */
+
+typedef struct decide_case {
+    const char *what, *comm;
+    int comm_size, comm_ok, calibrate;
+    nf_dtype_t dt;
+    nf_opkind_t op;
+    uint64_t count;           /* elements; bytes = 4 x count for float, 8 x for double */
+    const char *parts;        /* "NAME OFF M;..." bound regions, or NULL */
+    int cut;
+    nf_route_t route;         /* of the whole call */
+    const char *segs;         /* "OFF:M:ROUTE:RULE ..." (NAME omitted), or NULL */
+    int stale;
+} decide_case_t;
+
+static const decide_case_t decide_cases[] = {
+    {"a whole float sum, route = auto from buffer:80", "w", 2, 1, 0, NF_DT_FLOAT, NF_OP_SUM,
+     20, NULL, 0, NF_ROUTE_TERNARY, NULL, 0},
+    {"route = auto without an entry: fp32", "w", 2, 1, 0, NF_DT_FLOAT, NF_OP_SUM, 21, NULL, 0,
+     NF_ROUTE_FP32, NULL, 0},
+    {"route = auto, an entry of another element count: fp32, said", "w", 2, 1, 0, NF_DT_FLOAT,
+     NF_OP_SUM, 4, NULL, 0, NF_ROUTE_FP32, NULL, 1},
+    {"a double sum is not a float sum: default pmpi", "w", 2, 1, 0, NF_DT_DOUBLE, NF_OP_SUM, 100,
+     NULL, 0, NF_ROUTE_PMPI, NULL, 0},
+    {"a big float sum: bf16, not cut", "w", 2, 1, 0, NF_DT_FLOAT, NF_OP_SUM, 1u << 18, NULL, 0,
+     NF_ROUTE_BF16, NULL, 0},
+    {"cut by the layout: gaps, regions, a part past the end left out", "w", 2, 1, 0,
+     NF_DT_FLOAT, NF_OP_SUM, 100, NULL, 1, NF_ROUTE_FP32,
+     "0:10:binary:model 10:20:ternary:head 30:20:ternary:model 50:10:pmpi:frozen 60:40:fp32:model", 0},
+    {"segment = buffer keeps the call whole", "keep", 2, 1, 0, NF_DT_FLOAT, NF_OP_SUM, 100, NULL,
+     0, NF_ROUTE_BINARY, NULL, 0},
+    {"bound parts win over the layout; a pmpi region keeps the call fused", "w", 2, 1, 0,
+     NF_DT_FLOAT, NF_OP_SUM, 100, "frozen 0 50;w 50 8", 1, NF_ROUTE_FP32,
+     "0:50:pmpi:frozen 50:8:binary:model 58:42:fp32:model", 0},
+    {"every segment pmpi: whole on pmpi", "w", 2, 1, 0, NF_DT_FLOAT, NF_OP_SUM, 100,
+     "frozen.a 0 60;frozen.b 60 40", -1, NF_ROUTE_PMPI, "0:60:pmpi:frozen 60:40:pmpi:frozen", 0},
+    {"one rank: pmpi, whatever the cut", "w", 1, 0, 0, NF_DT_FLOAT, NF_OP_SUM, 100, NULL, 1,
+     NF_ROUTE_PMPI, NULL, 0},
+    {"a calibration run: fp32", "w", 2, 1, 1, NF_DT_FLOAT, NF_OP_SUM, 20, NULL, 0, NF_ROUTE_FP32,
+     NULL, 0},
+    {"a calibration run does not take a double sum", "w", 2, 1, 1, NF_DT_DOUBLE, NF_OP_SUM, 20,
+     NULL, 0, NF_ROUTE_PMPI, NULL, 0},
+};
+
+static void decide_parts(const char *spec, nf_decide_part_t *p, char names[][16], size_t *n)
+{
+    *n = 0;
+    while (spec != NULL && *spec != '\0') {
+        unsigned long long off, m;
+        int used = 0;
+        ck_assert_int_eq(sscanf(spec, "%15s %llu %llu;%n", names[*n], &off, &m, &used), 3);
+        p[*n] = (nf_decide_part_t){off, m, names[*n]};
+        (*n)++;
+        spec += used ? used : (int)strlen(spec);
+    }
+}
+
+START_TEST(test_decide)
+{
+    const decide_case_t *c = &decide_cases[_i];
+    diags_t g;
+    nf_policy_t *pol;
+    nf_layout_t *lay;
+    nf_profile_t *prof;
+    ck_assert_int_eq(parse(decide_policy, strlen(decide_policy), &g, &pol), NF_OK);
+    ck_assert_int_eq(layout(decide_layout, strlen(decide_layout), &g, &lay), NF_OK);
+    ck_assert_int_eq(profile(decide_profile, strlen(decide_profile), &g, &prof), NF_OK);
+    nf_decide_ctx_t x = {.pol = pol, .layout = lay, .prof = prof, .calibrate = c->calibrate,
+                         .count_bits = 16};
+    nf_decide_part_t parts[8];
+    char names[8][16];
+    size_t np;
+    decide_parts(c->parts, parts, names, &np);
+    uint64_t size = c->dt == NF_DT_DOUBLE ? 8 : 4;
+    nf_decide_call_t call = {.comm_name = c->comm, .comm_size = c->comm_size, .dt = c->dt,
+                             .op = c->op, .bytes = size * c->count, .count = c->count,
+                             .parts = parts, .nparts = np};
+    nf_decide_t d = {0};
+    ck_assert_int_eq(nf_decide(&x, &call, c->comm_ok, &d), 0);
+    ck_assert_msg(d.cut == c->cut && d.route == c->route, "%s: cut %d route %s, expected %d %s",
+                  c->what, d.cut, nf_route_name(d.route), c->cut, nf_route_name(c->route));
+    ck_assert_msg((d.stale != NULL) == c->stale, "%s: stale %p", c->what, (void *)d.stale);
+    if (c->segs != NULL) {
+        char got[512] = "";
+        for (size_t i = 0; i < d.nseg; i++) {
+            size_t at = strlen(got);
+            snprintf(got + at, sizeof(got) - at, "%s%llu:%llu:%s:%s", i ? " " : "",
+                     (unsigned long long)d.seg[i].off, (unsigned long long)d.seg[i].m,
+                     nf_route_name(d.seg[i].route), d.seg[i].act.rule);
+        }
+        ck_assert_msg(strcmp(got, c->segs) == 0, "%s: segments '%s', expected '%s'", c->what,
+                      got, c->segs);
+    }
+    nf_decide_free(&d);
+    nf_profile_free(prof);
+    nf_layout_free(lay);
+    nf_policy_free(pol);
+}
+END_TEST
+
+/* What the runner makes of a route: pmpi for what fp32 cannot take, fp32
+ * inside a fused call for pmpi, and for low-bit routes the count lanes
+ * cannot hold. */
+START_TEST(test_decide_runs)
+{
+    nf_decide_ctx_t x = {.count_bits = 1}; /* 4 ranks need 3 planes */
+    nf_decide_call_t f = {.comm_size = 2, .dt = NF_DT_FLOAT, .op = NF_OP_SUM, .bytes = 40,
+                          .count = 10};
+    nf_decide_call_t dbl = f;
+    dbl.dt = NF_DT_DOUBLE, dbl.bytes = 80;
+    ck_assert_int_eq(nf_decide_runs(&x, &dbl, 0, NF_ROUTE_FP32), NF_ROUTE_PMPI);
+    ck_assert_int_eq(nf_decide_runs(&x, &f, 1, NF_ROUTE_PMPI), NF_ROUTE_FP32);
+    ck_assert_int_eq(nf_decide_runs(&x, &f, 0, NF_ROUTE_BF16), NF_ROUTE_BF16);
+    x.count_bits = 1;
+    f.comm_size = 4;
+    ck_assert_int_eq(nf_decide_runs(&x, &f, 0, NF_ROUTE_BINARY), NF_ROUTE_FP32);
+    x.count_bits = 16;
+    ck_assert_int_eq(nf_decide_runs(&x, &f, 0, NF_ROUTE_BINARY), NF_ROUTE_BINARY);
+    x.calibrate = 1;
+    ck_assert_int_eq(nf_decide_runs(&x, &f, 1, NF_ROUTE_TERNARY), NF_ROUTE_FP32);
+}
+END_TEST
+
 static Suite *policy_suite(void)
 {
     Suite *s = suite_create("policy");
@@ -1880,6 +2022,10 @@ static Suite *policy_suite(void)
                         (int)(sizeof(special_cases) / sizeof(special_cases[0])));
     tcase_add_test(t, test_settings);
     tcase_add_loop_test(t, test_names, 0, (int)(sizeof(name_cases) / sizeof(name_cases[0])));
+    suite_add_tcase(s, t);
+    t = tcase_create("decide");
+    tcase_add_loop_test(t, test_decide, 0, (int)NELEM(decide_cases));
+    tcase_add_test(t, test_decide_runs);
     suite_add_tcase(s, t);
     t = tcase_create("match");
     tcase_add_loop_test(t, test_match, 0, (int)(sizeof(match_cases) / sizeof(match_cases[0])));

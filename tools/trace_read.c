@@ -12,14 +12,14 @@
 #include <unistd.h>
 
 #include "nf_file.h"
+#include "nf_tracefmt.h"
 #include "nf_util.h"
 #include "trace_read.h"
 
-#define TR_MAGIC "# libnfcoll trace v"
-#define TR_VERSION 3
-#define TR_FIELDS 14 /* before the last, health */
-#define TR_COLUMNS "rank call comm comm_size datatype op bytes route rule where region offset " \
-                   "elements ran health"
+#define TR_MAGIC NF_TRACE_MAGIC
+#define TR_VERSION NF_TRACE_VERSION
+#define TR_FIELDS (NF_TRACE_NCOLUMNS - 1) /* before the last, health */
+#define TR_COLUMNS NF_TRACE_COLUMNS
 #define TR_MAX_TOKENS 256
 /* Longer than any line libnfcoll writes (names of at most 127 bytes, a
  * policy path of at most 4095): what a line may cost, whatever the file. */

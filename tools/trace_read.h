@@ -1,5 +1,5 @@
 /*
- * Reading NFCOLL_TRACE files (trace_read.c), format v2 of lib/admit/trace.c:
+ * Reading NFCOLL_TRACE files (trace_read.c), the format of nf_tracefmt.h:
  * one record per admitted call, or per segment of a fused call. Errors are
  * printed as "file:line: message" on stderr by the function that finds
  * them. No MPI.

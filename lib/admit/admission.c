@@ -8,9 +8,9 @@
 #include "nf_admit.h"
 #include "nf_agree.h"
 #include "nf_calib.h"
+#include "nf_decide.h"
 #include "nf_handles.h"
 #include "nf_health.h"
-#include "nf_intern.h"
 #include "nf_layout.h"
 #include "nf_log.h"
 #include "nf_plan.h"
@@ -24,6 +24,7 @@ static int nf_pol_state; /* 0: none, 1: loaded, -1: failed to load */
 static unsigned nf_pol_fields;
 static nf_profile_t *nf_prof; /* what route = auto reads */
 static nf_layout_t *nf_lay;   /* regions of unmodified programs' calls */
+static nf_decide_ctx_t nf_dx; /* the above, for nf_decide.h */
 
 /* Every rank parses the same file: rank 0 reports what the parser found. */
 static void nf_policy_diag(const nf_policy_diag_t *d, void *arg)
@@ -69,6 +70,8 @@ void nf_admit_init(const nf_settings_t *s, int rank)
     nf_calib_init(s->calibrate != NULL ? s->calibrate : nf_policy_calibrate(nf_pol),
                   nf_policy_calibrate_calls(nf_pol), nf_policy_admit_cosine(nf_pol));
     nf_health_init(nf_policy_health(nf_pol));
+    nf_dx = (nf_decide_ctx_t){.pol = nf_pol, .layout = nf_lay, .prof = nf_prof,
+                              .calibrate = nf_calib_on(), .count_bits = s->count_bits};
 }
 
 void nf_admit_finalize(void)
@@ -79,6 +82,7 @@ void nf_admit_finalize(void)
     nf_layout_free(nf_lay);
     nf_policy_free(nf_pol);
     nf_pol = NULL, nf_prof = NULL, nf_lay = NULL;
+    nf_dx = (nf_decide_ctx_t){0};
     nf_pol_state = 0;
     nf_pol_fields = 0;
 }
@@ -106,8 +110,9 @@ const char *nf_admit_stats_dest(const nf_settings_t *s)
 
 /* ---- the per-communicator decision cache ----
  * As UCX's protocol selection: a one-entry cache on the raw call (datatype
- * and op handles, count) in front of a small open-addressed table keyed on
- * what the policy can tell apart (datatype, op, size class). Valid while no
+ * and op handles, count; predefined datatypes only) in front of a small
+ * open-addressed table keyed on what the policy can tell apart (datatype,
+ * op, size class). Valid while no
  * rule can change its answer with the call index: from the first call on
  * for a policy without `calls`, after the last call range otherwise. */
 
@@ -190,6 +195,14 @@ static void nf_adm_query(const nf_comm_t *c, uint64_t call, nf_dtype_t dt, nf_op
                              .datatype = dt, .op = op, .bytes = bytes, .call = call};
 }
 
+/* The call as nf_decide.h sees it. */
+static nf_decide_call_t nf_adm_call(const nf_comm_t *c, uint64_t call, const nf_adm_entry_t *e,
+                                    uint64_t count)
+{
+    return (nf_decide_call_t){.comm_name = c->name, .comm_size = c->size, .dt = e->dt,
+                              .op = e->op, .bytes = e->bytes, .count = count, .call = call};
+}
+
 /* Whether a segment of this call could match a rule whose pmpi-ness differs
  * from another's (so ranks that cut the call differently could disagree on
  * running it whole on pmpi). Any region name can match a `region` rule;
@@ -239,70 +252,48 @@ static nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
     if (e == NULL)
         e = scratch;
     nf_policy_query_t q;
-    nf_adm_query(c, s->calls, dt, ok, bytes, &q);
-    nf_policy_match(nf_pol, &q, &e->a);
     e->dt = dt, e->op = ok, e->bytes = bytes, e->auto_known = 0;
+    nf_decide_call_t dc = nf_adm_call(c, s->calls, e, (uint64_t)(count > 0 ? count : 0));
+    nf_decide_whole(&nf_dx, &dc, &e->a);
+    nf_adm_query(c, s->calls, dt, ok, bytes, &q);
     e->split = nf_adm_split(&q);
     if (e == scratch)
         return e;
     e->key = key;
 hit:
-    s->last = e, s->last_dt = datatype, s->last_op = op, s->last_count = count;
+    /* A derived type's handle can be freed and given to another type, of
+     * another size: only predefined handles (never freed) key the
+     * one-entry cache. A user op's handle may be reused too, but every
+     * user op is one kind to the policy. */
+    if (dt != NF_DT_DERIVED)
+        s->last = e, s->last_dt = datatype, s->last_op = op, s->last_count = count;
     return e;
 }
 
 /* A sum of 4-byte floats (MPI_FLOAT, or Fortran's REAL when it is 4 bytes). */
 static int nf_adm_float_sum(const nf_adm_entry_t *e, int count)
 {
-    return (e->dt == NF_DT_FLOAT || e->dt == NF_DT_REAL) && e->op == NF_OP_SUM && count > 0 &&
-           e->bytes == (uint64_t)count * sizeof(float);
+    return count > 0 && nf_decide_float_sum(e->dt, e->op, e->bytes, (uint64_t)count);
 }
 
-/* The layout file's regions for a call of this size, as parts. */
-static long nf_adm_cut_layout(nf_plan_t *p, uint64_t bytes, size_t m)
+/* A profile entry route = auto ignored (nf_decide_auto): said once. */
+static void nf_adm_stale(const nf_profile_entry_t *pe, uint64_t m)
 {
-    const nf_layout_entry_t *first;
-    size_t n = nf_layout_find(nf_lay, bytes, &first);
-    if (n == 0)
-        return 0;
-    if (n > p->parts_cap) {
-        nf_region_part_t *v = realloc(p->parts, n * sizeof(*v));
-        if (v == NULL)
-            return -1;
-        p->parts = v, p->parts_cap = n;
-    }
-    for (size_t i = 0; i < n; i++) {
-        nf_region_part_t *r = &p->parts[i];
-        r->off = (size_t)first[i].off, r->m = (size_t)first[i].count;
-        r->id = nf_intern(first[i].name); /* 0 without memory: the entry is a gap */
-        r->name = nf_intern_name(r->id);
-        r->hash = nf_intern_hash(r->id);
-        if (r->id == 0)
-            r->m = 0;
-    }
-    return nf_plan_cut_layout(p, m, p->parts, n);
+    if (pe != NULL)
+        nf_log_warn_once_root(nf_log_rank() <= 0, "the profile's entry for %s measured %llu "
+                              "elements, the segment has %llu: ignored, it takes fp32 (further "
+                              "such entries are not reported)", pe->segment,
+                              (unsigned long long)pe->elements, (unsigned long long)m);
 }
 
-/* route = auto: the profile's route for the segment, fp32 without one. An
- * entry measured on another element count is ignored: its cosines are
- * those of another tensor (a model changed since calibration), and a
- * region's count is what every rank binds alike. Looked up when a plan is
- * made (a kept plan keeps it). */
+/* route = auto for a whole buffer: the profile's route, fp32 without one. */
 static void nf_adm_auto(nf_seg_t *g, const nf_policy_action_t *a)
 {
-    char buf[64];
+    const nf_profile_entry_t *stale = NULL;
     if (!a->route_auto)
         return;
-    const char *name = nf_calib_name(g, buf, sizeof(buf));
-    const nf_profile_entry_t *pe = nf_profile_find(nf_prof, name);
-    if (pe != NULL && pe->elements != (uint64_t)g->m) {
-        nf_log_warn_once_root(nf_log_rank() <= 0, "the profile's entry for %s measured %llu "
-                              "elements, the segment has %zu: ignored, it takes fp32 (further "
-                              "such entries are not reported)", name,
-                              (unsigned long long)pe->elements, g->m);
-        pe = NULL;
-    }
-    g->route = pe != NULL ? pe->route : NF_ROUTE_FP32;
+    g->route = nf_decide_auto(&nf_dx, a, g->name, g->m, &stale);
+    nf_adm_stale(stale, g->m);
 }
 
 /* The same for an unfused call, through its decision entry: a whole
@@ -321,24 +312,27 @@ static void nf_adm_auto_whole(nf_seg_t *g, nf_adm_entry_t *e)
 
 #define NF_ADM_NOMEM (-2)
 
-/* Cut the call into p and match its segments: nf_adm_fuse's result, or
- * NF_ADM_NOMEM (the call runs whole). */
+/* Cut the call into p and match its segments (nf_decide_cut: route = auto
+ * is looked up when a plan is made; a kept plan keeps it): nf_adm_fuse's
+ * result, or NF_ADM_NOMEM (the call runs whole). */
 static int nf_adm_fuse_plan(nf_comm_t *c, nf_plan_t *p, const void *x, int count,
                             const nf_adm_entry_t *e, uint64_t call)
 {
-    long n = 0;
-    if (nf_region_generation() != 0)
-        n = nf_plan_cut(p, x, (size_t)count);
-    if (n == 0 && nf_lay != NULL)
-        n = nf_adm_cut_layout(p, e->bytes, (size_t)count);
-    if (n <= 0) /* no region in it, or no memory: the call runs whole */
-        return n == 0 ? 0 : NF_ADM_NOMEM;
-    nf_policy_query_t q;
-    nf_adm_query(c, call, e->dt, e->op, e->bytes, &q);
-    nf_plan_match(p, nf_pol, &q);
-    for (size_t i = 0; i < p->n; i++)
-        nf_adm_auto(&p->seg[i], &p->act[i]);
-    return nf_plan_all_pmpi(p) ? -1 : 1;
+    long np = 0;
+    nf_decide_t *d = &p->dec;
+    if (nf_region_generation() != 0 && (np = nf_plan_parts(p, x, (size_t)count)) < 0)
+        return NF_ADM_NOMEM;
+    nf_decide_call_t dc = nf_adm_call(c, call, e, (uint64_t)count);
+    dc.parts = p->dparts, dc.nparts = (size_t)np;
+    d->whole = e->a, d->stale = NULL, d->stale_m = 0;
+    if (nf_decide_cut(&nf_dx, &dc, d) != 0)
+        return NF_ADM_NOMEM;
+    nf_adm_stale(d->stale, d->stale_m);
+    if (d->cut == 0)
+        return 0;
+    if (nf_plan_take(p, d, (size_t)np) < 0)
+        return NF_ADM_NOMEM;
+    return d->cut;
 }
 
 /* A float sum whose buffer holds bound regions (or the layout file's
@@ -409,15 +403,17 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
     nf_adm_query(c, d->call, e->dt, e->op, e->bytes, &q);
     if (!d->fused) {
         const nf_seg_t *g = &d->seg[0];
-        nf_trace_record(c->rank, &q, g->cooling ? g->asked : d->route, &e->a, NULL, 0, g->m,
-                        g->ran, g->health);
+        const nf_seg_note_t *t = &d->note[0];
+        nf_trace_record(c->rank, &q, t->cooling ? t->asked : d->route, &e->a, NULL, 0, g->m,
+                        g->ran, t->health);
         return;
     }
     for (size_t i = 0; i < d->nseg; i++) {
         const nf_seg_t *g = &d->seg[i];
         q.bytes = (uint64_t)g->m * sizeof(float);
-        nf_trace_record(c->rank, &q, g->cooling ? g->asked : g->route,
-                        &s->plan[s->cur].act[i], g->name, g->off, g->m, g->ran, g->health);
+        const nf_seg_note_t *t = &d->note[i];
+        nf_trace_record(c->rank, &q, t->cooling ? t->asked : g->route,
+                        &s->plan[s->cur].act[i], g->name, g->off, g->m, g->ran, t->health);
     }
 }
 
@@ -457,7 +453,7 @@ void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
 {
     nf_adm_comm_t *s = c->upper;
     if (st == NF_OK && d->health && s != NULL)
-        nf_health_observe(s->health, d->seg, d->nseg, d->loss_mean);
+        nf_health_observe(s->health, d->seg, d->note, d->nseg, d->loss_mean);
     nf_admit_trace(c, d);
 }
 
@@ -466,14 +462,13 @@ void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
 static void nf_adm_health(nf_adm_comm_t *s, nf_decision_t *d)
 {
     for (size_t i = 0; i < d->nseg; i++) {
-        d->seg[i].asked = d->seg[i].route;
-        d->seg[i].cooling = 0, d->seg[i].health = NULL;
+        d->note[i] = (nf_seg_note_t){.asked = d->seg[i].route, .cooling = 0, .health = NULL};
     }
     if (!nf_health_on() || d->calibrate || d->route == NF_ROUTE_PMPI)
         return;
     if (s->health == NULL && (s->health = nf_health_comm_new()) == NULL)
         return; /* no memory: the call runs unwatched, as with health off */
-    nf_health_apply(s->health, d->seg, d->nseg);
+    nf_health_apply(s->health, d->seg, d->note, d->nseg);
     for (size_t i = 0; i < d->nseg && !d->health; i++)
         d->health = d->seg[i].route == NF_ROUTE_BINARY || d->seg[i].route == NF_ROUTE_TERNARY;
     d->loss = d->health ? nf_health_take_loss() : NAN;
@@ -484,7 +479,8 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
 {
     nf_adm_comm_t *s = nf_adm_state(c);
     size_t m = count > 0 ? (size_t)count : 0;
-    *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .seg = &out->one, .nseg = 1};
+    *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .seg = &out->one, .nseg = 1,
+                           .note = &out->one_note};
     out->one = (nf_seg_t){.m = m, .route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0,
                           .ef_decay = -1.0};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
@@ -496,7 +492,8 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     int fused = nf_adm_fuse(c, s, x, count, e, out->call);
     /* A calibration run reduces every float sum it can, whatever the rule. */
     int calib = nf_calib_on() && nf_adm_float_sum(e, count);
-    nf_route_t want = fused > 0 || calib ? NF_ROUTE_FP32 : fused < 0 ? NF_ROUTE_PMPI : e->a.route;
+    /* The communicator is checked below, with its fallback counters. */
+    nf_route_t want = nf_decide_route(e->a.route, fused, calib, 1);
     if (nf_adm_may_differ(c, e, count) && nf_adm_agree_pmpi(c, want == NF_ROUTE_PMPI))
         fused = 0, want = NF_ROUTE_PMPI;
     out->route = nf_adm_comm_check(c, want);
@@ -504,6 +501,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     if (fused > 0 && out->route != NF_ROUTE_PMPI) {
         out->fused = 1;
         out->seg = s->plan[s->cur].seg, out->nseg = s->plan[s->cur].n;
+        out->note = s->plan[s->cur].note;
         nf_adm_health(s, out);
         return;
     }

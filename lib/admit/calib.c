@@ -10,6 +10,7 @@
 
 #include "nf_agree.h"
 #include "nf_calib.h"
+#include "nf_decide.h"
 #include "nf_file.h"
 #include "nf_intern.h"
 #include "nf_log.h"
@@ -71,10 +72,7 @@ int nf_calib_on(void) { return nf_cal.path != NULL; }
 
 const char *nf_calib_name(const nf_seg_t *g, char *buf, size_t len)
 {
-    if (g->name != NULL)
-        return g->name;
-    snprintf(buf, len, "buffer:%llu", (unsigned long long)(g->m * sizeof(float)));
-    return buf;
+    return nf_decide_profile_name(g->name, g->m, buf, len);
 }
 
 /* The record of a segment's profile name (made on first sight, named

@@ -114,7 +114,7 @@ static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *seg, size_t n, si
     return s;
 }
 
-void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n)
+void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, size_t n)
 {
     for (size_t i = 0; i < n; i++) { /* asked, cooling, health: reset by the caller */
         nf_hseg_t *s = h != NULL && (seg[i].route == NF_ROUTE_BINARY ||
@@ -127,9 +127,9 @@ void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n)
             s->since++;
             continue;
         }
-        seg[i].health = nf_health_signal_name(s->why);
+        note[i].health = nf_health_signal_name(s->why);
         seg[i].route = NF_ROUTE_FP32;
-        seg[i].cooling = 1;
+        note[i].cooling = 1;
         if (--s->left == 0)
             s->since = 0;
     }
@@ -188,7 +188,8 @@ static void nf_health_start(nf_hseg_t *s, nf_health_signal_t why)
                 nf_health_signal_name(why), s->len);
 }
 
-void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, size_t n, double loss)
+void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, const nf_seg_note_t *note, size_t n,
+                       double loss)
 {
     if (h == NULL)
         return;
@@ -200,7 +201,7 @@ void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, size_t n, double loss
             nf_health_start(&h->v[i], NF_HEALTH_LOSS_SPIKE);
     for (size_t i = 0; i < n; i++) {
         nf_seg_t *g = &seg[i];
-        if (!(g->route == NF_ROUTE_BINARY || g->route == NF_ROUTE_TERNARY) || g->cooling)
+        if (!(g->route == NF_ROUTE_BINARY || g->route == NF_ROUTE_TERNARY) || note[i].cooling)
             continue; /* only a segment that ran (or tried) low-bit */
         nf_health_signal_t why = g->nonfinite ? NF_HEALTH_NONFINITE
                                  : g->ef_ratio > nf_hcfg.ef_growth ? NF_HEALTH_EF_GROWTH

@@ -13,6 +13,7 @@
 
 #include "nf_coll.h"
 #include "nf_comm.h"
+#include "nf_health.h"
 #include "nf_policy.h"
 #include "nf_settings.h"
 
@@ -39,6 +40,8 @@ typedef struct nf_decision {
                           (valid until the communicator's next call) */
     size_t nseg;
     nf_seg_t one;      /* an unfused call: one segment, the whole buffer */
+    nf_seg_note_t *note; /* admission's notes of seg: &one_note, or a plan's */
+    nf_seg_note_t one_note;
     int fused;
     int calibrate;     /* run it with nf_calib_run (nf_calib.h) */
     int health;        /* health watches this call: measure and exchange */

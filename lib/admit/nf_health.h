@@ -22,17 +22,26 @@ void nf_health_report(double loss);
 /* The loss reported since the last call took it, NAN when none. */
 double nf_health_take_loss(void);
 
+/* What admission keeps of a segment besides core's nf_seg_t, one per
+ * segment of a decision. */
+typedef struct nf_seg_note {
+    nf_route_t asked;     /* the route before a health cool-down */
+    int cooling;          /* runs fp32 for a health cool-down */
+    const char *health;   /* the signal of that cool-down, or NULL */
+} nf_seg_note_t;
+
 typedef struct nf_health_comm nf_health_comm_t;
 nf_health_comm_t *nf_health_comm_new(void);
 void nf_health_comm_free(nf_health_comm_t *h);
 
-/* Before a call: segments cooling down run fp32 (seg->cooling, and
- * seg->health names the signal for the trace). */
-void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, size_t n);
+/* Before a call: segments cooling down run fp32 (note->cooling, and
+ * note->health names the signal for the trace). */
+void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, size_t n);
 
 /* After a call: the agreed signals of its low-bit segments (their
  * nonfinite flag and ef ratio) and the agreed mean loss (NAN when no rank
  * reported one) start cool-downs, counted in the stats. */
-void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, size_t n, double loss);
+void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, const nf_seg_note_t *note, size_t n,
+                       double loss);
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "nf_coll.h"
+#include "nf_decide.h"
+#include "nf_health.h"
 #include "nf_policy.h"
 #include "nf_region.h"
 
@@ -30,27 +32,24 @@ typedef struct nf_plan {
     size_t n, cap;
     nf_seg_t *seg;
     nf_seg_t *tmpl;                     /* the kept plan's segments as matched */
+    nf_seg_note_t *note;                /* admission's notes of the segments */
     nf_policy_action_t *act;
-    nf_region_part_t *parts;            /* scratch for the cut */
+    nf_region_part_t *parts;            /* scratch for the cut: bound regions */
+    nf_decide_part_t *dparts;           /* the same, for nf_decide_cut */
     size_t parts_cap;
+    nf_decide_t dec;                    /* scratch: the decision of a new plan */
     nf_plan_key_t key;                  /* of the kept plan */
     int kept, result;
 } nf_plan_t;
 
-/* Cut [x, x + m) by the bound regions. 0 when no region lies in it (the
- * call is not fused), the number of segments otherwise; -1 without memory
- * (the caller runs the call whole). */
-long nf_plan_cut(nf_plan_t *p, const float *x, size_t m);
+/* The bound regions in [x, x + m), in p->parts and p->dparts: their
+ * number, or -1 without memory. */
+long nf_plan_parts(nf_plan_t *p, const float *x, size_t m);
 
-/* Cut a call of m elements by layout entries (offsets in elements). */
-long nf_plan_cut_layout(nf_plan_t *p, size_t m, const nf_region_part_t *parts, size_t nparts);
-
-/* Match every segment: the query q is the call's, with bytes and region
- * set per segment. */
-void nf_plan_match(nf_plan_t *p, const nf_policy_t *pol, const nf_policy_query_t *q);
-
-/* 1 when every segment's route is pmpi (the call then runs whole on pmpi). */
-int nf_plan_all_pmpi(const nf_plan_t *p);
+/* Take d's segments (nf_decide_cut) as the plan's: a part of p->parts
+ * keeps its interned id, a layout entry's name is interned. The number of
+ * segments, or -1 without memory. */
+long nf_plan_take(nf_plan_t *p, const nf_decide_t *d, size_t nparts);
 
 /* Keep the plan now in p (segments as matched, and the caller's result
  * for it) for calls with this key. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_intern.h"
 #include "nf_plan.h"
 
 static int nf_plan_grow(nf_plan_t *p, size_t n)
@@ -20,80 +21,65 @@ static int nf_plan_grow(nf_plan_t *p, size_t n)
     nf_policy_action_t *act = realloc(p->act, cap * sizeof(*act));
     if (act != NULL)
         p->act = act;
-    if (seg == NULL || tmpl == NULL || act == NULL)
+    nf_seg_note_t *note = realloc(p->note, cap * sizeof(*note));
+    if (note != NULL)
+        p->note = note;
+    if (seg == NULL || tmpl == NULL || act == NULL || note == NULL)
         return -1;
     p->cap = cap;
     return 0;
 }
 
-static void nf_plan_add(nf_plan_t *p, size_t off, size_t m, const nf_region_part_t *part)
-{
-    nf_seg_t *g = &p->seg[p->n];
-    memset(g, 0, sizeof(*g));
-    g->off = off, g->m = m;
-    if (part != NULL) /* the interned name: no copy */
-        g->name = part->name, g->id = part->id, g->tag = part->hash;
-    p->n++;
-}
-
-long nf_plan_cut_layout(nf_plan_t *p, size_t m, const nf_region_part_t *parts, size_t nparts)
-{
-    size_t at = 0;
-    p->n = 0;
-    if (nparts == 0)
-        return 0;
-    if (nf_plan_grow(p, 2 * nparts + 1) != 0)
-        return -1;
-    for (size_t i = 0; i < nparts; i++) {
-        const nf_region_part_t *r = &parts[i];
-        if (r->off < at || r->m == 0 || r->off + r->m > m)
-            continue; /* not a part of this buffer (misaligned, overlapping) */
-        if (r->off > at)
-            nf_plan_add(p, at, r->off - at, NULL);
-        nf_plan_add(p, r->off, r->m, r);
-        at = r->off + r->m;
-    }
-    if (at < m)
-        nf_plan_add(p, at, m - at, NULL);
-    return (long)p->n;
-}
-
-long nf_plan_cut(nf_plan_t *p, const float *x, size_t m)
+long nf_plan_parts(nf_plan_t *p, const float *x, size_t m)
 {
     size_t n = nf_region_parts(x, m, p->parts, p->parts_cap);
     if (n > p->parts_cap) {
         nf_region_part_t *v = realloc(p->parts, n * sizeof(*v));
         if (v == NULL)
             return -1;
-        p->parts = v, p->parts_cap = n;
+        p->parts = v;
+        nf_decide_part_t *w = realloc(p->dparts, n * sizeof(*w));
+        if (w == NULL)
+            return -1;
+        p->dparts = w, p->parts_cap = n;
         n = nf_region_parts(x, m, p->parts, p->parts_cap);
         if (n > p->parts_cap) /* bound meanwhile: the next call sees it */
             n = p->parts_cap;
     }
-    return nf_plan_cut_layout(p, m, p->parts, n);
+    for (size_t i = 0; i < n; i++)
+        p->dparts[i] = (nf_decide_part_t){p->parts[i].off, p->parts[i].m, p->parts[i].name};
+    return (long)n;
 }
 
-void nf_plan_match(nf_plan_t *p, const nf_policy_t *pol, const nf_policy_query_t *q)
+long nf_plan_take(nf_plan_t *p, const nf_decide_t *d, size_t nparts)
 {
-    for (size_t s = 0; s < p->n; s++) {
-        nf_policy_query_t sq = *q;
-        nf_seg_t *g = &p->seg[s];
-        sq.region = g->name;
-        sq.bytes = (uint64_t)g->m * sizeof(float);
-        nf_policy_match(pol, &sq, &p->act[s]);
-        g->route = p->act[s].route;
-        g->ef = p->act[s].ef;
-        g->gamma = p->act[s].gamma;
-        g->ef_decay = p->act[s].ef_decay;
+    size_t j = 0;
+    p->n = 0;
+    if (nf_plan_grow(p, d->nseg) != 0)
+        return -1;
+    for (size_t i = 0; i < d->nseg; i++) {
+        const nf_decide_seg_t *t = &d->seg[i];
+        nf_seg_t *g = &p->seg[i];
+        memset(g, 0, sizeof(*g));
+        g->off = (size_t)t->off, g->m = (size_t)t->m;
+        g->route = t->route, g->ef = t->act.ef, g->gamma = t->act.gamma;
+        g->ef_decay = t->act.ef_decay;
+        p->act[i] = t->act;
+        if (t->name == NULL)
+            continue;
+        while (j < nparts && (p->parts[j].off != g->off || p->parts[j].name != t->name))
+            j++;
+        if (j < nparts) { /* a bound region: its interned name, no copy */
+            g->name = p->parts[j].name, g->id = p->parts[j].id, g->tag = p->parts[j].hash;
+            continue;
+        }
+        uint32_t id = nf_intern(t->name); /* a layout entry */
+        if (id == 0)
+            return -1;
+        g->name = nf_intern_name(id), g->id = id, g->tag = nf_intern_hash(id);
     }
-}
-
-int nf_plan_all_pmpi(const nf_plan_t *p)
-{
-    for (size_t s = 0; s < p->n; s++)
-        if (p->seg[s].route != NF_ROUTE_PMPI)
-            return 0;
-    return 1;
+    p->n = d->nseg;
+    return (long)p->n;
 }
 
 void nf_plan_keep(nf_plan_t *p, const nf_plan_key_t *key, int result)
@@ -125,6 +111,9 @@ void nf_plan_free(nf_plan_t *p)
     free(p->seg);
     free(p->tmpl);
     free(p->act);
+    free(p->note);
     free(p->parts);
+    free(p->dparts);
+    nf_decide_free(&p->dec);
     memset(p, 0, sizeof(*p));
 }

@@ -15,6 +15,7 @@
 #include "nf_file.h"
 #include "nf_log.h"
 #include "nf_trace.h"
+#include "nf_tracefmt.h"
 
 #define NF_TRACE_BUF (64u << 10) /* bytes a crash may lose, at most */
 #define NF_TRACE_PERIOD 1        /* seconds: older records reach the file */
@@ -65,7 +66,7 @@ typedef struct nf_trace_seg {
 static int nf_trace_line(char *buf, size_t n, int rank, const nf_policy_query_t *q,
                          nf_route_t route, const nf_policy_action_t *a, const nf_trace_seg_t *g)
 {
-    return snprintf(buf, n, "%d %llu %s %d %s %s %llu %s %s %s:%d %s %llu %llu %s %s\n", rank,
+    return snprintf(buf, n, NF_TRACE_LINE, rank,
                     (unsigned long long)q->call,
                     q->comm_name && q->comm_name[0] ? q->comm_name : "-", q->comm_size,
                     nf_dtype_name(q->datatype), nf_opkind_name(q->op),
@@ -98,8 +99,7 @@ void nf_trace_open(const char *path, int rank)
         nf_log_warn("no memory for the NFCOLL_TRACE buffer; no trace is written");
         return;
     }
-    fprintf(nf_trace_f.fp, "# libnfcoll trace v3\n# rank call comm comm_size datatype op "
-            "bytes route rule where region offset elements ran health\n");
+    fputs(NF_TRACE_HEADER, nf_trace_f.fp);
     nf_trace_flush(); /* a run that dies at once still leaves a valid trace */
     nf_trace_open_ = 1;
 }

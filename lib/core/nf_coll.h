@@ -31,9 +31,6 @@ typedef struct nf_seg {
     uint64_t tag;         /* what else ranks must agree on: the region's name hash
                              (ids are per process) */
     nf_route_t ran;       /* out (run.c): the route it ran on, fallbacks included */
-    nf_route_t asked;     /* admission: the route before a health cool-down */
-    int cooling;          /* admission: runs fp32 for a health cool-down */
-    const char *health;   /* admission: the signal of that cool-down, or NULL */
     double ef_ratio;      /* out, health on: mean |e| / mean |x| over the segment,
                              the ranks' mean (NAN when not measured) */
     /* set by nf_coll_run: */

@@ -153,20 +153,27 @@ static double nf_pct(uint64_t part, uint64_t whole)
     return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
+/* The routes' counters of a snapshot, and their inter-node bytes. */
+static void nf_stats_routes(const uint64_t *v, nf_route_stats_t s[NF_ROUTE_COUNT],
+                            uint64_t internode[NF_ROUTE_COUNT])
 {
-    fprintf(fp, "libnfcoll stats: %d rank%s, summed over ranks; %% of what an FP32 ring "
-            "allreduce would move\n", nranks, nranks == 1 ? "" : "s");
-    fprintf(fp, "%-8s %10s %14s %14s %8s %14s %8s %14s\n", "route", "calls", "bytes",
-            "upstream", "%ring", "total", "%ring", "internode");
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
         const uint64_t *o = v + r * NF_F_N;
-        fprintf(fp, "%-8s %10llu %14llu %14llu %7.2f%% %14llu %7.2f%% %14llu\n",
-                nf_route_name((nf_route_t)r), (unsigned long long)o[NF_F_CALLS],
-                (unsigned long long)o[NF_F_BYTES], (unsigned long long)o[NF_F_UP],
-                nf_pct(2 * o[NF_F_UP], o[NF_F_RING]), (unsigned long long)o[NF_F_TOTAL],
-                nf_pct(o[NF_F_TOTAL], o[NF_F_RING]), (unsigned long long)o[NF_F_INTERNODE]);
+        s[r] = (nf_route_stats_t){.calls = o[NF_F_CALLS], .bytes = o[NF_F_BYTES],
+                                  .upstream_bytes = o[NF_F_UP], .total_bytes = o[NF_F_TOTAL],
+                                  .fp32_ring_bytes = o[NF_F_RING]};
+        internode[r] = o[NF_F_INTERNODE];
     }
+}
+
+static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
+{
+    nf_route_stats_t s[NF_ROUTE_COUNT];
+    uint64_t internode[NF_ROUTE_COUNT];
+    nf_stats_routes(v, s, internode);
+    fprintf(fp, "libnfcoll stats: %d rank%s, summed over ranks; %% of what an FP32 ring "
+            "allreduce would move\n", nranks, nranks == 1 ? "" : "s");
+    nf_traffic_table(fp, s, internode, 0);
     fprintf(fp, "fallbacks:");
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         fprintf(fp, " %s=%llu", nf_fallback_name((nf_fallback_t)f),
@@ -192,16 +199,11 @@ static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
     /* "routes" holds what the traffic model and a replay of the trace can
      * tell; the bytes handed to inter-node PMPI calls depend on the nodes
      * and are a sibling object, by route. */
-    static const char *const keys[NF_F_INTERNODE] = {"calls", "bytes", "upstream_bytes",
-                                                     "total_bytes", "fp32_ring_bytes"};
+    nf_route_stats_t s[NF_ROUTE_COUNT];
+    uint64_t internode[NF_ROUTE_COUNT];
+    nf_stats_routes(v, s, internode);
     fprintf(fp, "{\n  \"ranks\": %d,\n  \"routes\": {", nranks);
-    for (int r = 0; r < NF_ROUTE_COUNT; r++) {
-        fprintf(fp, "%s\n    \"%s\": {", r ? "," : "", nf_route_name((nf_route_t)r));
-        for (int f = 0; f < NF_F_INTERNODE; f++)
-            fprintf(fp, "%s\"%s\": %llu", f ? ", " : "", keys[f],
-                    (unsigned long long)v[r * NF_F_N + f]);
-        fprintf(fp, "}");
-    }
+    nf_traffic_json(fp, s, "    ");
     fprintf(fp, "\n  },\n  \"internode_bytes\": {");
     for (int r = 0; r < NF_ROUTE_COUNT; r++)
         fprintf(fp, "%s\"%s\": %llu", r ? ", " : "", nf_route_name((nf_route_t)r),

@@ -5,6 +5,7 @@
 #define NF_TRAFFIC_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "nfcoll.h"
 
@@ -15,5 +16,18 @@ typedef struct nf_traffic {
 /* Bytes per rank for a call of `bytes` of user data on n ranks whose
  * counters have k planes (nf_count_planes(n)). */
 void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, nf_traffic_t *t);
+
+/* Count one call of bytes on route into s[route], as NFCOLL_STATS does. */
+void nf_traffic_count(nf_route_stats_t s[NF_ROUTE_COUNT], nf_route_t route, uint64_t bytes,
+                      unsigned n, unsigned k);
+
+/* The stats' writers (stats.c; nfcoll_replay): the route table, a line per
+ * route, with an internode column when internode is not NULL and an "all"
+ * line when all is set; and the JSON "routes" object's members. */
+void nf_traffic_table(FILE *fp, const nf_route_stats_t s[NF_ROUTE_COUNT],
+                      const uint64_t *internode, int all);
+void nf_traffic_json(FILE *fp, const nf_route_stats_t s[NF_ROUTE_COUNT], const char *indent);
+/* s as a JSON string, quotes and escapes included. */
+void nf_json_str(FILE *fp, const char *s);
 
 #endif

@@ -1,6 +1,8 @@
 /* The traffic model (nf_traffic.h). No MPI: nfcoll_replay uses it too. */
 #include "config.h"
 
+#include <stdio.h>
+
 #include "nf_kernels.h"
 #include "nf_traffic.h"
 
@@ -43,3 +45,75 @@ void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, 
     }
 }
 
+
+void nf_traffic_count(nf_route_stats_t s[NF_ROUTE_COUNT], nf_route_t route, uint64_t bytes,
+                      unsigned n, unsigned k)
+{
+    nf_traffic_t t;
+    nf_traffic_model(route, bytes, n, k, &t);
+    nf_route_stats_t *c = &s[route];
+    c->calls++, c->bytes += bytes, c->upstream_bytes += t.upstream;
+    c->total_bytes += t.total, c->fp32_ring_bytes += t.ring;
+}
+
+static double nf_traffic_pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void nf_traffic_line(FILE *fp, const char *name, const nf_route_stats_t *o,
+                            const uint64_t *internode)
+{
+    fprintf(fp, "%-8s %10llu %14llu %14llu %7.2f%% %14llu %7.2f%%", name,
+            (unsigned long long)o->calls, (unsigned long long)o->bytes,
+            (unsigned long long)o->upstream_bytes,
+            nf_traffic_pct(2 * o->upstream_bytes, o->fp32_ring_bytes),
+            (unsigned long long)o->total_bytes,
+            nf_traffic_pct(o->total_bytes, o->fp32_ring_bytes));
+    if (internode != NULL)
+        fprintf(fp, " %14llu", (unsigned long long)*internode);
+    fputc('\n', fp);
+}
+
+void nf_traffic_table(FILE *fp, const nf_route_stats_t s[NF_ROUTE_COUNT],
+                      const uint64_t *internode, int all)
+{
+    nf_route_stats_t sum = {0, 0, 0, 0, 0};
+    fprintf(fp, "%-8s %10s %14s %14s %8s %14s %8s%s\n", "route", "calls", "bytes", "upstream",
+            "%ring", "total", "%ring", internode != NULL ? "      internode" : "");
+    for (int r = 0; r < NF_ROUTE_COUNT; r++) {
+        const nf_route_stats_t *t = &s[r];
+        nf_traffic_line(fp, nf_route_name((nf_route_t)r), t, internode ? &internode[r] : NULL);
+        sum.calls += t->calls, sum.bytes += t->bytes, sum.upstream_bytes += t->upstream_bytes;
+        sum.total_bytes += t->total_bytes, sum.fp32_ring_bytes += t->fp32_ring_bytes;
+    }
+    if (all)
+        nf_traffic_line(fp, "all", &sum, NULL);
+}
+
+void nf_traffic_json(FILE *fp, const nf_route_stats_t s[NF_ROUTE_COUNT], const char *indent)
+{
+    for (int r = 0; r < NF_ROUTE_COUNT; r++) {
+        const nf_route_stats_t *t = &s[r];
+        fprintf(fp, "%s\n%s\"%s\": {\"calls\": %llu, \"bytes\": %llu, \"upstream_bytes\": %llu, "
+                "\"total_bytes\": %llu, \"fp32_ring_bytes\": %llu}", r ? "," : "", indent,
+                nf_route_name((nf_route_t)r), (unsigned long long)t->calls,
+                (unsigned long long)t->bytes, (unsigned long long)t->upstream_bytes,
+                (unsigned long long)t->total_bytes, (unsigned long long)t->fp32_ring_bytes);
+    }
+}
+
+void nf_json_str(FILE *fp, const char *s)
+{
+    fputc('"', fp);
+    for (; *s != '\0'; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(fp, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(fp, "\\u%04x", ch);
+        else
+            fputc(ch, fp);
+    }
+    fputc('"', fp);
+}

@@ -6,6 +6,10 @@
  * a derived type and an unnamed predefined one included) and write, for
  * rank 0, "CALL RULE" lines: the rule the trace must name for each call.
  * tests/mpi_datatypes.sh compares them with NFCOLL_TRACE.
+ * With --reuse, two sums of 4 elements of derived types of 2 and then 8
+ * floats, the first type freed before the second is made, so that MPI
+ * may give the second the first one's handle: the trace must show 32 and
+ * then 128 bytes. Prints "note: ..." when MPI never reused the handle.
  */
 #include <stdio.h>
 #include <string.h>
@@ -101,8 +105,74 @@ static int make_calls(const char *path)
     return out != NULL && fclose(out) != 0;
 }
 
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    int size = 0;
+    MPI_Type_size(*dt, &size);
+    for (int i = 0; i < *len * size / (int)sizeof(float); i++)
+        ((float *)inout)[i] += ((const float *)in)[i];
+}
+
+/* A derived type of n floats whose handle is was's, when MPI reuses it
+ * within a few tries (the others are freed); MPI_DATATYPE_NULL if not. */
+static MPI_Datatype same_handle(int n, MPI_Datatype was)
+{
+    MPI_Datatype t[16];
+    int k = 0, found = -1;
+    for (; k < 16 && found < 0; k++) {
+        MPI_Type_contiguous(n, MPI_FLOAT, &t[k]);
+        MPI_Type_commit(&t[k]);
+        if (t[k] == was)
+            found = k;
+    }
+    for (int i = 0; i < k; i++)
+        if (i != found)
+            MPI_Type_free(&t[i]);
+    return found >= 0 ? t[found] : MPI_DATATYPE_NULL;
+}
+
+static int reuse(void)
+{
+    float in[32] = {0}, out[32];
+    MPI_Datatype a, b, was;
+    MPI_Op op;
+    MPI_Comm other; /* agrees apart: the world's last call stays the first's */
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_dup(MPI_COMM_WORLD, &other);
+    MPI_Op_create(user_sum, 1, &op);
+    MPI_Type_contiguous(2, MPI_FLOAT, &a);
+    MPI_Type_commit(&a);
+    MPI_Allreduce(in, out, 4, a, op, MPI_COMM_WORLD);
+    was = a;
+    MPI_Type_free(&a);
+    b = same_handle(8, was);
+    /* Every rank must make the same calls: agree on whether it was reused. */
+    int got = b != MPI_DATATYPE_NULL, all = 0;
+    MPI_Allreduce(&got, &all, 1, MPI_INT, MPI_MIN, other);
+    if (!all) {
+        if (rank == 0)
+            printf("note: MPI gave the second derived type another handle\n");
+        if (b != MPI_DATATYPE_NULL)
+            MPI_Type_free(&b);
+        MPI_Type_contiguous(8, MPI_FLOAT, &b);
+        MPI_Type_commit(&b);
+    }
+    MPI_Allreduce(in, out, 4, b, op, MPI_COMM_WORLD);
+    MPI_Type_free(&b);
+    MPI_Op_free(&op);
+    MPI_Comm_free(&other);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--reuse") == 0) {
+        MPI_Init(&argc, &argv);
+        int rc = reuse();
+        MPI_Finalize();
+        return rc;
+    }
     if (argc == 3 && strcmp(argv[1], "--policy") == 0)
         return write_policy(argv[2]);
     if (argc != 3 || strcmp(argv[1], "--calls") != 0) {

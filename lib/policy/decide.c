@@ -1,0 +1,196 @@
+/* The routing decision (nf_decide.h): the steps of admission that depend
+ * only on what a call looks like, shared by admission and nfcoll_replay. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nf_decide.h"
+#include "nf_kernels.h"
+
+int nf_decide_float_sum(nf_dtype_t dt, nf_opkind_t op, uint64_t bytes, uint64_t count)
+{
+    return (dt == NF_DT_FLOAT || dt == NF_DT_REAL) && op == NF_OP_SUM && count > 0 &&
+           bytes == count * sizeof(float);
+}
+
+const char *nf_decide_profile_name(const char *name, uint64_t m, char *buf, size_t len)
+{
+    if (name != NULL)
+        return name;
+    snprintf(buf, len, "buffer:%llu", (unsigned long long)(m * sizeof(float)));
+    return buf;
+}
+
+/* An entry measured on another element count is ignored: its cosines are
+ * those of another tensor (a model changed since calibration), and a
+ * region's count is what every rank binds alike. */
+nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, const nf_policy_action_t *a,
+                          const char *name, uint64_t m, const nf_profile_entry_t **stale)
+{
+    char buf[40];
+    if (!a->route_auto)
+        return a->route;
+    const nf_profile_entry_t *pe =
+        nf_profile_find(x->prof, nf_decide_profile_name(name, m, buf, sizeof(buf)));
+    if (pe != NULL && pe->elements != m) {
+        if (stale != NULL)
+            *stale = pe;
+        pe = NULL;
+    }
+    return pe != NULL ? pe->route : NF_ROUTE_FP32;
+}
+
+static void nf_decide_query(const nf_decide_call_t *c, nf_policy_query_t *q)
+{
+    *q = (nf_policy_query_t){.region = NULL, .comm_name = c->comm_name,
+                             .comm_size = c->comm_size, .datatype = c->dt, .op = c->op,
+                             .bytes = c->bytes, .call = c->call};
+}
+
+void nf_decide_whole(const nf_decide_ctx_t *x, const nf_decide_call_t *c,
+                     nf_policy_action_t *out)
+{
+    nf_policy_query_t q;
+    nf_decide_query(c, &q);
+    nf_policy_match(x->pol, &q, out);
+}
+
+static int nf_decide_grow(nf_decide_t *d, size_t n)
+{
+    if (n <= d->cap)
+        return 0;
+    size_t cap = n > 2 * d->cap ? n : 2 * d->cap;
+    nf_decide_seg_t *v = realloc(d->seg, cap * sizeof(*v));
+    if (v == NULL)
+        return -1;
+    d->seg = v, d->cap = cap;
+    return 0;
+}
+
+static void nf_decide_add(nf_decide_t *d, uint64_t off, uint64_t m, const char *name)
+{
+    nf_decide_seg_t *g = &d->seg[d->nseg++];
+    memset(g, 0, sizeof(*g));
+    g->off = off, g->m = m, g->name = name;
+}
+
+/* A part that is not inside the buffer, or overlaps the one before
+ * (misaligned, a layout for another model), is left out: its floats are
+ * a gap's. */
+static void nf_decide_part(nf_decide_t *d, uint64_t *at, uint64_t off, uint64_t m,
+                           const char *name, uint64_t count)
+{
+    if (off < *at || m == 0 || off + m > count)
+        return;
+    if (off > *at)
+        nf_decide_add(d, *at, off - *at, NULL);
+    nf_decide_add(d, off, m, name);
+    *at = off + m;
+}
+
+/* The segments: parts, gaps between them. 0 when nothing cuts the call. */
+static int nf_decide_segments(const nf_decide_ctx_t *x, const nf_decide_call_t *c,
+                              nf_decide_t *d)
+{
+    const nf_layout_entry_t *e = NULL;
+    size_t k = c->nparts;
+    uint64_t at = 0;
+    d->nseg = 0;
+    if (k == 0 && (k = nf_layout_find(x->layout, c->bytes, &e)) == 0)
+        return 0;
+    if (nf_decide_grow(d, 2 * k + 1) != 0)
+        return -1;
+    for (size_t i = 0; i < k; i++) {
+        if (e == NULL)
+            nf_decide_part(d, &at, c->parts[i].off, c->parts[i].m, c->parts[i].name, c->count);
+        else
+            nf_decide_part(d, &at, e[i].off, e[i].count, e[i].name, c->count);
+    }
+    if (at < c->count)
+        nf_decide_add(d, at, c->count - at, NULL);
+    return 0;
+}
+
+int nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide_t *d)
+{
+    nf_policy_query_t q;
+    int any = 0;
+    d->cut = 0, d->nseg = 0;
+    if (!nf_decide_float_sum(c->dt, c->op, c->bytes, c->count) ||
+        d->whole.segment == NF_POLICY_SEGMENT_BUFFER)
+        return 0;
+    if (nf_decide_segments(x, c, d) != 0) {
+        d->nseg = 0;
+        return -1;
+    }
+    if (d->nseg == 0)
+        return 0;
+    nf_decide_query(c, &q);
+    for (size_t s = 0; s < d->nseg; s++) { /* each segment, as a call of its own */
+        nf_decide_seg_t *g = &d->seg[s];
+        q.region = g->name;
+        q.bytes = g->m * sizeof(float);
+        nf_policy_match(x->pol, &q, &g->act);
+        g->route = nf_decide_auto(x, &g->act, g->name, g->m, &d->stale);
+        if (d->stale != NULL && d->stale_m == 0)
+            d->stale_m = g->m;
+        any |= g->route != NF_ROUTE_PMPI;
+    }
+    d->cut = any ? 1 : -1;
+    return 0;
+}
+
+nf_route_t nf_decide_route(nf_route_t whole, int cut, int calibrate, int comm_ok)
+{
+    nf_route_t want = calibrate || cut > 0 ? NF_ROUTE_FP32 : cut < 0 ? NF_ROUTE_PMPI : whole;
+    return comm_ok ? want : NF_ROUTE_PMPI;
+}
+
+nf_route_t nf_decide_want(const nf_decide_t *d, int comm_ok)
+{
+    return nf_decide_route(d->whole.route, d->cut, d->calibrate, comm_ok);
+}
+
+int nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int comm_ok,
+              nf_decide_t *d)
+{
+    int rc;
+    d->stale = NULL, d->stale_m = 0;
+    nf_decide_whole(x, c, &d->whole);
+    d->calibrate = x->calibrate && nf_decide_float_sum(c->dt, c->op, c->bytes, c->count);
+    rc = nf_decide_cut(x, c, d);
+    d->route = nf_decide_want(d, comm_ok);
+    if (d->route != NF_ROUTE_PMPI && d->cut <= 0 && !d->calibrate) {
+        d->route = nf_decide_auto(x, &d->whole, NULL, c->count, &d->stale);
+        if (d->stale != NULL && d->stale_m == 0)
+            d->stale_m = c->count;
+    }
+    return rc;
+}
+
+nf_route_t nf_decide_runs(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int seg,
+                          nf_route_t route)
+{
+    if (seg && (x->calibrate || route == NF_ROUTE_PMPI))
+        route = NF_ROUTE_FP32;
+    if (!seg) {
+        int fits = c->op == NF_OP_SUM && (c->dt == NF_DT_FLOAT || c->dt == NF_DT_REAL) &&
+                   c->bytes == c->count * sizeof(float);
+        if (route == NF_ROUTE_PMPI || !fits)
+            return NF_ROUTE_PMPI;
+        if (c->count == 0) /* counted on its route, nothing moves */
+            return route;
+    }
+    if ((route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY) &&
+        nf_count_planes((unsigned)c->comm_size) > x->count_bits)
+        return NF_ROUTE_FP32;
+    return route;
+}
+
+void nf_decide_free(nf_decide_t *d)
+{
+    free(d->seg);
+    d->seg = NULL, d->nseg = d->cap = 0;
+}

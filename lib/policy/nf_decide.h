@@ -1,0 +1,115 @@
+/*
+ * The routing decision (decide.c), without MPI: what a call's policy,
+ * region layout, calibration profile, calibration flag and count lanes make
+ * of it. Admission (lib/admit) runs these steps on a call it cannot answer
+ * from its caches; nfcoll_replay runs them on every traced call.
+ * docs/design.md, "Admission".
+ */
+#ifndef NF_DECIDE_H
+#define NF_DECIDE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nf_policy.h"
+
+/* What a run decides by, besides the call: fixed for the run. */
+typedef struct nf_decide_ctx {
+    const nf_policy_t *pol;
+    const nf_layout_t *layout;  /* the policy's `regions`, or NULL */
+    const nf_profile_t *prof;   /* what route = auto reads, or NULL */
+    int calibrate;              /* a calibration run: float sums take fp32 */
+    unsigned count_bits;        /* NFCOLL_COUNT_BITS */
+} nf_decide_ctx_t;
+
+/* A region bound in a call's buffer (elements from its first). */
+typedef struct nf_decide_part {
+    uint64_t off, m;
+    const char *name;
+} nf_decide_part_t;
+
+/* A call, as every rank sees it. */
+typedef struct nf_decide_call {
+    const char *comm_name;      /* NULL or "" for an unnamed communicator */
+    int comm_size;
+    nf_dtype_t dt;
+    nf_opkind_t op;
+    uint64_t bytes, count;      /* count * the datatype's size; elements */
+    uint64_t call;              /* the communicator's call index */
+    const nf_decide_part_t *parts; /* bound regions, in offset order; with none */
+    size_t nparts;              /* a float sum is cut by the layout for its bytes */
+} nf_decide_call_t;
+
+/* One segment of a cut call: a part, or a gap between parts. */
+typedef struct nf_decide_seg {
+    uint64_t off, m;
+    const char *name;           /* the part's or layout entry's; NULL for a gap */
+    nf_policy_action_t act;     /* its match, as a call of its own */
+    nf_route_t route;           /* act's route, route = auto resolved */
+} nf_decide_seg_t;
+
+/* A call's decision. nf_decide fills every field; admission, which caches
+ * between the steps, fills what the steps it runs give. */
+typedef struct nf_decide {
+    nf_policy_action_t whole;   /* the match of the whole call (region NULL) */
+    int cut;                    /* 1 fused, -1 cut with every segment pmpi (runs
+                                   whole on pmpi), 0 not cut */
+    nf_route_t route;           /* of the whole call: fp32 when fused, route = auto
+                                   resolved (buffer:BYTES), pmpi when it cannot leave
+                                   pmpi; before the runner's own fallbacks */
+    int calibrate;              /* a calibration run reduces it (fp32) */
+    nf_decide_seg_t *seg;       /* the cut's segments (cut != 0); owned */
+    size_t nseg, cap;
+    /* route = auto: the first profile entry ignored because it measured
+     * another element count than its segment has (NULL: none). */
+    const nf_profile_entry_t *stale;
+    uint64_t stale_m;
+} nf_decide_t;
+
+/* A sum of 4-byte floats (float, or a 4-byte Fortran REAL): the calls the
+ * protocol and the fused cut take. */
+int nf_decide_float_sum(nf_dtype_t dt, nf_opkind_t op, uint64_t bytes, uint64_t count);
+
+/* The profile's name of a segment: its region, else buffer:BYTES. */
+const char *nf_decide_profile_name(const char *name, uint64_t m, char *buf, size_t len);
+
+/* The route a's route = auto gives a segment (name NULL: a buffer or gap
+ * of m floats): the profile's, fp32 without an entry or with an entry
+ * measured on another element count (*stale then points to it; else it is
+ * left as it was). Without route = auto, a's route. */
+nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, const nf_policy_action_t *a,
+                          const char *name, uint64_t m, const nf_profile_entry_t **stale);
+
+/* The policy's match of the whole call. */
+void nf_decide_whole(const nf_decide_ctx_t *x, const nf_decide_call_t *c,
+                     nf_policy_action_t *out);
+
+/* Cut a float sum whose whole match (d->whole) does not say `segment =
+ * buffer`: by its parts, or the layout's entries for its bytes; match
+ * every segment and resolve route = auto. Sets d->cut (and d->seg,
+ * d->nseg, d->stale); -1 without memory (d->cut 0: the call runs whole). */
+int nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide_t *d);
+
+/* The whole call's route from d->whole and d->cut (and d->calibrate for a
+ * float sum): fp32 when fused or calibrated, pmpi when every segment is;
+ * comm_ok 0 (fewer than 2 ranks, an intercommunicator, ranks that
+ * disagree on the policy) keeps it on pmpi. route = auto is not resolved. */
+nf_route_t nf_decide_want(const nf_decide_t *d, int comm_ok);
+/* The same from its parts: the whole match's route, cut and calibrate. */
+nf_route_t nf_decide_route(nf_route_t whole, int cut, int calibrate, int comm_ok);
+
+/* All of the above for one call. 0, or -1 without memory. */
+int nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int comm_ok,
+              nf_decide_t *d);
+
+/* What the runner makes of route for a (part of a) call of this
+ * communicator size, as far as the call tells (not a NaN, not resources):
+ * pmpi for what fp32 cannot take (whole: not a float sum), fp32 for a
+ * low-bit route whose counts NFCOLL_COUNT_BITS cannot hold. Inside a fused
+ * call (seg 1) a pmpi segment runs fp32. */
+nf_route_t nf_decide_runs(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int seg,
+                          nf_route_t route);
+
+void nf_decide_free(nf_decide_t *d);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * The NFCOLL_TRACE format, defined once: written by lib/admit/trace.c,
+ * read by tools/trace_read.c (nfcoll_replay). One line per admitted call
+ * and rank, or per segment of a fused call; fields separated by one space.
+ * Documented in nfcoll-policy(5).
+ */
+#ifndef NF_TRACEFMT_H
+#define NF_TRACEFMT_H
+
+#define NF_TRACE_MAGIC "# libnfcoll trace v"
+#define NF_TRACE_VERSION 3
+#define NF_TRACE_COLUMNS "rank call comm comm_size datatype op bytes route rule where region " \
+                         "offset elements ran health"
+#define NF_TRACE_NCOLUMNS 15 /* the words of NF_TRACE_COLUMNS */
+
+#define NF_TRACE_STR_(v) #v
+#define NF_TRACE_STR(v) NF_TRACE_STR_(v)
+/* The first two lines of a trace. */
+#define NF_TRACE_HEADER NF_TRACE_MAGIC NF_TRACE_STR(NF_TRACE_VERSION) "\n# " NF_TRACE_COLUMNS "\n"
+
+/* One record, for printf: rank call comm comm_size datatype op bytes route
+ * rule file:line region offset elements ran health (the strings "-" when
+ * there is none). */
+#define NF_TRACE_LINE "%d %llu %s %d %s %s %llu %s %s %s:%d %s %llu %llu %s %s\n"
+
+#endif
