@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nf_layout.h"
 #include "nf_policy.h"
+#include "nf_profile.h"
 
 /* What a run decides by, besides the call: fixed for the run. */
 typedef struct nf_decide_ctx {
