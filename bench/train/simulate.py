@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""The low-bit routes' formulas, simulated in one process on the training
+check's models and optimizers: a quick way to try an error-feedback rule
+before building it into libnfcoll (docs/training.md, "Methods tried").
+
+    bench/train/simulate.py --model cnn --rule binary --decay 0.5 --epochs 2
+
+Each of --ranks ranks computes its gradient on its share of the batch (as
+train.py's DDP ranks do); per parameter tensor, G-Binary as NF_Allreduce(3)
+states it: y_i = x_i + decay * e_i, a_i = mean |y_i|, the sign counts, the
+result a * (n - 2c) / n (the mean), e_i = y_i - a_i s_i; G-Ternary with
+gamma 1: t_i = a_i, b_i = the mean |y_i| over the gated-in elements, the
+result b * (P - M) / n, e_i = y_i - b_i q_i. Scales are per tensor, sums in
+float64 rather than the library's lane order: the numbers are the formula's,
+not the library's bits. Prints the test accuracy after every epoch and,
+every --every steps, the residual ratio ||e|| / ||x|| over all compressed
+tensors and the mean cosine of each compressed mean to the exact one.
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models import DEFAULT_OPTIMIZER, MODELS, OPTIMIZERS, load, lr_factor  # noqa: E402
+
+
+def compress(rule, ys):
+    """The mean the route returns for the ranks' ys, and each rank's new
+    residual."""
+    n = len(ys)
+    a = [float(y.abs().double().mean()) for y in ys]
+    if rule == "binary":
+        neg = [torch.signbit(y) for y in ys]  # -0.0 counts as -1, as the library's sign bit
+        c = sum(s.float() for s in neg)
+        out = (sum(a) / n * (n - 2 * c) / n).float()
+        return out, [y - ai * torch.where(s, -1.0, 1.0) for y, ai, s in zip(ys, a, neg)]
+    qs = [torch.where(y > ai, 1.0, torch.where(y < -ai, -1.0, 0.0)) for y, ai in zip(ys, a)]
+    b = [float(y.abs()[q != 0].double().mean()) if bool((q != 0).any()) else 0.0
+         for y, q in zip(ys, qs)]
+    out = (sum(b) / n * sum(qs) / n).float()
+    return out, [y - bi * q for y, bi, q in zip(ys, b, qs)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", choices=tuple(MODELS), default="cnn")
+    ap.add_argument("--rule", choices=("fp32", "binary", "ternary"), default="binary")
+    ap.add_argument("--decay", type=float, default=1.0, help="y = x + decay * e (1: binary)")
+    ap.add_argument("--exact-below", type=int, default=0,
+                    help="tensors of fewer elements are averaged exactly")
+    ap.add_argument("--exact", default="", help="comma-separated name prefixes kept exact")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=64, help="per rank")
+    ap.add_argument("--train-subset", type=int, default=0)
+    ap.add_argument("--every", type=int, default=50, help="steps between signal samples")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    xtr, ytr = load("train")
+    xte, yte = load("t10k")
+    if a.train_subset:
+        xtr, ytr = xtr[:a.train_subset], ytr[:a.train_subset]
+    torch.manual_seed(a.seed)
+    model = MODELS[a.model]()
+    opt_name = DEFAULT_OPTIMIZER[a.model]
+    lr, wd, warm = OPTIMIZERS[opt_name]
+    if opt_name == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=wd)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=wd)
+    per_step = a.ranks * a.batch
+    total = a.epochs * (len(ytr) // per_step)
+    warmup = int(round(warm * total))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: lr_factor(k, total, warmup, "cosine"))
+    params = list(model.named_parameters())
+    exact = tuple(p for p in a.exact.split(",") if p)
+    res = {k: [torch.zeros_like(p) for _ in range(a.ranks)] for k, p in params}
+    print("%s %s decay %g, %s, %d ranks, seed %d" % (a.model, a.rule, a.decay, opt_name,
+                                                   a.ranks, a.seed), flush=True)
+    step = 0
+    for epoch in range(a.epochs):
+        order = torch.from_numpy(np.random.default_rng([a.seed, epoch]).permutation(len(ytr)))
+        order = order[:len(order) // per_step * per_step]
+        for b in range(0, len(order), per_step):
+            grads = []
+            for r in range(a.ranks):
+                i = order[b:b + per_step][r::a.ranks]
+                model.zero_grad()
+                F.cross_entropy(model(xtr[i]), ytr[i]).backward()
+                grads.append({k: p.grad.detach().clone() for k, p in params})
+            en = xn = 0.0
+            cos = []
+            for k, p in params:
+                mean = sum(g[k] for g in grads) / a.ranks
+                if a.rule == "fp32" or p.numel() < a.exact_below or k.startswith(exact):
+                    p.grad = mean
+                    continue
+                ys = [grads[r][k] + a.decay * res[k][r] for r in range(a.ranks)]
+                p.grad, res[k] = compress(a.rule, ys)
+                en += sum(float(e.norm()) for e in res[k])
+                xn += sum(float(g[k].norm()) for g in grads)
+                cos.append(float(F.cosine_similarity(p.grad.flatten(), mean.flatten(), dim=0)))
+            opt.step()
+            sched.step()
+            step += 1
+            if cos and step % a.every == 0:
+                print("step %d: residual ratio %.2f, cosine %.3f" % (
+                    step, en / max(xn, 1e-30), sum(cos) / len(cos)), flush=True)
+        model.eval()
+        with torch.no_grad():
+            acc = 100.0 * float((model(xte).argmax(1) == yte).float().mean())
+        model.train()
+        print("epoch %d: test accuracy %.2f %%" % (epoch + 1, acc), flush=True)
+
+
+if __name__ == "__main__":
+    main()
