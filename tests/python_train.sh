@@ -1,11 +1,17 @@
 #!/bin/sh
 # The training check, shortened (bench/train/compare.py --check): the CNN on
-# 2 ranks, a subset of Fashion-MNIST, one epoch, fixed seed; fp32, head-fp32
-# and auto (a calibration run, then route = auto). Asserts identical weights
-# on every rank, head-fp32 and auto at most 2 points below fp32, head-fp32's
-# upstream traffic at most 6 % of FP32, and that the profile admitted exactly
-# the segments whose measured cosine reached the threshold, which then ran
-# so. auto SKIPs (in the output) where the library cannot calibrate.
+# 2 ranks, a subset of Fashion-MNIST, one epoch, fixed seed, twice.
+# 1. Plain SGD (lr 0.1): fp32, head-fp32 and auto (a calibration run, then
+#    route = auto). Asserts identical weights on every rank, head-fp32 and
+#    auto at most 2 points below fp32, head-fp32's upstream traffic at most
+#    6 % of FP32, and that the profile admitted exactly the segments whose
+#    measured cosine reached the threshold, which then ran so.
+# 2. The users' setting, SGD momentum 0.9 with a cosine schedule: fp32, auto
+#    and auto-health (both with ef_decay = 0.5). Asserts auto and auto-health
+#    at most 2 points below fp32 at most 10 % of FP32's upstream bytes, and
+#    health holding at most 5 % of the gradient bytes on fp32 in this
+#    healthy run.
+# auto SKIPs (in the output) where the library cannot calibrate.
 . "${srcdir:-.}/tests/mpi_common.sh"
 . "$srcdir/tests/python_common.sh"
 py_need numpy mpi4py torch
@@ -21,5 +27,12 @@ timeout -k 10 "${NF_TEST_TIMEOUT:-300}" "$py" "$top/bench/train/compare.py" --ch
   --optimizer sgd --momentum 0 --lr 0.1 --weight-decay 0 --schedule constant \
   --mpirun-args "--mca btl self,vader" $NF_TRAIN_CHECK_ARGS
 rc=$?
-[ $rc -eq 0 ] || echo "FAILED (exit $rc)"
+[ $rc -eq 0 ] || echo "FAILED (exit $rc): plain SGD"
+timeout -k 10 "${NF_TEST_TIMEOUT:-300}" "$py" "$top/bench/train/compare.py" --check --no-plot \
+  --build "$PWD" --src "$top" --python "$py" --out "$tmp/momentum" --np 2 --models cnn \
+  --configs fp32,auto,auto-health --epochs 1 --train-subset 12000 --seed 1 \
+  --mpirun-args "--mca btl self,vader" $NF_TRAIN_CHECK_ARGS
+rc2=$?
+[ $rc2 -eq 0 ] || echo "FAILED (exit $rc2): momentum SGD"
+[ $rc -eq 0 ] && rc=$rc2
 exit $rc

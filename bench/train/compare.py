@@ -438,7 +438,7 @@ def check(entries, a):
             if "result" in e:
                 ok(e["result"]["identical_weights"], "%s %s: identical weights on every rank "
                    "(sha256 %s...)" % (model, e["config"], e["result"]["weights_sha256"][:16]))
-        for name in ("head-fp32", "auto"):
+        for name in ("head-fp32", "auto", "auto-health"):
             e = by.get(name)
             if e is None:
                 continue
@@ -461,6 +461,24 @@ def check(entries, a):
                all(v == ["binary"] for k, v in e["regions"].items() if k not in heads),
                "%s head-fp32: regions ran %s" % (model, " ".join(
                    "%s:%s" % (k, ",".join(v)) for k, v in sorted(e["regions"].items()))))
+        for name in ("auto", "auto-health"):
+            e = by.get(name)
+            if e and "result" in e:
+                up = e["traffic"]["upstream_pct_fp32"]
+                ok(up is not None and up <= 10.0, "%s %s: upstream traffic %s %% of FP32 "
+                   "(at most 10)" % (model, name, fmt(up, "%.2f")))
+        e = by.get("auto-health")
+        if e and "result" in e:  # a healthy run: health may not hold it on fp32
+            def fp32_share(x):
+                b = x["traffic"].get("route_bytes", {}) if x and "result" in x else {}
+                return 100.0 * b.get("fp32", 0) / sum(b.values()) if b else 0.0
+            # what auto itself admitted to fp32 is not health's
+            cool = max(0.0, fp32_share(e) - fp32_share(by.get("auto")))
+            by_sig = health_counts(e.get("health", {}), e["result"]["ranks"]) \
+                if isinstance(e.get("health"), dict) else {}
+            ok(cool <= 5.0, "%s auto-health: %.2f %% of the gradient bytes ran fp32 (at most 5; "
+               "cool-downs %s)" % (model, cool, ", ".join("%s %g" % kv for kv in
+                                                           sorted(by_sig.items())) or "none"))
         e = by.get("auto")
         if e and "profile" in e:
             thr, bad = e["admit_cosine"], []
