@@ -29,6 +29,7 @@ out() { # out FILE NP [VAR=VAL]... PROG ARGS: run, stdout to FILE, stderr to FIL
   f=$1; shift
   sh "$srcdir/tests/mpi_run.sh" "$@" > "$f" 2> "$f.err"
   rc=$?
+  if [ $rc -eq 77 ]; then cat "$f"; exit 77; fi
   [ $rc -eq 0 ] || { echo "FAILED (exit $rc): $*"; cat "$f" "$f.err"; nf_failed=1; }
 }
 same() { # same FILE1 FILE2 WHAT: ok if byte-identical

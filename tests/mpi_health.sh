@@ -34,14 +34,18 @@ print(' '.join('%s=%d' % (k, sum(v[k] for v in h.values())) for k in ('nonfinite
     grep -q 'ef_growth' "$tmp/t.$np.0" || { echo "FAIL - the trace does not name every signal"; nf_failed=1; }
 done
 # Losses below zero or changing sign: a constant -2.0 and +-0.1 in turn
-# engage no cool-down; a jump from -2.0 to +5.0 at step 20 does.
+# engage no cool-down; a jump from -2.0 to +5.0 at step 20 does. A mean loss
+# that overflows to +Inf (step 10) is a spike and leaves the window able to
+# see the next one (step 17).
 for np in 2 3; do
-  for mode in negative alternating; do
+  nf_tier $np || continue
+  for mode in negative alternating overflow; do
     out "$tmp/$mode.$np" $np NFCOLL_POLICY=$pol NFCOLL_STATS=$tmp/$mode.$np.json \
       ./tests/mpi/test_health --$mode
     got=$(sed -n 's/^routes //p' "$tmp/$mode.$np")
     case $mode in
       negative) want="bbbbbbbbbbbbbbbbbbbbbfffbbbbbbbbbbbbbbbb" ;;
+      overflow) want="bbbbbbbbbbbfffbbbbfffbbbbbbbbbbbbbbbbbbb" ;;
       *) want="bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" ;;
     esac
     if [ "$got" = "$want" ]; then

@@ -44,7 +44,9 @@ double nf_health_take_loss(void)
  * hashed per call): a region by its interned id; a gap by the regions on
  * either side of it and its size, so that two gaps of one size are two
  * records; a whole unbound buffer by its size, as calibration names it
- * (buffer:BYTES). The key is the same on every rank for the same layout. */
+ * (buffer:BYTES). Each segment maps to its own record on each rank; ids
+ * are per process, so keys are not comparable across ranks (and are never
+ * exchanged: the signals are agreed per segment index). */
 typedef struct nf_hseg {
     uint64_t a, b;        /* the key: (id, 0), or (prev id << 32 | next id, bytes + 1) */
     uint32_t id;          /* the region, 0 for a gap or a whole buffer */
@@ -161,6 +163,9 @@ static int nf_health_spike(nf_health_comm_t *h, double loss)
     unsigned w = nf_hcfg.loss_window;
     if (isnan(loss))
         return 0;
+    if (!isfinite(loss)) /* +Inf is a spike, -Inf none; neither joins the window,
+                            whose mean and spread would stay NaN for its length */
+        return loss > 0.0;
     if (h->losses == NULL && (h->losses = calloc(w, sizeof(double))) == NULL)
         return 0;
     int spike = h->nloss > 0 && nf_health_is_spike(h->losses, h->nloss, loss);

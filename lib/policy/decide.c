@@ -133,9 +133,10 @@ int nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide
         q.region = g->name;
         q.bytes = g->m * sizeof(float);
         nf_policy_match(x->pol, &q, &g->act);
-        g->route = nf_decide_auto(x, &g->act, g->name, g->m, &d->stale);
-        if (d->stale != NULL && d->stale_m == 0)
-            d->stale_m = g->m;
+        const nf_profile_entry_t *stale = NULL;
+        g->route = nf_decide_auto(x, &g->act, g->name, g->m, &stale);
+        if (stale != NULL && d->stale == NULL) /* the first one, with its own size */
+            d->stale = stale, d->stale_m = g->m;
         any |= g->route != NF_ROUTE_PMPI;
     }
     d->cut = any ? 1 : -1;

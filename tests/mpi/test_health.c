@@ -13,6 +13,9 @@
  * Losses that are negative or change sign (no NaN, no ef_growth):
  *   --negative: -2.0 every step, +5.0 at step 20 (a spike: 3 steps fp32);
  *   --alternating: +0.1 and -0.1 in turn: never a spike.
+ *   --overflow: 1.0 every step but 1.7e308 at step 10 (the ranks' mean
+ *   overflows to +Inf: a spike) and 10.0 at step 17 (a spike the window
+ *   must still see: an Inf in it made its scale NaN).
  *
  * --gaps: a fused buffer a | gap | b | gap | c whose two gaps have one
  * size. A NaN in the first gap cools that gap alone, for exactly its
@@ -96,18 +99,21 @@ int main(int argc, char **argv)
         return nft_finish(test_gaps(rank, n), "test_health --gaps");
     int neg = argc > 1 && strcmp(argv[1], "--negative") == 0;
     int alt = argc > 1 && strcmp(argv[1], "--alternating") == 0;
+    int ovf = argc > 1 && strcmp(argv[1], "--overflow") == 0;
     float *buf = nft_keep(malloc(M * sizeof(float)));
     for (int s = 0; s < STEPS; s++) {
-        float scale = s >= 30 && !neg && !alt ? 1e-6f : 1.0f; /* ef_growth from step 30 */
+        float scale = s >= 30 && !neg && !alt && !ovf ? 1e-6f : 1.0f; /* ef_growth from 30 */
         ref_input(buf, M, rank, s, 7);
         for (int j = 0; j < M; j++)
             buf[j] *= scale;
-        if ((s == 4 || s == 10) && rank == n - 1 && !neg && !alt)
+        if ((s == 4 || s == 10) && rank == n - 1 && !neg && !alt && !ovf)
             buf[17] = NAN;
         if (neg)
             NF_Health_report(s == 20 ? 5.0 : -2.0);
         else if (alt)
             NF_Health_report(s % 2 ? -0.1 : 0.1);
+        else if (ovf)
+            NF_Health_report(s == 10 ? 1.7e308 : s == 17 ? 10.0 : 1.0);
         else
             NF_Health_report(s == 20 ? 10.0 : 1.0); /* a loss spike at step 20 */
         int rc = NF_Allreduce(MPI_IN_PLACE, buf, M, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
