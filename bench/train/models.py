@@ -22,6 +22,16 @@ def idx(path, header):
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * header).reshape(dims)
 
 
+def load_data(subset=0):
+    """(train images, train labels, test images, test labels): the first
+    subset training images (0: all), every test image."""
+    xtr, ytr = load("train")
+    xte, yte = load("t10k")
+    if subset:
+        xtr, ytr = xtr[:subset], ytr[:subset]
+    return xtr, ytr, xte, yte
+
+
 def load(split):
     """(images as float32 N x 1 x 28 x 28, normalized; labels as int64)."""
     x = idx(os.path.join(DATA, "%s-images-idx3-ubyte.gz" % split), 3)

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from models import DEFAULT_OPTIMIZER, MODELS, OPTIMIZERS, load, lr_factor  # noqa: E402
+from models import DEFAULT_OPTIMIZER, MODELS, OPTIMIZERS, load_data, lr_factor  # noqa: E402
 
 
 def compress(rule, ys):
@@ -62,10 +62,7 @@ def main():
     ap.add_argument("--every", type=int, default=50, help="steps between signal samples")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    xtr, ytr = load("train")
-    xte, yte = load("t10k")
-    if a.train_subset:
-        xtr, ytr = xtr[:a.train_subset], ytr[:a.train_subset]
+    xtr, ytr, xte, yte = load_data(a.train_subset)
     torch.manual_seed(a.seed)
     model = MODELS[a.model]()
     opt_name = DEFAULT_OPTIMIZER[a.model]

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from models import DEFAULT_OPTIMIZER, MODELS, OPTIMIZERS, load, lr_factor  # noqa: E402
+from models import DEFAULT_OPTIMIZER, MODELS, OPTIMIZERS, load_data, lr_factor  # noqa: E402
 
 def evaluate(model, x, y, comm):
     """Test accuracy (%) and mean loss, each rank a share of the test set."""
@@ -77,10 +77,7 @@ def main():
     rank, n = comm.Get_rank(), comm.Get_size()
     torch.set_num_threads(1)  # one core per rank
     nfcoll.torch.init_process_group()
-    xtr, ytr = load("train")
-    xte, yte = load("t10k")
-    if a.train_subset:
-        xtr, ytr = xtr[:a.train_subset], ytr[:a.train_subset]
+    xtr, ytr, xte, yte = load_data(a.train_subset)
 
     torch.manual_seed(a.seed)
     model = MODELS[a.model]()
