@@ -112,19 +112,20 @@ static void run_kernel(const nf_kernels_t *K, const bench_t *b, const row_t *r)
 {
     const float *x = b->x;
     float *e = r->has_e ? b->e : NULL, *out = b->inplace ? b->x : b->r;
+    const int stream = b->m >= NF_STREAM_MIN; /* as the library decides for a call of m */
     size_t nin;
     if (!strcmp(r->name, "abs_sum"))
         sink = K->abs_sum(x, e, b->m);
     else if (!strcmp(r->name, "bin_pack"))
         sink = K->bin_pack(x, e, b->m, b->bits);
     else if (!strcmp(r->name, "bin_pack_ef"))
-        sink = K->bin_pack_ef(x, b->e, 1e-3f, b->decay, b->y, b->m, b->bits);
+        sink = K->bin_pack_ef(x, b->e, 1e-3f, b->decay, b->y, b->m, b->bits, stream);
     else if (!strcmp(r->name, "bin_finish"))
-        K->bin_finish(out, e ? x : NULL, e, b->cnt, b->k, b->m, b->nranks, 1e-3, 1e-3f);
+        K->bin_finish(out, e ? x : NULL, e, b->cnt, b->k, b->m, b->nranks, 1e-3, 1e-3f, stream);
     else if (!strcmp(r->name, "ter_pack"))
         sink = K->ter_pack(x, e, b->m, 0.5f, b->plus, b->minus, &nin);
     else if (!strcmp(r->name, "ter_y_ef"))
-        sink = K->ter_y_ef(x, b->e, 0.5f, 1e-3f, b->decay, b->y, b->m);
+        sink = K->ter_y_ef(x, b->e, 0.5f, 1e-3f, b->decay, b->y, b->m, stream);
     else if (!strcmp(r->name, "ter_finish"))
         K->ter_finish(out, e ? x : NULL, e, b->cnt, b->cnt2, b->k, b->m, 1e-3, 0.5f, 1e-3f);
     else if (!strcmp(r->name, "count_sum"))

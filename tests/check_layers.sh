@@ -12,7 +12,10 @@
 # (NF_CPPFLAGS_<LAYER> in Makefile.am, exported by make check as
 # NF_LAYER_CC and NF_LAYER_CPPFLAGS_<LAYER>) finds one header of every layer
 # at or below it and none above or beside it: an upward include fails to
-# compile.
+# compile; (5) likewise each tool's and benchmark's include path
+# (NF_LAYER_TOOLS: "program:layer ...", the program's flags in
+# NF_TOOL_CPPFLAGS_<program>; layer "public": the public header alone,
+# "none": not even that).
 # Usage: tests/check_layers.sh [-v] [BUILD_LIBDIR]   (default: ./lib)
 set -eu
 verbose=0
@@ -64,36 +67,51 @@ awk "$rank"'
   { split($2, b, "/"); if (!($1 in r) || !(b[2] in r)) next
     if ($1 != b[2] && r[$1] <= r[b[2]]) { print "upward or sideways include: " $1 " includes " $2; bad = 1 } }
   END { exit bad }' "$tmp/incs" || fail=1
-# (4) Each layer's include path against one header per layer.
+# (4) Each layer's include path against one header per layer; (5) each
+# tool's. probe LABEL LAYER FLAGS: LAYER's header and those below it found,
+# the others missing.
 nprobes=0
+probe() {
+  for to in public kernels util place policy core admit api; do
+    want=$(awk "$rank"' END { print (a == b || r[b] < r[a]) ? "found" : "missing" }' \
+           a="$2" b=$to /dev/null)
+    # shellcheck disable=SC2086 # flags are words
+    if $NF_LAYER_CC -E $3 "$tmp/$to.c" > /dev/null 2> "$tmp/err"; then
+      got=found
+    else
+      got=missing
+    fi
+    nprobes=$((nprobes + 1))
+    [ "$verbose" = 1 ] && echo "include: $1's path, $to's header: $got"
+    if [ "$got" != "$want" ]; then
+      echo "include path: $1's flags: $to's header $(cat "$tmp/$to.c") is $got, should be $want"
+      [ "$got" = missing ] && sed 's/^/  /' "$tmp/err"
+      fail=1
+    fi
+  done
+}
+rank="$rank"' BEGIN { r["public"] = -1; r["none"] = -2 }'
 if [ -z "${NF_LAYER_CC:-}" ]; then
   echo "note: NF_LAYER_CC not set (run through make check): include paths not probed"
 else
-  for pair in kernels:nf_kernels.h util:nf_util.h place:nf_placement.h policy:nf_policy.h \
-              core:nf_ctx.h admit:nf_admit.h api:nf_api.h; do
+  for pair in public:nfcoll.h kernels:nf_kernels.h util:nf_util.h place:nf_placement.h \
+              policy:nf_policy.h core:nf_ctx.h admit:nf_admit.h api:nf_api.h; do
     echo "#include \"${pair#*:}\"" > "$tmp/${pair%%:*}.c"
   done
   for from in kernels util place policy core admit api; do
     var=NF_LAYER_CPPFLAGS_$(echo $from | tr a-z A-Z)
     eval "flags=\${$var-unset}"
     if [ "$flags" = unset ]; then echo "$var not set"; fail=1; continue; fi
-    for to in kernels util place policy core admit api; do
-      want=$(awk "$rank"' END { print (a == b || r[b] < r[a]) ? "found" : "missing" }' \
-             a=$from b=$to /dev/null)
-      # shellcheck disable=SC2086 # flags are words
-      if $NF_LAYER_CC -E $flags "$tmp/$to.c" > /dev/null 2> "$tmp/err"; then
-        got=found
-      else
-        got=missing
-      fi
-      nprobes=$((nprobes + 1))
-      [ "$verbose" = 1 ] && echo "include: $from's path, $to's header: $got"
-      if [ "$got" != "$want" ]; then
-        echo "include path: $from's flags: $to's header $(cat "$tmp/$to.c") is $got, should be $want"
-        [ "$got" = missing ] && sed 's/^/  /' "$tmp/err"
-        fail=1
-      fi
-    done
+    probe "$from" "$from" "$flags"
+  done
+  if [ -z "${NF_LAYER_TOOLS:-}" ]; then
+    echo "NF_LAYER_TOOLS not set: the tools' include paths are not probed"; fail=1
+  fi
+  for pair in ${NF_LAYER_TOOLS:-}; do
+    prog=${pair%%:*}
+    eval "flags=\${NF_TOOL_CPPFLAGS_$prog-unset}"
+    if [ "$flags" = unset ]; then echo "NF_TOOL_CPPFLAGS_$prog not set"; fail=1; continue; fi
+    probe "$prog" "${pair#*:}" "$flags"
   done
 fi
 if [ $fail = 1 ]; then

@@ -234,7 +234,7 @@ START_TEST(ref_three_ranks)
     /* c counts the set (-1) signs: r = (float)(a * (n - 2c)) with a = 0.25,
      * n = 3: c = 1 -> 0.25, c = 3 -> -0.75 */
     float r[5], e[5] = {0.25f, 0.5f, -0.0f, 0, 0}, xf[5] = {1.5f, -2.0f, -0.0f, 0, 0};
-    S->bin_finish(r, xf, e, cnt, 2, 5, 3, 0.25, 1.0f);
+    S->bin_finish(r, xf, e, cnt, 2, 5, 3, 0.25, 1.0f, 0);
     for (int j = 0; j < 5; j++)
         ck_assert(r[j] == (want[j] == 3 ? -0.75f : 0.25f));
     ck_assert(e[0] == 0.75f);   /* y = 1.75 >= 0: y - 1 */
@@ -243,7 +243,7 @@ START_TEST(ref_three_ranks)
     ck_assert(e[3] == -1.0f);   /* y = +0.0: y - 1 */
     /* no set sign among 3 ranks: r = 3a, rounded once from double */
     memset(cnt, 0, 2 * NF_LINE_BYTES);
-    S->bin_finish(r, NULL, NULL, cnt, 2, 1, 3, 0.1, 0.0f);
+    S->bin_finish(r, NULL, NULL, cnt, 2, 1, 3, 0.1, 0.0f, 0);
     ck_assert(r[0] == (float)(0.1 * 3.0));
     for (int i = 0; i < 3; i++)
         free(bits[i]);
@@ -774,7 +774,8 @@ END_TEST
 /* bin_pack_ef keeps error feedback as the previous y and a: it must equal
  * the reference bin_pack on the e that form stands for, scaled by the decay
  * (decay 1: on e itself, the formula before ef_decay), and every ISA must
- * equal the scalar bin_pack_ef (ynew included, streamed or not). */
+ * equal the scalar bin_pack_ef (ynew included, streamed or not: the stream
+ * flag alternates). */
 static const float ef_a[] = {0.0f, 0.37f, 1e-45f, 3e38f};
 static const float ef_decay[] = {1.0f, 0.5f, 0.3f, 0.0f};
 #define NDECAY (sizeof(ef_decay) / sizeof(ef_decay[0]))
@@ -821,8 +822,8 @@ START_TEST(vs_bin_pack_ef)
             float a = ef_a[t / NDECAY], d = ef_decay[t % NDECAY];
             memset(ys, 0xA5, c->m * sizeof(float));
             memset(yv, 0x5A, c->m * sizeof(float));
-            double want = S->bin_pack_ef(b.x.p, b.e.p, a, d, ys, c->m, bs);
-            double got = c->K->bin_pack_ef(b.x.p, b.e.p, a, d, yv, c->m, bv);
+            double want = S->bin_pack_ef(b.x.p, b.e.p, a, d, ys, c->m, bs, 0);
+            double got = c->K->bin_pack_ef(b.x.p, b.e.p, a, d, yv, c->m, bv, (int)(t & 1));
             ck_assert_msg(same_double(want, got), DIAG(c, "bin_pack_ef sum", kind, (int)t));
             ck_assert_msg(memcmp(bs, bv, L * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack_ef bits", kind, (int)t));
             ck_assert_msg(memcmp(ys, yv, c->m * sizeof(float)) == 0, DIAG(c, "bin_pack_ef ynew", kind, (int)t));
@@ -844,7 +845,8 @@ END_TEST
 
 /* ter_y_ef keeps error feedback as the previous y, t and b: it must equal
  * abs_sum and y = x + decay * e on the e that form stands for, and every
- * ISA must equal the scalar ter_y_ef (ynew included, streamed or not). */
+ * ISA must equal the scalar ter_y_ef (ynew included, streamed or not: the
+ * stream flag alternates). */
 static const float ef_tb[][2] = {{0.0f, 0.0f}, {0.5f, 0.37f}, {INFINITY, 0.3f},
                                  {1e-45f, 3e38f}, {0.0f, 1.0f}};
 
@@ -860,8 +862,8 @@ START_TEST(vs_ter_y_ef)
             float t = ef_tb[ti / NDECAY][0], bb = ef_tb[ti / NDECAY][1], d = ef_decay[ti % NDECAY];
             memset(ys, 0xA5, c->m * sizeof(float));
             memset(yv, 0x5A, c->m * sizeof(float));
-            double want = S->ter_y_ef(b.x.p, b.e.p, t, bb, d, ys, c->m);
-            double got = c->K->ter_y_ef(b.x.p, b.e.p, t, bb, d, yv, c->m);
+            double want = S->ter_y_ef(b.x.p, b.e.p, t, bb, d, ys, c->m, 0);
+            double got = c->K->ter_y_ef(b.x.p, b.e.p, t, bb, d, yv, c->m, (int)(ti & 1));
             ck_assert_msg(same_double(want, got), DIAG(c, "ter_y_ef sum", kind, (int)ti));
             ck_assert_msg(memcmp(ys, yv, c->m * sizeof(float)) == 0, DIAG(c, "ter_y_ef ynew", kind, (int)ti));
             /* The scalar form against abs_sum on the e it stands for. */
@@ -890,24 +892,24 @@ START_TEST(ref_ef_decay)
     const float half[5] = {2.0f, 0.0f, -0.25f, 0.5f, 0.25f}, one[5] = {3.0f, -1.0f, -0.5f, 1.0f, -0.25f};
     float *y = ynew_new(5, 0), ya[5];
     uint64_t *bits = lb_new(1);
-    double s = S->bin_pack_ef(x, yp, 1.0f, 0.5f, y, 5, bits);
+    double s = S->bin_pack_ef(x, yp, 1.0f, 0.5f, y, 5, bits, 0);
     ck_assert(memcmp(y, half, sizeof(half)) == 0);
     ck_assert_uint_eq(bits[0], 0x4); /* -0.25: the only sign set */
     ck_assert(s == 3.0);
-    S->bin_pack_ef(x, yp, 1.0f, 1.0f, y, 5, bits);
+    S->bin_pack_ef(x, yp, 1.0f, 1.0f, y, 5, bits, 0);
     ck_assert(memcmp(y, one, sizeof(one)) == 0);
     /* decay 0: y = x + 0 * e, so -0.0 + 0.0 is +0.0 (sign clear) while
      * -0.0 + -0.0 stays -0.0 */
-    S->bin_pack_ef(x, yp, 1.0f, 0.0f, y, 5, bits);
+    S->bin_pack_ef(x, yp, 1.0f, 0.0f, y, 5, bits, 0);
     ck_assert(y[0] == 1.0f && y[1] == 1.0f && y[4] == 0.75f);
     ck_assert(signbit(y[2]) && !signbit(y[3]));
     ck_assert_uint_eq(bits[0], 0x4);
     /* ternary, t = 1, b = 0.5: e = {2.5, -2.5, 0.5, -0.0, 0} */
-    S->ter_y_ef(x, yp, 1.0f, 0.5f, 0.5f, ya, 5);
+    S->ter_y_ef(x, yp, 1.0f, 0.5f, 0.5f, ya, 5, 0);
     ck_assert(ya[0] == 2.25f && ya[1] == -0.25f && ya[2] == 0.25f && ya[4] == 0.75f);
     ck_assert(signbit(ya[3])); /* -0.0 + 0.5 * -0.0 */
     /* an e buffer (t = +Inf): e itself, scaled */
-    S->ter_y_ef(x, yp, INFINITY, 0.0f, 0.5f, ya, 5);
+    S->ter_y_ef(x, yp, INFINITY, 0.0f, 0.5f, ya, 5, 0);
     ck_assert(ya[0] == 2.5f && ya[1] == -0.5f && ya[2] == 0.25f && ya[4] == 0.75f);
     free(y), free(bits);
 }
@@ -925,7 +927,7 @@ static int nk_for(const vcase_t *c)
 }
 
 static void run_finish(const vcase_t *c, int ternary, int kind, int em, unsigned k, double a,
-                       bufs_t *b, const uint64_t *c1, const uint64_t *c2)
+                       int stream, bufs_t *b, const uint64_t *c1, const uint64_t *c2)
 {
     fbuf_t rs = b->r, es = b->e2;
     fbuf_t rv = fb_new(c->m, c->off), ev = fb_new(c->m, c->off);
@@ -941,8 +943,8 @@ static void run_finish(const vcase_t *c, int ternary, int kind, int em, unsigned
     const float *xv = em == E_INPLACE ? rv.p : em == E_SEP ? b->x.p : NULL;
     float *eS = em ? es.p : NULL, *eV = em ? ev.p : NULL;
     if (!ternary) {
-        S->bin_finish(rs.p, xs, eS, c1, k, c->m, n, a, ai);
-        c->K->bin_finish(rv.p, xv, eV, c1, k, c->m, n, a, ai);
+        S->bin_finish(rs.p, xs, eS, c1, k, c->m, n, a, ai, 0);
+        c->K->bin_finish(rv.p, xv, eV, c1, k, c->m, n, a, ai, stream);
     } else {
         S->ter_finish(rs.p, xs, eS, c1, c2, k, c->m, a, t, ai);
         c->K->ter_finish(rv.p, xv, eV, c1, c2, k, c->m, a, t, ai);
@@ -967,8 +969,9 @@ static void vs_finish(const vcase_t *c, int ternary)
             uint64_t *c1 = lb_new(L * k), *c2 = lb_new(L * k);
             lb_random(c1, L * k);
             lb_random(c2, L * k);
-            for (int em = E_NONE; em < E_MODES; em++) /* every a meets every k, e mode */
-                run_finish(c, ternary, kind, em, k, finish_a[(ki + em + kind) % 3], &b, c1, c2);
+            for (int em = E_NONE; em < E_MODES; em++) /* every a meets every k, e mode; */
+                run_finish(c, ternary, kind, em, k, finish_a[(ki + em + kind) % 3], /* streamed */
+                           (ki + kind) & 1, &b, c1, c2); /* and not */
             free(c1), free(c2);
         }
         bufs_free(&b);
@@ -984,6 +987,51 @@ END_TEST
 START_TEST(vs_ter_finish)
 {
     vs_finish(&cases[_i], 1);
+}
+END_TEST
+
+/* The stream flag (docs/design.md, "Streaming stores") changes how outputs
+ * are stored, never their bits: each kernel that takes it, streamed and not,
+ * on the same inputs, gives the same sums, bits, ynew, r and e, sentinels
+ * around r and e included, at every size and start of r. */
+START_TEST(vs_stream)
+{
+    const vcase_t *c = &cases[_i];
+    size_t L = nf_lines(c->m);
+    uint64_t *b0 = lb_new(L), *b1 = lb_new(L), *cnt = lb_new(L * 2);
+    float *y0 = ynew_new(c->m, 0xA5), *y1 = ynew_new(c->m, 0xA5);
+    lb_random(cnt, L * 2);
+    for (int kind = 0; kind < KIND_COUNT; kind++) {
+        bufs_t b;
+        bufs_init(&b, c, kind);
+        double s0 = c->K->bin_pack_ef(b.x.p, b.e.p, 0.37f, 0.5f, y0, c->m, b0, 0);
+        double s1 = c->K->bin_pack_ef(b.x.p, b.e.p, 0.37f, 0.5f, y1, c->m, b1, 1);
+        ck_assert_msg(same_double(s0, s1), DIAG(c, "bin_pack_ef sum streamed", kind, 0));
+        ck_assert_msg(memcmp(b0, b1, L * NF_LINE_BYTES) == 0, DIAG(c, "bin_pack_ef bits streamed", kind, 0));
+        ck_assert_msg(memcmp(y0, y1, (c->m + 16) * sizeof(float)) == 0,
+                      DIAG(c, "bin_pack_ef ynew streamed", kind, 0));
+        s0 = c->K->ter_y_ef(b.x.p, b.e.p, 0.5f, 0.37f, 0.5f, y0, c->m, 0);
+        s1 = c->K->ter_y_ef(b.x.p, b.e.p, 0.5f, 0.37f, 0.5f, y1, c->m, 1);
+        ck_assert_msg(same_double(s0, s1), DIAG(c, "ter_y_ef sum streamed", kind, 0));
+        ck_assert_msg(memcmp(y0, y1, (c->m + 16) * sizeof(float)) == 0,
+                      DIAG(c, "ter_y_ef ynew streamed", kind, 0));
+        for (int em = E_NONE; em <= E_SEP; em++) { /* r alone (streamable), r and e */
+            fbuf_t r1 = fb_new(c->m, c->off), e1 = fb_new(c->m, c->off);
+            fb_copy(&b.e2, &b.e);
+            fb_copy(&e1, &b.e);
+            for (unsigned k = 1; k <= 2; k++) {
+                c->K->bin_finish(b.r.p, em ? b.x.p : NULL, em ? b.e2.p : NULL, cnt, k, c->m, 3,
+                                 0.3, 0.25f, 0);
+                c->K->bin_finish(r1.p, em ? b.x.p : NULL, em ? e1.p : NULL, cnt, k, c->m, 3,
+                                 0.3, 0.25f, 1);
+                ck_assert_msg(fb_same(&b.r, &r1), DIAG(c, "bin_finish r streamed", kind, em));
+                ck_assert_msg(fb_same(&b.e2, &e1), DIAG(c, "bin_finish e streamed", kind, em));
+            }
+            free(r1.base), free(e1.base);
+        }
+        bufs_free(&b);
+    }
+    free(b0), free(b1), free(cnt), free(y0), free(y1);
 }
 END_TEST
 
@@ -1326,7 +1374,7 @@ static Suite *kernels_suite(void)
         {"ter_pack", vs_ter_pack}, {"ter_y_ef", vs_ter_y_ef},
         {"ter_finish", vs_ter_finish}, {"count_sum", vs_count_sum},
         {"count_merge", vs_count_merge}, {"sum_f32", vs_sum_f32}, {"bf16_pack", vs_bf16_pack},
-        {"sum_bf16", vs_sum_bf16},
+        {"sum_bf16", vs_sum_bf16}, {"stream", vs_stream},
     };
     for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]) && ncases > 0; i++) {
         TCase *tc = tcase_create(vs[i].name);

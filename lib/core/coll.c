@@ -187,8 +187,15 @@ static int nf_binary_e(const nf_seg_t *g)
     return g->res != NULL && g->res->form == NF_RES_E && nf_decay(g) == 1.0f;
 }
 
-/* Binary pass 1: sign lines into bits, a_i back (NaN when non-finite). */
-static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
+/* Whether the kernels may write this call's outputs (new residuals,
+ * results) with streaming stores: decided once, on the whole call's size,
+ * not per segment, so that a call cut into many regions writes its memory
+ * as the same call whole does (docs/design.md, "Streaming stores"). */
+static int nf_stream(const nf_call_t *call) { return call->m >= NF_STREAM_MIN; }
+
+/* Binary pass 1: sign lines into bits, a_i back (NaN when non-finite).
+ * stream: nf_stream() of the call. */
+static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits, int stream)
 {
     const nf_kernels_t *k = nf_ctx.k;
     nf_residual_t *res = g->res;
@@ -201,11 +208,11 @@ static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
         sum = k->bin_pack(x, res->buf[res->cur], g->m, bits);
     } else if (res->form == NF_RES_E) {
         float *y = res->buf[res->cur ^ 1u];
-        k->ter_y_ef(x, res->buf[res->cur], INFINITY, 0.0f, nf_decay(g), y, g->m);
+        k->ter_y_ef(x, res->buf[res->cur], INFINITY, 0.0f, nf_decay(g), y, g->m, stream);
         sum = k->bin_pack(y, NULL, g->m, bits);
     } else {
         sum = k->bin_pack_ef(x, res->buf[res->cur], res->aprev, nf_decay(g),
-                             res->buf[res->cur ^ 1u], g->m, bits);
+                             res->buf[res->cur ^ 1u], g->m, bits, stream);
     }
     double ai = sum / (double)g->m;
     return isfinite(ai) ? ai : NAN;
@@ -215,7 +222,8 @@ static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits)
  * the residual's next buffer: an E-form e is a TY form with an infinite
  * gate), the gate, then the gated lines (plus, then minus) from y alone.
  * b_i back, the gate in *t. */
-static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus, float *t)
+static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus, float *t,
+                              int stream)
 {
     const nf_kernels_t *k = nf_ctx.k;
     nf_residual_t *res = g->res;
@@ -229,7 +237,8 @@ static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus,
         int e = res->form == NF_RES_E;
         y = res->buf[res->cur ^ 1u];
         sum = k->ter_y_ef(x, res->buf[res->cur], e ? INFINITY : res->tprev,
-                          e ? 0.0f : res->aprev, nf_decay(g), res->buf[res->cur ^ 1u], g->m);
+                          e ? 0.0f : res->aprev, nf_decay(g), res->buf[res->cur ^ 1u], g->m,
+                          stream);
     }
     double ai = sum / (double)g->m;
     size_t nin = 0;
@@ -258,6 +267,7 @@ static double nf_ef_ratio(const nf_seg_t *g, const float *x)
 static void nf_pack_all(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *sh)
 {
     uint64_t *slot = nf_lines_of(c, sh, c->lrank);
+    const int stream = nf_stream(call);
     unsigned j = 0;
     for (size_t s = 0; s < call->nseg; s++) {
         const nf_seg_t *g = &call->seg[s];
@@ -266,8 +276,8 @@ static void nf_pack_all(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *s
         uint64_t *lines = slot + g->line0 * NF_LINE_WORDS;
         c->gate[j] = 0.0f;
         c->mine[j] = g->route == NF_ROUTE_BINARY
-                         ? nf_pack_binary(g, call->x + g->off, lines)
-                         : nf_pack_ternary(g, call->x + g->off, lines, &c->gate[j]);
+                         ? nf_pack_binary(g, call->x + g->off, lines, stream)
+                         : nf_pack_ternary(g, call->x + g->off, lines, &c->gate[j], stream);
         if (call->health)
             c->mine[sh->nlow + j] = nf_ef_ratio(g, call->x + g->off);
         j++;
@@ -345,10 +355,11 @@ static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
     float *r = call->r + g->off;
     if (nf_binary_e(g)) {
         nf_ctx.k->bin_finish(r, x, res->buf[res->cur], cnt, c->k, g->m, (unsigned)c->size, a,
-                             (float)ai);
+                             (float)ai, nf_stream(call));
         return;
     }
-    nf_ctx.k->bin_finish(r, NULL, NULL, cnt, c->k, g->m, (unsigned)c->size, a, (float)ai);
+    nf_ctx.k->bin_finish(r, NULL, NULL, cnt, c->k, g->m, (unsigned)c->size, a, (float)ai,
+                         nf_stream(call));
     if (res != NULL) { /* the new y becomes the state */
         res->cur ^= 1u;
         res->form = NF_RES_Y;

@@ -168,10 +168,10 @@ AI double bin_pack_ef_impl(const float *x, const float *yprev, float aprev, floa
 }
 
 static double bin_pack_ef_avx512(const float *x, const float *yprev, float aprev, float decay,
-                                 float *ynew, size_t m, uint64_t *bits)
+                                 float *ynew, size_t m, uint64_t *bits, int stream)
 {
     /* Streaming needs 64-byte aligned full vectors: ynew is aligned by contract. */
-    if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 63) == 0)
+    if (stream && ((uintptr_t)ynew & 63) == 0)
         return bin_pack_ef_impl(x, yprev, aprev, decay, ynew, m, bits, 1);
     return bin_pack_ef_impl(x, yprev, aprev, decay, ynew, m, bits, 0);
 }
@@ -212,9 +212,9 @@ AI double ter_y_ef_impl(const float *x, const float *yprev, float tprev, float b
 }
 
 static double ter_y_ef_avx512(const float *x, const float *yprev, float tprev, float bprev,
-                              float decay, float *ynew, size_t m)
+                              float decay, float *ynew, size_t m, int stream)
 {
-    if (m >= NF_STREAM_MIN && ((uintptr_t)ynew & 63) == 0)
+    if (stream && ((uintptr_t)ynew & 63) == 0)
         return ter_y_ef_impl(x, yprev, tprev, bprev, decay, ynew, m, 1);
     return ter_y_ef_impl(x, yprev, tprev, bprev, decay, ynew, m, 0);
 }
@@ -416,13 +416,13 @@ AI void bin_finish_stream(float *r, const uint64_t *cnt, unsigned k, size_t m, u
         return;
 
 static void bin_finish_avx512(float *r, const float *x, float *e, const uint64_t *cnt,
-                              unsigned k, size_t m, unsigned n, double a, float ai)
+                              unsigned k, size_t m, unsigned n, double a, float ai, int nt)
 {
     if (k > NF_COUNT_PLANES_MAX || n > COUNT_N_MAX) {
-        nf_kernels_scalar.bin_finish(r, x, e, cnt, k, m, n, a, ai);
+        nf_kernels_scalar.bin_finish(r, x, e, cnt, k, m, n, a, ai, 0);
         return;
     }
-    const int stream = m >= NF_STREAM_MIN && ((uintptr_t)r & 3) == 0;
+    const int stream = nt && ((uintptr_t)r & 3) == 0;
     switch (k) {
         BIN_SMALL_K(1, 1)
         BIN_SMALL_K(2, 1)

@@ -67,8 +67,9 @@ static double bin_pack_scalar(const float *x, const float *e, size_t m, uint64_t
 }
 
 static double bin_pack_ef_scalar(const float *x, const float *yprev, float aprev, float decay,
-                                 float *ynew, size_t m, uint64_t *bits)
+                                 float *ynew, size_t m, uint64_t *bits, int stream)
 {
+    (void)stream; /* plain stores: the reference has no streaming */
     double lane[NF_LANES] = {0};
     zero_lines(bits, m);
     for (size_t j = 0; j < m; j++) {
@@ -84,8 +85,9 @@ static double bin_pack_ef_scalar(const float *x, const float *yprev, float aprev
 }
 
 static double ter_y_ef_scalar(const float *x, const float *yprev, float tprev, float bprev,
-                              float decay, float *ynew, size_t m)
+                              float decay, float *ynew, size_t m, int stream)
 {
+    (void)stream;
     double lane[NF_LANES] = {0};
     for (size_t j = 0; j < m; j++) {
         float p = yprev[j];
@@ -99,8 +101,10 @@ static double ter_y_ef_scalar(const float *x, const float *yprev, float tprev, f
 }
 
 static void bin_finish_scalar(float *r, const float *x, float *e, const uint64_t *cnt,
-                              unsigned k, size_t m, unsigned n, double a, float ai)
+                              unsigned k, size_t m, unsigned n, double a, float ai,
+                              int stream)
 {
+    (void)stream;
     for (size_t j = 0; j < m; j++) {
         int64_t v = (int64_t)n - 2 * (int64_t)count_at(cnt, k, j);
         if (e) { /* before r[j]: x may alias r */

@@ -239,13 +239,13 @@ static void probe_run(const nf_kernels_t *K, const probe_t *p, const arena_t *a,
     switch (p->kernel) {
     case K_ABS_SUM: tune_sink = K->abs_sum(a->x, e, m); break;
     case K_BIN_PACK: tune_sink = K->bin_pack(a->x, e, m, a->bits); break;
-    case K_BIN_PACK_EF: tune_sink = K->bin_pack_ef(a->x, a->e, 1e-3f, 1.0f, a->s, m, a->bits); break;
+    case K_BIN_PACK_EF: tune_sink = K->bin_pack_ef(a->x, a->e, 1e-3f, 1.0f, a->s, m, a->bits, 0); break;
     case K_BIN_FINISH:
         K->bin_finish(a->r, e ? a->x : NULL, p->has_e ? a->e : NULL, a->cnt,
-                      nf_count_planes(p->n), m, p->n, 1e-3, 1e-3f);
+                      nf_count_planes(p->n), m, p->n, 1e-3, 1e-3f, 0);
         break;
     case K_TER_PACK: tune_sink = K->ter_pack(a->x, e, m, 0.5f, a->plus, a->minus, &nin); break;
-    case K_TER_Y_EF: tune_sink = K->ter_y_ef(a->x, a->e, 0.5f, 1e-3f, 1.0f, a->s, m); break;
+    case K_TER_Y_EF: tune_sink = K->ter_y_ef(a->x, a->e, 0.5f, 1e-3f, 1.0f, a->s, m, 0); break;
     case K_TER_FINISH:
         K->ter_finish(a->r, e ? a->x : NULL, p->has_e ? a->e : NULL, a->cnt, a->cnt2,
                       nf_count_planes(p->n), m, 1e-3, 0.5f, 1e-3f);

@@ -38,8 +38,13 @@
 #define NF_LINE_WORDS 8   /* uint64_t per line */
 #define NF_LANES 16       /* double lanes of a lane sum */
 
-/* Outputs of at least this many floats may use streaming stores: they are
- * far larger than the caches, so skipping the read-for-ownership wins. */
+/* A call that writes at least this many floats may use streaming stores:
+ * it is far larger than the caches, so skipping the read-for-ownership
+ * wins. The caller decides once per call, on the call's whole size, and
+ * passes the decision to the kernels with an output (the stream argument of
+ * bin_pack_ef, ter_y_ef, bin_finish): a call cut into many small pieces
+ * streams as the same call whole does (docs/design.md, "Streaming stores").
+ * The decision changes speed only: the same bits are written either way. */
 #define NF_STREAM_MIN (1u << 20)
 
 /** Count planes: a counter of NF_COUNT_PLANES_MAX bits holds up to 65535. */
@@ -81,21 +86,23 @@ typedef struct nf_kernels {
      * e = y - a_i * s produces), then y = x + decay * e: a float multiply
      * (exact for decay 1), then a float add; decay is in [0, 1] (the
      * ef_decay of docs/design.md, "Error feedback"). Writes y into ynew
-     * (64-byte aligned, aliasing neither x nor yprev; large buffers may be
-     * written with streaming stores) and the sign bits of y into bits;
-     * returns the lane sum of |y|. yprev all +0.0 with aprev = 0 is the zero residual.
+     * (64-byte aligned, aliasing neither x nor yprev; with stream != 0
+     * written with streaming stores where the ISA has them) and the sign
+     * bits of y into bits; returns the lane sum of |y|. yprev all +0.0 with
+     * aprev = 0 is the zero residual.
      * Keeping y instead of e moves the update out of the final pass, so a
      * call with error feedback touches x, yprev, ynew and r once each. */
     double (*bin_pack_ef)(const float *x, const float *yprev, float aprev, float decay,
-                          float *ynew, size_t m, uint64_t *bits);
+                          float *ynew, size_t m, uint64_t *bits, int stream);
 
     /* G-Binary final pass. For each element: c = counter value from cnt (k
      * planes) = number of ranks whose sign bit was SET (the -1 signs), so
      * the +1 count is n - c and r = (float)(a * (double)(n - 2c)). When e != NULL, first
      * y = x + e and then e = y - ai if y's sign bit is clear, y + ai if set
-     * (float arithmetic). x is not read when e == NULL (x may be NULL). */
+     * (float arithmetic). x is not read when e == NULL (x may be NULL).
+     * stream != 0: r may be written with streaming stores when e == NULL. */
     void (*bin_finish)(float *r, const float *x, float *e, const uint64_t *cnt,
-                       unsigned k, size_t m, unsigned n, double a, float ai);
+                       unsigned k, size_t m, unsigned n, double a, float ai, int stream);
 
     /* G-Ternary pass 2: y = x + e; plus bit = (y > t), minus bit = (y < -t)
      * into plus[] and minus[] (nf_lines(m) lines each). Returns the lane sum
@@ -109,14 +116,14 @@ typedef struct nf_kernels {
      * yprev < -tprev, else yprev (exactly the float e the previous call's
      * ter_finish update produces with t = tprev, bi = bprev), then
      * y = x + decay * e as in bin_pack_ef. Writes y into ynew (64-byte
-     * aligned, aliasing neither x nor yprev; large buffers may be written
-     * with streaming stores) and
+     * aligned, aliasing neither x nor yprev; with stream != 0 written with
+     * streaming stores where the ISA has them) and
      * returns the lane sum of |y|, from which the gate comes; ter_pack then
      * reads ynew alone. yprev all +0.0 with tprev = bprev = 0 is the zero
      * residual; an e buffer with tprev = +Inf is e itself. A call with error
      * feedback then touches x, yprev, ynew (twice) and r once each. */
     double (*ter_y_ef)(const float *x, const float *yprev, float tprev, float bprev,
-                       float decay, float *ynew, size_t m);
+                       float decay, float *ynew, size_t m, int stream);
 
     /* G-Ternary final pass. v = P - M from the two counters (k planes each),
      * r = (float)(b * (double)v). When e != NULL: y = x + e; y > t: e = y - bi;
