@@ -8,6 +8,7 @@
 
 #include "nf_admit.h"
 #include "nf_api.h"
+#include "nf_async.h"
 #include "nf_comm.h"
 #include "nf_ctx.h"
 #include "nf_export.h"
@@ -31,6 +32,7 @@ static const nf_kernels_t *nf_pick_kernels(const nf_settings_t *s)
 static int nf_self_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     (void)comm, (void)keyval, (void)attr, (void)extra;
+    nf_async_finalize(); /* when MPI_Finalize did not come through the shim */
     nf_comm_finalize(); /* admission's per-communicator caches go with them */
     nf_ctx_finalize();
     nf_admit_finalize();

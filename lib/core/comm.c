@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nf_agree.h"
 #include "nf_comm.h"
@@ -48,8 +49,18 @@ static void nf_comm_unlink(nf_comm_t *c)
     pthread_mutex_unlock(&nf_comm_lock);
 }
 
+/* MPI_Comm_free and MPI_Finalize let pending operations complete: the
+ * progress thread's calls on this state finish before it goes. */
+static void nf_comm_quiesce(nf_comm_t *c)
+{
+    struct timespec nap = {0, 100000};
+    while (atomic_load(&c->async_done) != atomic_load(&c->async_issued))
+        nanosleep(&nap, NULL);
+}
+
 static void nf_comm_destroy(nf_comm_t *c)
 {
+    nf_comm_quiesce(c);
     atomic_fetch_add(&nf_comm_generation, 1u); /* before the memory can be reused */
     nf_comm_unlink(c);
     if (c->upper_free != NULL)
@@ -71,6 +82,8 @@ static void nf_comm_destroy(nf_comm_t *c)
         PMPI_Comm_free(&c->node);
     if (c->priv != MPI_COMM_NULL)
         PMPI_Comm_free(&c->priv);
+    if (c->async != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->async);
     free(c);
 }
 
@@ -298,7 +311,7 @@ static nf_comm_t *nf_comm_new(MPI_Comm comm, nf_status_t *st)
     if (c == NULL)
         return NULL;
     c->user = comm;
-    c->priv = c->node = c->leaders = MPI_COMM_NULL;
+    c->priv = c->node = c->leaders = c->async = MPI_COMM_NULL;
     c->size = 1; /* the traffic model's size for an intercommunicator */
     if (PMPI_Comm_test_inter(comm, &c->is_inter) != MPI_SUCCESS || c->is_inter) {
         c->use = NF_COMM_BROKEN; /* never used for our routes; cached so we decide once */
