@@ -9,6 +9,7 @@
 #    and count every call on its route;
 #  - NFCOLL_PROGRESS=off: the same results, each nonblocking call counted
 #    once under the no-progress fallback;
+#  - NFCOLL_PROGRESS_CPU pins the thread, or warns once when it cannot;
 #  - MPI_Comm_free and MPI_Finalize with requests outstanding; a PMPI failure
 #    (stand-ins, every rank) completes the requests with its code;
 #  - test_ishim, an ordinary program calling MPI_Iallreduce: plain, preloaded
@@ -53,6 +54,20 @@ for np in 1 2 3 4; do
     ok "NFCOLL_PROGRESS=off, $np ranks: same results, $np_ calls counted as no-progress"
   else
     bad "NFCOLL_PROGRESS=off, $np ranks: no-progress '$np_' (want $((30 * np)))"; cat "$tmp/o"
+  fi
+done
+
+# NFCOLL_PROGRESS_CPU: pinned to CPU 0, silently; to a CPU this machine
+# lacks, one warning per rank and the calls still run on the thread.
+for cpu in 0 4000; do
+  js=$tmp/cpu.json
+  out "$tmp/o" 2 NFCOLL_PROGRESS_CPU=$cpu NFCOLL_STATS=$js $prog same fp32
+  w=$(grep -c "NFCOLL_PROGRESS_CPU=$cpu: cannot pin" "$tmp/o.err"); want=0
+  [ $cpu = 0 ] || want=2
+  if [ "$w" = $want ] && [ "$(fallback "$js" no-progress)" = 0 ] && ! grep -q FAIL "$tmp/o"; then
+    ok "NFCOLL_PROGRESS_CPU=$cpu: $w warnings, calls on the thread"
+  else
+    bad "NFCOLL_PROGRESS_CPU=$cpu: $w warnings (want $want)"; cat "$tmp/o" "$tmp/o.err"
   fi
 done
 

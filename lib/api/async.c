@@ -139,9 +139,9 @@ static int nf_async_thread_started(void)
     if (nf_q_state == 0) {
         int e = pthread_create(&nf_q_thread, NULL, nf_async_main, NULL);
         nf_q_state = e == 0 ? 1 : -1;
-        if (e == 0)
+        if (e == 0) {
             nf_init_at_finalize(nf_async_finalize); /* also without the shim's MPI_Finalize */
-        if (e != 0) {
+        } else {
             errno = e;
             nf_log_warn_once("cannot start the progress thread (%m): nonblocking calls run "
                              "when they are issued");
