@@ -37,7 +37,7 @@ int nf_api_check(const nf_run_args_t *a)
 
 /* The single exit for errors: MPI_ERRORS_RETURN programs get the code,
  * others whatever their handler does (MPI_ERRORS_ARE_FATAL aborts). */
-static __attribute__((noinline)) int nf_api_raise(MPI_Comm comm, int code)
+__attribute__((noinline)) int nf_api_raise(MPI_Comm comm, int code)
 {
     PMPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
     return code;
@@ -64,17 +64,21 @@ static nf_status_t nf_api_comm(MPI_Comm comm, nf_comm_t **c)
     return st;
 }
 
-static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
+nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, nf_comm_t **c)
 {
-    nf_comm_t *c = NULL;
+    *c = NULL;
     /* Not engaged by agreement at MPI_Init: pmpi. Not agreed (MPI_Init did
      * not come through the shim): admission decides per communicator, whose
      * setup compares the ranks' policies. */
     if (nf_init() != NF_OK || !nf_ctx_ready() || (route < 0 && nf_ctx.engaged == 0))
+        return NF_OK;
+    return nf_api_comm(a->comm, c);
+}
+
+nf_status_t nf_api_exec(nf_comm_t *c, const nf_run_args_t *a, int route)
+{
+    if (c == NULL)
         return nf_run(NULL, a, NF_ROUTE_PMPI, -1, -1.0);
-    nf_status_t st = nf_api_comm(a->comm, &c);
-    if (st != NF_OK)
-        return st;
     if (route >= 0)
         return nf_run(c, a, (nf_route_t)route, -1, -1.0);
     nf_decision_t d;
@@ -85,9 +89,21 @@ static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
     b.bytes = (int64_t)d.bytes;
     b.health = d.health, b.loss = d.loss, b.loss_mean = &d.loss_mean, b.after = &after;
     d.loss_mean = NAN;
-    st = d.calibrate ? nf_calib_run(c, &b, d.seg, d.nseg) : nf_run_plan(c, &b, d.seg, d.nseg);
+    nf_status_t st = d.calibrate ? nf_calib_run(c, &b, d.seg, d.nseg)
+                                 : nf_run_plan(c, &b, d.seg, d.nseg);
     nf_admit_after(c, &d, st); /* health and the trace see the call every rank saw */
     return st != NF_OK ? st : after;
+}
+
+static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
+{
+    nf_comm_t *c = NULL;
+    nf_status_t st = nf_api_resolve(a, route, &c);
+    if (st != NF_OK)
+        return st;
+    if (c != NULL)
+        nf_comm_async_wait(c); /* the nonblocking calls issued before this one */
+    return nf_api_exec(c, a, route);
 }
 
 int nf_api_allreduce(const nf_run_args_t *a, int route)

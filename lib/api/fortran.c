@@ -103,6 +103,27 @@ static void nf_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fi
         *ierr = (MPI_Fint)rc;
 }
 
+/* MPI_IALLREDUCE as MPI_ALLREDUCE; the request handle converted back. */
+static void nf_f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
+                            MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
+{
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    MPI_Datatype dt = PMPI_Type_f2c(*datatype);
+    MPI_Op o = PMPI_Op_f2c(*op);
+    const void *s = nf_f_in_place(sendbuf) ? MPI_IN_PLACE : nf_f_bottom(sendbuf);
+    void *r = nf_f_bottom(recvbuf);
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc;
+    if (__builtin_expect(!nf_ctx.intercept, 1) || c == NULL || dt == NULL || o == NULL)
+        rc = PMPI_Iallreduce(s, r, (int)*count, dt, o, c, &req);
+    else
+        rc = nf_shim_iallreduce(s, r, (int)*count, dt, o, c, &req);
+    if (rc == MPI_SUCCESS)
+        *request = PMPI_Request_c2f(req);
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
 /* Every name an entry point is called by is an alias of its one body. */
 #define NF_F_ALIAS(name, body, params) NF_EXPORT void name params __attribute__((alias(#body)));
 #define NF_F_NAMES(UPPER, lower, body, params)                                                \
@@ -119,3 +140,6 @@ NF_F_NAMES(MPI_FINALIZE, mpi_finalize, nf_f_finalize, (MPI_Fint * ierr))
 NF_F_NAMES(MPI_ALLREDUCE, mpi_allreduce, nf_f_allreduce,
            (void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
             MPI_Fint *comm, MPI_Fint *ierr))
+NF_F_NAMES(MPI_IALLREDUCE, mpi_iallreduce, nf_f_iallreduce,
+           (void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
+            MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))

@@ -7,6 +7,10 @@
 /* Idempotent, thread-safe; needs MPI initialized. NF_OK or a reason. */
 nf_status_t nf_init(void);
 
+/* Run fn at MPI_Finalize (the MPI_COMM_SELF attribute's deletion), before
+ * the state is freed: for a module above this one (the progress thread). */
+void nf_init_at_finalize(void (*fn)(void));
+
 /* MPI_SUCCESS, or the MPI error code of a bad argument (count < 0,
  * MPI_COMM_NULL, aliased buffers, a NULL buffer of a datatype the float
  * routes take: nf_run_float). */
@@ -16,5 +20,19 @@ int nf_api_check(const nf_run_args_t *a);
  * Returns an MPI error code after invoking the communicator's error
  * handler for a failure. */
 int nf_api_allreduce(const nf_run_args_t *a, int route);
+
+/* The state a call on a->comm runs with, resolved in the caller (its
+ * first call on a communicator is collective there): NULL when libnfcoll
+ * is not engaged for it (the call is PMPI's, untouched). */
+nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, nf_comm_t **c);
+
+/* Run one call with resolved state c (NULL: pmpi), route -1 for
+ * admission; PMPI calls on a->comm, which may be the progress thread's
+ * duplicate of c's. The status, not raised on the user's handler. */
+nf_status_t nf_api_exec(nf_comm_t *c, const nf_run_args_t *a, int route);
+
+/* Hand code to comm's error handler (MPI_COMM_WORLD's for
+ * MPI_COMM_NULL) and return it. */
+int nf_api_raise(MPI_Comm comm, int code);
 
 #endif

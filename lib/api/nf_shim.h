@@ -6,6 +6,12 @@
 
 #include <mpi.h>
 
+/* MPI_Init (provided NULL) and MPI_Init_thread: PMPI_Init or
+ * PMPI_Init_thread, asking for MPI_THREAD_MULTIPLE when the progress
+ * thread may run (*provided: the level asked for, capped by MPI's), then
+ * nf_shim_after_init. Returns PMPI's code. */
+int nf_shim_init(int *argc, char ***argv, int required, int *provided);
+
 /* After a successful PMPI_Init or PMPI_Init_thread: the ranks agree whether
  * libnfcoll engages (sets nf_ctx.intercept). Collective on MPI_COMM_WORLD. */
 void nf_shim_after_init(void);
@@ -18,5 +24,10 @@ void nf_shim_before_finalize(void);
  * PMPI_Allreduce, the rest to admission. Returns an MPI error code. */
 int nf_shim_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                       MPI_Op op, MPI_Comm comm);
+
+/* An MPI_Iallreduce once nf_ctx.intercept is set, as nf_shim_allreduce:
+ * bad arguments and re-entry go to PMPI_Iallreduce. */
+int nf_shim_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                       MPI_Op op, MPI_Comm comm, MPI_Request *request);
 
 #endif

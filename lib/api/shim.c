@@ -19,11 +19,13 @@
 #include "nf_admit.h"
 #include "nf_agree.h"
 #include "nf_api.h"
+#include "nf_async.h"
 #include "nf_ctx.h"
 #include "nf_export.h"
 #include "nf_log.h"
 #include "nf_shim.h"
 #include "nf_stats.h"
+#include "nf_util.h"
 
 /* Set while libnfcoll runs a call on this thread: an MPI_Allreduce reached
  * from inside (a tool stacked under us) goes straight to PMPI. */
@@ -38,6 +40,31 @@ enum {
     NF_WANT_ADMIT = 1u << 4   /* a policy or a trace: admission decides calls */
 };
 
+/* This rank asks libnfcoll for something. */
+static int nf_shim_wanted(const nf_settings_t *s)
+{
+    return s->policy != NULL || s->trace != NULL || s->stats != NULL || s->calibrate != NULL ||
+           s->cxl == NF_CXL_REQUIRE;
+}
+
+/* The thread level to ask MPI for: the progress thread needs
+ * MPI_THREAD_MULTIPLE (docs/design.md, "Nonblocking calls"), asked for only
+ * when this rank asks libnfcoll for something and NFCOLL_PROGRESS allows
+ * it; otherwise what the program asked for. Before MPI_Init the rank is
+ * unknown: the raw values, so that the settings are parsed (and a
+ * malformed one reported, by rank 0 only) after it. */
+static int nf_shim_level(int required)
+{
+    const char *cxl = nf_setting_raw(NF_SET_CXL), *progress = nf_setting_raw(NF_SET_PROGRESS);
+    int want = nf_setting_raw(NF_SET_POLICY) != NULL || nf_setting_raw(NF_SET_TRACE) != NULL ||
+               nf_setting_raw(NF_SET_STATS) != NULL || nf_setting_raw(NF_SET_CALIBRATE) != NULL ||
+               (cxl != NULL && nf_strcaseeq(cxl, "require"));
+    if (required >= MPI_THREAD_MULTIPLE || !want ||
+        (progress != NULL && nf_strcaseeq(progress, "off")))
+        return required;
+    return MPI_THREAD_MULTIPLE;
+}
+
 /* After PMPI_Init: two small allreduces on MPI_COMM_WORLD, then nothing
  * until the first MPI_Allreduce. Without any NFCOLL_* request anywhere,
  * libnfcoll stays invisible (no topology load, no output). Agreed, so that
@@ -51,8 +78,7 @@ void nf_shim_after_init(void)
         return; /* MPI_COMM_WORLD unusable: stay out of the way */
     nf_log_set_rank(rank);
     const nf_settings_t *s = nf_settings_load();
-    unsigned want = s->policy != NULL || s->trace != NULL || s->stats != NULL ||
-                    s->calibrate != NULL || s->cxl == NF_CXL_REQUIRE;
+    unsigned want = nf_shim_wanted(s);
     if (nf_agree_any(MPI_COMM_WORLD, want ? NF_WANT_ANY : 0, &all) != NF_OK)
         return;
     if (!all) {
@@ -84,24 +110,34 @@ void nf_shim_after_init(void)
     nf_inside = 0;
 }
 
+int nf_shim_init(int *argc, char ***argv, int required, int *provided)
+{
+    int ask = nf_shim_level(required), got = MPI_THREAD_SINGLE;
+    int rc = ask == MPI_THREAD_SINGLE && provided == NULL ? PMPI_Init(argc, argv)
+                                                         : PMPI_Init_thread(argc, argv, ask, &got);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* The program sees the level it asked for, capped by what MPI gave:
+     * whether libnfcoll's thread can run is libnfcoll's business. */
+    if (provided != NULL)
+        *provided = ask != required && got > required ? required : got;
+    nf_shim_after_init();
+    return rc;
+}
+
 NF_EXPORT int MPI_Init(int *argc, char ***argv)
 {
-    int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS)
-        nf_shim_after_init();
-    return rc;
+    return nf_shim_init(argc, argv, MPI_THREAD_SINGLE, NULL);
 }
 
 NF_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS)
-        nf_shim_after_init();
-    return rc;
+    return nf_shim_init(argc, argv, required, provided);
 }
 
 void nf_shim_before_finalize(void)
 {
+    nf_async_finalize(); /* the queued calls run; their counts reach the report */
     if (nf_ctx.intercept && nf_ctx.report_stats) { /* collective: agreed at init */
         nf_inside = 1;
         nf_stats_report(MPI_COMM_WORLD, nf_admit_stats_dest(nf_settings_load()));
@@ -136,4 +172,28 @@ NF_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
     if (__builtin_expect(!nf_ctx.intercept, 1))
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     return nf_shim_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+/* As nf_shim_allreduce; every call that does not reach admission is
+ * PMPI_Iallreduce's, untouched. */
+__attribute__((noinline)) int nf_shim_iallreduce(const void *sendbuf, void *recvbuf, int count,
+                                                 MPI_Datatype datatype, MPI_Op op,
+                                                 MPI_Comm comm, MPI_Request *request)
+{
+    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
+    if (nf_inside || request == NULL || nf_api_check(&a) != MPI_SUCCESS)
+        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    nf_inside = 1;
+    int rc = nf_async_iallreduce(&a, -1, request);
+    nf_inside = 0;
+    return rc;
+}
+
+NF_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                             MPI_Request *request)
+{
+    if (__builtin_expect(!nf_ctx.intercept, 1))
+        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return nf_shim_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
 }

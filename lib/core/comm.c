@@ -48,8 +48,33 @@ static void nf_comm_unlink(nf_comm_t *c)
     pthread_mutex_unlock(&nf_comm_lock);
 }
 
+static pthread_mutex_t nf_comm_async_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t nf_comm_async_cond = PTHREAD_COND_INITIALIZER;
+
+void nf_comm_async_wait(nf_comm_t *c)
+{
+    if (atomic_load_explicit(&c->async_done, memory_order_acquire) ==
+        atomic_load_explicit(&c->async_issued, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&nf_comm_async_lock);
+    while (atomic_load(&c->async_done) != atomic_load(&c->async_issued))
+        pthread_cond_wait(&nf_comm_async_cond, &nf_comm_async_lock);
+    pthread_mutex_unlock(&nf_comm_async_lock);
+}
+
+void nf_comm_async_done(nf_comm_t *c)
+{
+    pthread_mutex_lock(&nf_comm_async_lock);
+    atomic_fetch_add_explicit(&c->async_done, 1, memory_order_release);
+    pthread_cond_broadcast(&nf_comm_async_cond);
+    pthread_mutex_unlock(&nf_comm_async_lock);
+}
+
 static void nf_comm_destroy(nf_comm_t *c)
 {
+    /* MPI_Comm_free and MPI_Finalize let pending operations complete: the
+     * progress thread's calls on this state finish before it goes. */
+    nf_comm_async_wait(c);
     atomic_fetch_add(&nf_comm_generation, 1u); /* before the memory can be reused */
     nf_comm_unlink(c);
     if (c->upper_free != NULL)
@@ -71,6 +96,8 @@ static void nf_comm_destroy(nf_comm_t *c)
         PMPI_Comm_free(&c->node);
     if (c->priv != MPI_COMM_NULL)
         PMPI_Comm_free(&c->priv);
+    if (c->async != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->async);
     free(c);
 }
 
@@ -298,7 +325,7 @@ static nf_comm_t *nf_comm_new(MPI_Comm comm, nf_status_t *st)
     if (c == NULL)
         return NULL;
     c->user = comm;
-    c->priv = c->node = c->leaders = MPI_COMM_NULL;
+    c->priv = c->node = c->leaders = c->async = MPI_COMM_NULL;
     c->size = 1; /* the traffic model's size for an intercommunicator */
     if (PMPI_Comm_test_inter(comm, &c->is_inter) != MPI_SUCCESS || c->is_inter) {
         c->use = NF_COMM_BROKEN; /* never used for our routes; cached so we decide once */

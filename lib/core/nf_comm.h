@@ -99,12 +99,30 @@ typedef struct nf_comm {
     nf_residual_table_t shadow[2]; /* calibration: binary's and ternary's, as if
                                       that route had run all along */
 
+    /* Nonblocking calls (the API layer's async.c): the duplicate of user
+     * the progress thread's calls run on (MPI_COMM_NULL: none), how the
+     * ranks agreed to run them (0 not yet, NF_ASYNC_THREAD or
+     * NF_ASYNC_EAGER), and the calls queued and finished, so that a
+     * blocking call, and freeing this state, first wait for the queued. */
+    MPI_Comm async;
+    int async_mode;
+    _Atomic uint64_t async_issued, async_done;
+
     /* State a layer above keeps per communicator (admission's decision
      * cache), freed with this one. */
     void *upper;
     void (*upper_free)(void *upper);
     struct nf_comm *next, *prev; /* live list, freed at finalize */
 } nf_comm_t;
+
+enum { NF_ASYNC_THREAD = 1, NF_ASYNC_EAGER = 2 };
+
+/* Wait until every nonblocking call issued on c (async_issued, counted by
+ * the issuer) has finished; a blocking call on c runs after them, and the
+ * state is freed after them. Two atomic loads when none is queued. */
+void nf_comm_async_wait(nf_comm_t *c);
+/* One nonblocking call on c has finished (the progress thread, after it). */
+void nf_comm_async_done(nf_comm_t *c);
 
 /* State for comm, created on first use (collective on comm). NF_OK with
  * *out set; else the MPI error that prevented it (logged once). */

@@ -56,4 +56,12 @@ int nf_run_float(MPI_Datatype dt);
 /* PMPI_Allreduce, counted under pmpi. */
 nf_status_t nf_run_pmpi(const nf_run_args_t *a, int comm_size);
 
+/* Count a under pmpi, for a call the caller hands to PMPI itself
+ * (PMPI_Iallreduce). */
+void nf_run_pmpi_count(const nf_run_args_t *a, int comm_size);
+
+/* A communicator's size for the traffic model without libnfcoll state (1
+ * for an intercommunicator or a bad handle). */
+int nf_run_size(MPI_Comm comm);
+
 #endif

@@ -12,7 +12,7 @@
 #include "nf_run.h"
 #include "nf_stats.h"
 
-nf_status_t nf_run_pmpi(const nf_run_args_t *a, int comm_size)
+void nf_run_pmpi_count(const nf_run_args_t *a, int comm_size)
 {
     int tsize = 0;
     if (a->bytes >= 0)
@@ -20,13 +20,17 @@ nf_status_t nf_run_pmpi(const nf_run_args_t *a, int comm_size)
     else if (PMPI_Type_size(a->datatype, &tsize) == MPI_SUCCESS) /* else PMPI says why */
         nf_stats_count(NF_ROUTE_PMPI, (uint64_t)a->count * (uint64_t)tsize,
                        (unsigned)comm_size, 0);
+}
+
+nf_status_t nf_run_pmpi(const nf_run_args_t *a, int comm_size)
+{
+    nf_run_pmpi_count(a, comm_size);
     /* On the user's communicator: MPI has run its error handler already. */
     return nf_mpi_status_raised(PMPI_Allreduce(a->sendbuf, a->recvbuf, a->count, a->datatype,
                                                a->op, a->comm));
 }
 
-/* A communicator's size for the traffic model without libnfcoll state. */
-static int nf_run_size(MPI_Comm comm)
+int nf_run_size(MPI_Comm comm)
 {
     int inter = 0, size = 1;
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||

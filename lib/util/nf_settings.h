@@ -26,6 +26,8 @@ typedef enum nf_setting_id {
     NF_SET_SIMD_TUNE,
     NF_SET_CALIBRATE,
     NF_SET_RESIDUAL_MAX,
+    NF_SET_PROGRESS,
+    NF_SET_PROGRESS_CPU,
     NF_SET_COUNT
 } nf_setting_id_t;
 
@@ -37,6 +39,10 @@ typedef struct nf_setting_desc {
 } nf_setting_desc_t;
 
 typedef enum nf_cxl_mode { NF_CXL_PREFER = 0, NF_CXL_REQUIRE, NF_CXL_OFF } nf_cxl_mode_t;
+
+/* Who runs nonblocking calls (NF_Iallreduce, MPI_Iallreduce): a library
+ * thread, or the caller at issue. */
+typedef enum nf_progress { NF_PROGRESS_THREAD = 0, NF_PROGRESS_OFF } nf_progress_t;
 
 typedef struct nf_settings {
     int ef;              /* error feedback on low-bit routes: 1/0 */
@@ -55,6 +61,8 @@ typedef struct nf_settings {
     const char *calibrate; /* profile path of a calibration run, or NULL */
     uint64_t residual_max; /* bytes of residuals per process: NF_RESIDUAL_MAX_AUTO
                               (a quarter of the node), NF_RESIDUAL_MAX_OFF, or a size */
+    nf_progress_t progress; /* NFCOLL_PROGRESS */
+    int progress_cpu;    /* the progress thread's CPU (OS index), -1: the caller's CPUs */
 } nf_settings_t;
 
 #define NF_RESIDUAL_MAX_AUTO 0

@@ -46,6 +46,13 @@ static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
                              "communicators; beyond it the least recently used are dropped "
                              "(auto: a quarter of the CXL node's memory, or of this machine's "
                              "without one)"},
+    [NF_SET_PROGRESS] = {"NFCOLL_PROGRESS", "thread", "thread|off",
+                         "who runs nonblocking calls (NF_Iallreduce, MPI_Iallreduce): a library "
+                         "thread, which needs MPI_THREAD_MULTIPLE (the shim asks for it), or, "
+                         "off, the caller when it issues them (counted as fallback no-progress)"},
+    [NF_SET_PROGRESS_CPU] = {"NFCOLL_PROGRESS_CPU", "none", "none|CPU index",
+                             "pin the progress thread to this CPU (none: the CPUs of the thread "
+                             "that started it, where it competes with the rank for its core)"},
 };
 
 static pthread_mutex_t nf_settings_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -172,6 +179,23 @@ static void nf_load_ints(nf_settings_t *s)
     }
 }
 
+static void nf_load_progress(nf_settings_t *s)
+{
+    const char *v = nf_setting_raw(NF_SET_PROGRESS);
+    long cpu;
+    if (v != NULL && nf_strcaseeq(v, "off"))
+        s->progress = NF_PROGRESS_OFF;
+    else if (v != NULL && !nf_strcaseeq(v, "thread"))
+        nf_settings_bad(NF_SET_PROGRESS, v);
+    v = nf_setting_raw(NF_SET_PROGRESS_CPU);
+    if (v == NULL || nf_strcaseeq(v, "none"))
+        return;
+    if (nf_parse_long(v, 0, 65535, &cpu) == 0)
+        s->progress_cpu = (int)cpu;
+    else
+        nf_settings_bad(NF_SET_PROGRESS_CPU, v);
+}
+
 static void nf_load_residual_max(nf_settings_t *s)
 {
     const char *v = nf_setting_raw(NF_SET_RESIDUAL_MAX);
@@ -193,7 +217,7 @@ const nf_settings_t *nf_settings_load(void)
         nf_settings_t s = {
             .ef = 1, .ef_decay = 1.0, .gamma = 1.0, .simd_cap = NF_ISA_COUNT - 1,
             .cxl = NF_CXL_PREFER, .cxl_node = -1, .count_bits = NF_COUNT_PLANES_MAX, .verbose = 0,
-            .simd_tune = 1,
+            .simd_tune = 1, .progress = NF_PROGRESS_THREAD, .progress_cpu = -1,
         };
         nf_load_ints(&s);
         nf_log_set_verbose(s.verbose);
@@ -203,6 +227,7 @@ const nf_settings_t *nf_settings_load(void)
         nf_load_simd(&s);
         nf_load_cxl(&s);
         nf_load_residual_max(&s);
+        nf_load_progress(&s);
         s.policy = nf_setting_raw(NF_SET_POLICY);
         s.stats = nf_setting_raw(NF_SET_STATS);
         s.trace = nf_setting_raw(NF_SET_TRACE);

@@ -1,0 +1,326 @@
+/*
+ * NF_Iallreduce against the blocking NF_Allreduce (tests/mpi_iallreduce.sh).
+ * Relinked with libnfcoll.
+ *
+ *   test_iallreduce same ROUTE    ROUTE binary, ternary, fp32 (forced) or
+ *                                 policy (admission, with bound regions:
+ *                                 run under tests/policy_shim/regions.policy)
+ *     The same steps on two duplicates of MPI_COMM_WORLD: on X every call
+ *     blocking, on Y the same calls nonblocking, completed by MPI_Waitall,
+ *     MPI_Test polling, MPI_Waitany, MPI_Waitsome, MPI_Testall, or mixed
+ *     with blocking calls in between, or dropped with MPI_Request_free (a
+ *     later blocking call on Y runs after them); every result on Y must be
+ *     bit for bit X's (the residuals of X and Y evolve alike). Prints
+ *     "nonblocking calls: N" (per rank) for the script's stats check.
+ *   test_iallreduce lifetime      MPI_Comm_free of a communicator with a
+ *     request outstanding (the request completes with the right result),
+ *     then MPI_Finalize with a request outstanding: the buffer holds the
+ *     result after it.
+ *   test_iallreduce error         PMPI_Allgather and PMPI_Allreduce stand-ins
+ *     (as in test_errcode) fail on every rank: an fp32 call (2 pretend
+ *     nodes: its first exchange is a PMPI_Allgather) and a pmpi call
+ *     complete with the stand-in's code in MPI_Waitall's statuses (and
+ *     MPI_Wait's return). Then rank 0's last exchange of an fp32 call fails
+ *     there only, after taking place: every rank's request fails with it.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nfcoll.h"
+#include "nf_ref.h"
+#include "nf_testutil.h"
+
+enum { NBUF = 4, STEPS = 8 };
+static const int counts[NBUF] = {7, 513, 4099, 70001};
+static int rank, nranks, route = -1;
+static long nonblocking;
+
+/* ---- stand-ins for the error case ---- */
+#define CODE_PRIVATE 0x7f000001
+#define CODE_USER 0x7ffffffe
+static atomic_int armed_allgather, armed_allreduce, late_allgather;
+typedef int allgather_fn(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+typedef int allreduce_fn(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+
+int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                   MPI_Comm comm)
+{
+    static allgather_fn *next;
+    if (atomic_exchange(&armed_allgather, 0))
+        return CODE_PRIVATE;
+    if (next == NULL && (next = (allgather_fn *)dlsym(RTLD_NEXT, "PMPI_Allgather")) == NULL)
+        abort();
+    int code = next(sb, sc, st, rb, rc, rt, comm);
+    /* armed late: the n-th exchange from now took place, and fails here only */
+    int n = atomic_load(&late_allgather);
+    if (n > 0 && atomic_fetch_sub(&late_allgather, 1) == 1)
+        return CODE_PRIVATE;
+    return code;
+}
+
+int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+    static allreduce_fn *next;
+    if (atomic_exchange(&armed_allreduce, 0))
+        return CODE_USER;
+    if (next == NULL && (next = (allreduce_fn *)dlsym(RTLD_NEXT, "PMPI_Allreduce")) == NULL)
+        abort();
+    return next(sb, rb, n, t, op, comm);
+}
+
+/* ---- calls ---- */
+
+static void fill(float *x, int i, int step)
+{
+    ref_input(x, (size_t)counts[i], rank, step * NBUF + i, 60);
+}
+
+static int blocking(float *x, int i, MPI_Comm comm)
+{
+    return route < 0 ? NF_Allreduce(MPI_IN_PLACE, x, counts[i], MPI_FLOAT, MPI_SUM, comm)
+                     : NF_Allreduce_route(MPI_IN_PLACE, x, counts[i], MPI_FLOAT, MPI_SUM, comm,
+                                          (nf_route_t)route);
+}
+
+static int start(float *x, int i, MPI_Comm comm, MPI_Request *req)
+{
+    nonblocking++;
+    return route < 0
+               ? NF_Iallreduce(MPI_IN_PLACE, x, counts[i], MPI_FLOAT, MPI_SUM, comm, req)
+               : NF_Iallreduce_route(MPI_IN_PLACE, x, counts[i], MPI_FLOAT, MPI_SUM, comm,
+                                     route, req);
+}
+
+/* Complete the requests the way step s says; 1 on a failure. */
+static int complete(MPI_Request *req, int n, int s)
+{
+    int rc = MPI_SUCCESS, done = 0, idx, outs[NBUF], flag = 0;
+    switch (s % 5) {
+    case 0:
+        rc = MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+        break;
+    case 1: /* Test polling, one by one */
+        for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
+            for (flag = 0; !flag && rc == MPI_SUCCESS;)
+                rc = MPI_Test(&req[i], &flag, MPI_STATUS_IGNORE);
+        break;
+    case 2:
+        for (; done < n && rc == MPI_SUCCESS; done++)
+            rc = MPI_Waitany(n, req, &idx, MPI_STATUS_IGNORE);
+        break;
+    case 3:
+        while (done < n && rc == MPI_SUCCESS) {
+            int k = 0;
+            rc = MPI_Waitsome(n, req, &k, outs, MPI_STATUSES_IGNORE);
+            done += k == MPI_UNDEFINED ? n : k;
+        }
+        break;
+    default:
+        for (flag = 0; !flag && rc == MPI_SUCCESS;)
+            rc = MPI_Testall(n, req, &flag, MPI_STATUSES_IGNORE);
+        break;
+    }
+    for (int i = 0; i < n; i++)
+        if (req[i] != MPI_REQUEST_NULL)
+            return nft_check(0, "completion", "step %d: request %d not freed", s, i);
+    return nft_check(rc == MPI_SUCCESS, "completion", "step %d: rc %d", s, rc);
+}
+
+/* Bind regions in the largest buffer, as tests/policy_shim/regions.policy
+ * routes them: head.w fp32, mid ternary, body binary, the gaps binary. */
+static void bind_regions(float *big)
+{
+    if (NF_Region_bind(big, 1000, MPI_FLOAT, "head.w") != MPI_SUCCESS ||
+        NF_Region_bind(big + 2000, 20000, MPI_FLOAT, "mid") != MPI_SUCCESS ||
+        NF_Region_bind(big + 30000, 30000, MPI_FLOAT, "body") != MPI_SUCCESS) {
+        printf("FAIL rank %d: NF_Region_bind\n", rank);
+        exit(1);
+    }
+}
+
+static int same(MPI_Comm X, MPI_Comm Y)
+{
+    float *buf[NBUF], *res[NBUF], fence = 1.0f;
+    MPI_Request req[NBUF];
+    int bad = 0;
+    for (int i = 0; i < NBUF; i++) {
+        buf[i] = malloc((size_t)counts[i] * sizeof(float));
+        res[i] = malloc((size_t)counts[i] * sizeof(float));
+    }
+    if (route < 0)
+        bind_regions(buf[NBUF - 1]);
+    for (int s = 0; s < STEPS; s++) {
+        for (int i = 0; i < NBUF; i++) {
+            fill(buf[i], i, s);
+            bad |= nft_check(blocking(buf[i], i, X) == MPI_SUCCESS, "blocking", "step %d", s);
+            memcpy(res[i], buf[i], (size_t)counts[i] * sizeof(float));
+        }
+        NF_Allreduce_route(MPI_IN_PLACE, &fence, 1, MPI_FLOAT, MPI_SUM, X, NF_ROUTE_FP32);
+        int n = 0;
+        for (int i = 0; i < NBUF; i++) {
+            fill(buf[i], i, s);
+            if (s == 5 && i % 2 == 1) /* interleaved: blocking between nonblocking */
+                bad |= nft_check(blocking(buf[i], i, Y) == MPI_SUCCESS, "mixed", "step %d", s);
+            else
+                bad |= nft_check(start(buf[i], i, Y, &req[n++]) == MPI_SUCCESS, "start",
+                                 "step %d buffer %d", s, i);
+        }
+        if (s == 6) { /* dropped: the fence on Y, blocking, runs after them */
+            for (int i = 0; i < n; i++)
+                bad |= nft_check(MPI_Request_free(&req[i]) == MPI_SUCCESS &&
+                                     req[i] == MPI_REQUEST_NULL,
+                                 "MPI_Request_free", "step %d", s);
+        } else {
+            bad |= complete(req, n, s);
+        }
+        NF_Allreduce_route(MPI_IN_PLACE, &fence, 1, MPI_FLOAT, MPI_SUM, Y, NF_ROUTE_FP32);
+        for (int i = 0; i < NBUF; i++)
+            bad |= nft_check(memcmp(buf[i], res[i], (size_t)counts[i] * sizeof(float)) == 0,
+                             "bit-identical", "step %d, %d floats: nonblocking result differs "
+                             "from the blocking one", s, counts[i]);
+    }
+    if (route < 0)
+        for (int off = 0; off <= 30000; off += off == 0 ? 2000 : 28000)
+            NF_Region_unbind(buf[NBUF - 1] + off);
+    for (int i = 0; i < NBUF; i++)
+        free(buf[i]), free(res[i]);
+    printf("nonblocking calls: %ld\n", nonblocking);
+    return bad;
+}
+
+/* What a call of float sums of ref_input gives on the fp32 route. */
+static void expect_fp32(float *r, int m, int call)
+{
+    float *x = malloc((size_t)m * sizeof(float));
+    memset(r, 0, (size_t)m * sizeof(float));
+    for (int q = 0; q < nranks; q++) {
+        ref_input(x, (size_t)m, q, call, 61);
+        for (int j = 0; j < m; j++)
+            r[j] += x[j];
+    }
+    free(x);
+}
+
+static int lifetime(void)
+{
+    enum { M = 4099 };
+    static float x[M], want[M], y[M], wy[M];
+    MPI_Comm Z;
+    MPI_Request req;
+    int bad = 0;
+    MPI_Comm_dup(MPI_COMM_WORLD, &Z);
+    ref_input(x, M, rank, 1, 61);
+    expect_fp32(want, M, 1);
+    bad |= nft_check(NF_Iallreduce_route(MPI_IN_PLACE, x, M, MPI_FLOAT, MPI_SUM, Z,
+                                         NF_ROUTE_FP32, &req) == MPI_SUCCESS, "start", "comm");
+    MPI_Comm_free(&Z);
+    bad |= nft_check(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "MPI_Comm_free",
+                     "the outstanding request failed");
+    for (int j = 0; j < M; j++)
+        bad |= nft_check(fabsf(x[j] - want[j]) <= 1e-4f * (1.0f + fabsf(want[j])),
+                         "MPI_Comm_free", "element %d: %g, want %g", j, x[j], want[j]) ;
+    ref_input(y, M, rank, 2, 61);
+    expect_fp32(wy, M, 2);
+    bad |= nft_check(NF_Iallreduce_route(MPI_IN_PLACE, y, M, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                         NF_ROUTE_FP32, &req) == MPI_SUCCESS, "start", "world");
+    MPI_Finalize(); /* with req outstanding */
+    int off = 0;
+    for (int j = 0; j < M; j++)
+        off += fabsf(y[j] - wy[j]) > 1e-4f * (1.0f + fabsf(wy[j]));
+    if (off)
+        printf("FAIL rank %d: MPI_Finalize: %d elements not reduced\n", rank, off);
+    if (!bad && !off)
+        printf("ok rank %d: MPI_Comm_free and MPI_Finalize with requests outstanding\n", rank);
+    return bad || off;
+}
+
+static int error_case(void)
+{
+    float x[64], r[64];
+    MPI_Request req[2];
+    MPI_Status st[2];
+    int bad = 0;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)i;
+    /* Warm up: state, the duplicate and the agreements, nothing armed. */
+    for (int k = 0; k < 2; k++) {
+        NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                            k ? NF_ROUTE_PMPI : NF_ROUTE_FP32, &req[0]);
+        bad |= nft_check(MPI_Wait(&req[0], MPI_STATUS_IGNORE) == MPI_SUCCESS, "warm-up",
+                         "call %d failed", k);
+    }
+    atomic_store(&armed_allgather, 1);
+    NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
+    int rc = MPI_Waitall(1, req, st);
+    bad |= nft_check(atomic_load(&armed_allgather) == 0, "fp32", "no PMPI_Allgather ran");
+    bad |= nft_check(rc == MPI_ERR_IN_STATUS && st[0].MPI_ERROR == CODE_PRIVATE, "fp32",
+                     "MPI_Waitall %d, status %#x, want MPI_ERR_IN_STATUS and %#x", rc,
+                     (unsigned)st[0].MPI_ERROR, CODE_PRIVATE);
+    atomic_store(&armed_allreduce, 1);
+    NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_PMPI, &req[1]);
+    rc = MPI_Waitall(1, &req[1], &st[1]);
+    bad |= nft_check(rc == MPI_ERR_IN_STATUS && st[1].MPI_ERROR == CODE_USER, "pmpi",
+                     "MPI_Waitall %d, status %#x, want MPI_ERR_IN_STATUS and %#x", rc,
+                     (unsigned)st[1].MPI_ERROR, CODE_USER);
+    atomic_store(&armed_allgather, 1);
+    NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
+    rc = MPI_Wait(&req[0], &st[0]);
+    bad |= nft_check(rc == CODE_PRIVATE, "fp32", "MPI_Wait returned %#x, want %#x",
+                     (unsigned)rc, CODE_PRIVATE);
+    /* Rank 0 alone: its last exchange of an fp32 call (the header verdict,
+     * then the data) took place and failed there: every rank's request fails. */
+    if (rank == 0)
+        atomic_store(&late_allgather, 2);
+    NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
+    rc = MPI_Waitall(1, &req[0], &st[0]);
+    bad |= nft_check(atomic_load(&late_allgather) == 0, "one rank", "the exchange did not fail");
+    bad |= nft_check(rc == MPI_ERR_IN_STATUS && st[0].MPI_ERROR == CODE_PRIVATE, "one rank",
+                     "MPI_Waitall %d, status %#x, want MPI_ERR_IN_STATUS and %#x (rank 0 "
+                     "failed)", rc, (unsigned)st[0].MPI_ERROR, CODE_PRIVATE);
+    /* and the next call works */
+    NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
+    bad |= nft_check(MPI_Wait(&req[0], MPI_STATUS_IGNORE) == MPI_SUCCESS && r[5] == 5.0f * nranks,
+                     "after the errors", "a call failed or was wrong (%g)", r[5]);
+    if (!bad)
+        printf("ok rank %d: errors completed the requests with the stand-ins' codes\n", rank);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    int provided = 0, bad = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (provided != MPI_THREAD_SERIALIZED)
+        printf("FAIL rank %d: asked for MPI_THREAD_SERIALIZED, told %d\n", rank, provided),
+            bad = 1;
+    if (strcmp(mode, "same") == 0 && argc > 2) {
+        MPI_Comm X, Y;
+        if (strcmp(argv[2], "policy") != 0 && nf_route_parse(argv[2], (nf_route_t *)&route) != NF_OK)
+            return 2;
+        MPI_Comm_dup(MPI_COMM_WORLD, &X);
+        MPI_Comm_dup(MPI_COMM_WORLD, &Y);
+        bad |= same(X, Y);
+        MPI_Comm_free(&X);
+        MPI_Comm_free(&Y);
+    } else if (strcmp(mode, "lifetime") == 0) {
+        return lifetime() || bad;
+    } else if (strcmp(mode, "error") == 0) {
+        bad |= error_case();
+    } else {
+        fprintf(stderr, "usage: test_iallreduce same ROUTE|lifetime|error\n");
+        bad = 2;
+    }
+    MPI_Finalize();
+    return bad;
+}
