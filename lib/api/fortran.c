@@ -84,8 +84,10 @@ static void nf_f_finalize(MPI_Fint *ierr)
         *ierr = (MPI_Fint)rc;
 }
 
-/* Not engaged: what Open MPI's own MPI_ALLREDUCE does. A Fortran handle that
- * names nothing converts to NULL in Open MPI: MPI reports it, its own way. */
+/* Not engaged: what the MPI's own MPI_ALLREDUCE does. A Fortran handle that
+ * names nothing converts to NULL in Open MPI; MPICH's handles are the
+ * integers themselves, and 0 is none of them. Either way the zero handle
+ * goes to MPI, which reports it its own way. */
 static void nf_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                            MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
@@ -95,7 +97,8 @@ static void nf_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fi
     const void *s = nf_f_in_place(sendbuf) ? MPI_IN_PLACE : nf_f_bottom(sendbuf);
     void *r = nf_f_bottom(recvbuf);
     int rc;
-    if (__builtin_expect(!nf_ctx.intercept, 1) || c == NULL || dt == NULL || o == NULL)
+    if (__builtin_expect(!nf_ctx.intercept, 1) || c == (MPI_Comm)0 || dt == (MPI_Datatype)0 ||
+        o == (MPI_Op)0)
         rc = PMPI_Allreduce(s, r, (int)*count, dt, o, c);
     else
         rc = nf_shim_allreduce(s, r, (int)*count, dt, o, c);
