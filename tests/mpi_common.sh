@@ -17,7 +17,7 @@ nf_need_launcher() {
 # Open MPI's: WHAT names the Open MPI-only feature the test needs.
 nf_ompi_only() {
   [ "$NF_MPIEXEC_STYLE" = ompi ] && return 0
-  echo "SKIP: needs $1 (Open MPI only; this build is $NF_MPI_FAMILY, launched by $MPIEXEC)"
+  echo "SKIP: needs $1, which only Open MPI has; this build is $NF_MPI_FAMILY (launcher $MPIEXEC)"
   exit 77
 }
 nf_failed=0
