@@ -51,7 +51,7 @@ struct nf_f_mpich_priv1 {
 extern struct nf_f_mpich_priv1 MPIPRIV1 NF_F_WEAK, mpipriv1 NF_F_WEAK, mpipriv1_ NF_F_WEAK,
     mpipriv1__ NF_F_WEAK;
 
-/* The MPICH block P is, if any (the one the program's mangling names). */
+/* The MPICH block holding P, if any (the one the program's mangling names). */
 static inline const struct nf_f_mpich_priv1 *nf_f_mpich(const void *p)
 {
     const struct nf_f_mpich_priv1 *const blocks[] = {&mpipriv1_, &MPIPRIV1, &mpipriv1, &mpipriv1__};

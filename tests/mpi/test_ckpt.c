@@ -339,7 +339,8 @@ static int inproc(bufs_t *b)
     f += nft_check(id_ck != 0 && id_ok != 0 && id_ok2 != 0 && id_ck != id_ok && id_ok != id_ok2 &&
                        id_ck != id_ok2,
                    "save ids", "ck %016llx ok %016llx ok2 %016llx: not three distinct non-zero",
-                   (unsigned long long)id_ck, (unsigned long long)id_ok, (unsigned long long)id_ok2);
+                   (unsigned long long)id_ck, (unsigned long long)id_ok,
+                   (unsigned long long)id_ok2);
     f += steps(b, K + S, S, r1);
     f += load_expect(path("ok", -1), MPI_SUCCESS, "load ok");
     f += scoped();

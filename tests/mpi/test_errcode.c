@@ -35,8 +35,8 @@ static int seen_code, seen_calls;
 typedef int allgather_fn(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
 typedef int allreduce_fn(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 
-NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
-                   MPI_Comm comm)
+NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
+                              MPI_Datatype rt, MPI_Comm comm)
 {
     static allgather_fn *next;
     if (armed_allgather) {
@@ -48,7 +48,8 @@ NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb,
     return next(sb, sc, st, rb, rc, rt, comm);
 }
 
-NFT_EXPORT int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+NFT_EXPORT int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op,
+                              MPI_Comm comm)
 {
     static allreduce_fn *next;
     if (armed_allreduce) {
