@@ -14,9 +14,10 @@ esac
 top=$(cd "$(dirname "$0")" && pwd)
 
 # Everything the build, the tests, make check-cxl and the Python package
-# with its training check (make train-check) need, from Debian.
+# with its training check (make train-check) need, from Debian. MPICH is
+# for the second build CI makes (.ci/run); Open MPI stays the default mpicc.
 packages="build-essential autoconf automake libtool pkg-config
-  openmpi-bin libopenmpi-dev libhwloc-dev hwloc libnuma-dev numactl
+  openmpi-bin libopenmpi-dev libmpich-dev mpich libhwloc-dev hwloc libnuma-dev numactl
   check libinih-dev iproute2 gfortran
   qemu-system-x86 busybox-static cpio kmod
   clang libclang-rt-14-dev

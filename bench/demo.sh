@@ -11,4 +11,11 @@ if [ -x "$b/tools/nfcoll_info" ]; then
   echo
 fi
 echo "== NF_Allreduce on 2 ranks, 4 B to 16 MiB, results validated (-c)"
-mpirun --oversubscribe -np 2 "$b/bench/nf_allreduce" -r all -m 4:16M -i 200 -x 5 -c
+# configure's launcher (tests/mpi_launcher.sh): Open MPI's or MPICH's hydra,
+# which oversubscribes by default.
+[ -f "$b/tests/mpi_launcher.sh" ] && . "$b/tests/mpi_launcher.sh"
+case ${NF_MPIEXEC_STYLE:-ompi} in
+  hydra) set -- ;;
+  *) set -- --oversubscribe ;;
+esac
+"${MPIEXEC:-mpirun}" "$@" ${MPIEXEC_NP:--np} 2 "$b/bench/nf_allreduce" -r all -m 4:16M -i 200 -x 5 -c

@@ -2,6 +2,24 @@
 # out()/same() to run one and compare outputs, field()/fallback() for stats,
 # nf_tier() to leave a case to make check-full.
 srcdir=${srcdir:-.}
+# The launcher configure chose (tests/mpi_launcher.sh.in); without it (a
+# driver run from elsewhere than the build directory), Open MPI's mpirun.
+[ -f ./tests/mpi_launcher.sh ] && . ./tests/mpi_launcher.sh
+MPIEXEC=${MPIEXEC:-${MPIRUN:-mpirun}} MPIEXEC_NP=${MPIEXEC_NP:--np}
+NF_MPIEXEC_STYLE=${NF_MPIEXEC_STYLE:-ompi} NF_MPI_FAMILY=${NF_MPI_FAMILY:-openmpi}
+# nf_need_launcher: SKIP (exit 77) when the launcher does not run here.
+nf_need_launcher() {
+  [ "$MPIEXEC" != no ] && command -v "$MPIEXEC" >/dev/null 2>&1 && return 0
+  echo "SKIP: no MPI launcher ('$MPIEXEC': configure found none for $NF_MPI_FAMILY; set MPIEXEC)"
+  exit 77
+}
+# nf_ompi_only WHAT: SKIP (exit 77), saying why, unless the launcher is
+# Open MPI's: WHAT names the Open MPI-only feature the test needs.
+nf_ompi_only() {
+  [ "$NF_MPIEXEC_STYLE" = ompi ] && return 0
+  echo "SKIP: needs $1, which only Open MPI has; this build is $NF_MPI_FAMILY (launcher $MPIEXEC)"
+  exit 77
+}
 nf_failed=0
 nf_left=0
 # nf_tier NP: whether this tier runs a case on NP ranks. make check sets

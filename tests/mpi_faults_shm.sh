@@ -130,7 +130,10 @@ if [ $private = 1 ] && [ -f "$lib" ] && [ -f "$PWD/lib/.libs/libnfcoll.so" ]; th
   same_listing "every name taken"
 
   # Open MPI's shared memory transport moves to /tmp; libnfcoll's cannot.
-  if mount -o remount,ro /dev/shm; then
+  # MPICH's cannot either, so it would not start.
+  if [ "$NF_MPIEXEC_STYLE" != ompi ]; then
+    echo "SKIP - read-only /dev/shm: needs Open MPI's btl_vader_backing_directory ($NF_MPI_FAMILY keeps its own shared memory in /dev/shm)"
+  elif mount -o remount,ro /dev/shm; then
     fp32_run OMPI_MCA_btl_vader_backing_directory="$tmp"
     e=$(grep -c 'error: cannot create shared memory object /nfcoll\.[0-9a-f]*: Read-only file system' "$tmp/out")
     if [ $rc = 0 ] && [ "$e" = 1 ] && [ "$errors" = 1 ] && [ "$fp32" = 0 ] && [ "$res" -ge 1 ]; then

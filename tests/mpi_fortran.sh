@@ -13,7 +13,7 @@
 if [ -n "${NF_FORTRAN_SKIP:-}" ]; then
   echo "SKIP: Fortran test not built: $NF_FORTRAN_SKIP"; exit 77
 fi
-command -v "${MPIRUN:-mpirun}" >/dev/null 2>&1 || { echo "SKIP: no mpirun on PATH"; exit 77; }
+nf_need_launcher
 lib=$PWD/lib/.libs/libnfcoll.so
 plain=./tests/mpi/test_fortran_plain
 linked=./tests/mpi/test_fortran_linked

@@ -6,6 +6,7 @@
 # a real transport. Needs root and iproute2; SKIPs, saying why, otherwise.
 . "${srcdir:-.}/tests/mpi_common.sh"
 skip() { echo "SKIP: $*"; exit 77; }
+nf_ompi_only "Open MPI's rsh agent and TCP options (bench/netns.sh)"
 [ "$(id -u)" = 0 ] || skip "network namespaces need root"
 command -v ip >/dev/null 2>&1 || skip "no ip command (Debian: apt-get install iproute2)"
 command -v unshare >/dev/null 2>&1 || skip "no unshare (util-linux)"

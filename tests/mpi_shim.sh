@@ -81,7 +81,7 @@ for other in big_ternary:10 big_fp32:10 no_such_file:5; do
     js=$tmp/mismatch.$way.$name.json
     if [ $way = preload ]; then pre="LD_PRELOAD=$lib"; prog=$plain; else pre=; prog=$linked; fi
     out "$tmp/mm" 2 NFCOLL_STATS=$js $pre sh -c \
-      "if [ \$OMPI_COMM_WORLD_RANK = 0 ]; then p=big_binary; else p=$name; fi; NFCOLL_POLICY=$pol/\$p.policy exec $prog policy"
+      "if [ \${OMPI_COMM_WORLD_RANK:-\$PMI_RANK} = 0 ]; then p=big_binary; else p=$name; fi; NFCOLL_POLICY=$pol/\$p.policy exec $prog policy"
     w=$(grep -c "different admission policies" "$tmp/mm.err")
     lb=0
     for r in binary ternary fp32; do lb=$((lb + $(field "$js" $r calls))); done

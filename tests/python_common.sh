@@ -16,6 +16,7 @@ py_need() {
       echo "SKIP: $py cannot import $m (Debian: apt-get install python3-$m)"; exit 77
     fi
   done
+  case " $* " in *" mpi4py "*) py_same_mpi ;; esac
   if [ ! -f "$lib" ]; then
     echo "SKIP: no shared library $lib (configured with --disable-shared?)"; exit 77
   fi
@@ -23,6 +24,19 @@ py_need() {
     echo "SKIP: libnfcoll is built with sanitizers; $py cannot load it (the ASan runtime must come first)"
     exit 77
   fi
+}
+
+# py_same_mpi: SKIP unless mpi4py is built against the MPI family libnfcoll
+# is (one process cannot load two MPI libraries).
+py_same_mpi() {
+  v=$("$py" -c 'import mpi4py; mpi4py.rc.initialize = False
+from mpi4py import MPI; print(MPI.get_vendor()[0])' 2>/dev/null)
+  case $NF_MPI_FAMILY:$v in
+    openmpi:"Open MPI"|mpich:MPICH|mpich:"Intel MPI"|mpich:MVAPICH*|unknown:*) ;;
+    *) echo "SKIP: $py's mpi4py is built against ${v:-an unknown MPI}, libnfcoll against" \
+         "$NF_MPI_FAMILY; they must use the same MPI (Debian's python3-mpi4py is Open MPI's)"
+       exit 77 ;;
+  esac
 }
 
 # py_regions FILE: the stats JSON's regions as "name:route[,route] ...", sorted.

@@ -15,6 +15,7 @@
 . "${srcdir:-.}/tests/mpi_common.sh"
 . "$srcdir/tests/python_common.sh"
 py_need numpy mpi4py torch
+nf_ompi_only "Open MPI's mpirun (bench/train/compare.py passes --oversubscribe, --mca)"
 data=${NF_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 if [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
   echo "SKIP: no Fashion-MNIST in $data (Debian: apt-get install dataset-fashion-mnist)"; exit 77

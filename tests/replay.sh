@@ -188,8 +188,8 @@ else
 fi
 
 # ---- real runs
-if ! command -v "${MPIRUN:-mpirun}" >/dev/null 2>&1; then
-  echo "SKIP - real runs: no ${MPIRUN:-mpirun} on PATH (install openmpi-bin)"
+if [ "$MPIEXEC" = no ] || ! command -v "$MPIEXEC" >/dev/null 2>&1; then
+  echo "SKIP - real runs: no MPI launcher ('$MPIEXEC': configure found none for $NF_MPI_FAMILY; set MPIEXEC)"
   [ $nf_failed = 0 ] && exit 77
   finish
 fi

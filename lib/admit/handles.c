@@ -3,6 +3,8 @@
  * the table is searched; admission caches the result per communicator. */
 #include "config.h"
 
+#include <stddef.h>
+
 #include "nf_handles.h"
 
 #define NF_NO_HANDLE MPI_DATATYPE_NULL

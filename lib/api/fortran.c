@@ -11,6 +11,13 @@
  * Nothing here needs the Fortran MPI libraries: a C program linked with
  * libnfcoll never calls these.
  *
+ * MPICH (docs/design.md, "MPI families"): its mpif.h and `use mpi` names are
+ * the same four, so these take them over too, with MPICH's sentinels and
+ * integer handles; its mpi_f08 MPI_Init and MPI_Finalize (mpi_x_f08_, calling
+ * PMPI_*) are these; its mpi_f08 MPI_Allreduce (mpi_allreduce_f08ts_,
+ * descriptors) converts its own sentinels and calls the C MPI_Allreduce,
+ * which is the shim's.
+ *
  * Not wrapped: Open MPI's other names for the same code (MPI_Allreduce_f,
  * MPI_Allreduce_f08, ompi_allreduce_f), which no Fortran program calls and
  * the last of which is also what PMPI_ALLREDUCE reaches from mpi_f08; the
@@ -31,25 +38,49 @@
  * libmpi; a Fortran program's own copy of the block takes over by symbol
  * interposition, and these references resolve to that same copy, preloaded
  * or linked. Weak: an unresolved one is NULL, and an MPI that has none still
- * links. */
+ * links. MPICH's mpif.h and `use mpi` put both in one block, MPIPRIV1:
+ * MPI_BOTTOM first, MPI_IN_PLACE next (an INTEGER each). */
 #define NF_F_WEAK __attribute__((weak, visibility("default")))
 extern int MPI_FORTRAN_IN_PLACE NF_F_WEAK, mpi_fortran_in_place NF_F_WEAK,
     mpi_fortran_in_place_ NF_F_WEAK, mpi_fortran_in_place__ NF_F_WEAK;
 extern int MPI_FORTRAN_BOTTOM NF_F_WEAK, mpi_fortran_bottom NF_F_WEAK,
     mpi_fortran_bottom_ NF_F_WEAK, mpi_fortran_bottom__ NF_F_WEAK;
+struct nf_f_mpich_priv1 {
+    int bottom, in_place;
+};
+extern struct nf_f_mpich_priv1 MPIPRIV1 NF_F_WEAK, mpipriv1 NF_F_WEAK, mpipriv1_ NF_F_WEAK,
+    mpipriv1__ NF_F_WEAK;
+
+/* The MPICH block holding P, if any (the one the program's mangling names). */
+static inline const struct nf_f_mpich_priv1 *nf_f_mpich(const void *p)
+{
+    const struct nf_f_mpich_priv1 *const blocks[] = {&mpipriv1_, &MPIPRIV1, &mpipriv1, &mpipriv1__};
+    for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+        if (blocks[i] != NULL && (p == &blocks[i]->bottom || p == &blocks[i]->in_place))
+            return blocks[i];
+    return NULL;
+}
 
 static inline int nf_f_in_place(const void *p)
 {
-    return p != NULL && (p == &mpi_fortran_in_place_ || p == &MPI_FORTRAN_IN_PLACE ||
-                         p == &mpi_fortran_in_place || p == &mpi_fortran_in_place__);
+    if (p == NULL)
+        return 0;
+    if (p == &mpi_fortran_in_place_ || p == &MPI_FORTRAN_IN_PLACE || p == &mpi_fortran_in_place ||
+        p == &mpi_fortran_in_place__)
+        return 1;
+    const struct nf_f_mpich_priv1 *b = nf_f_mpich(p);
+    return b != NULL && p == &b->in_place;
 }
 
 static inline void *nf_f_bottom(void *p)
 {
-    return p != NULL && (p == &mpi_fortran_bottom_ || p == &MPI_FORTRAN_BOTTOM ||
-                         p == &mpi_fortran_bottom || p == &mpi_fortran_bottom__)
-               ? MPI_BOTTOM
-               : p;
+    if (p == NULL)
+        return p;
+    if (p == &mpi_fortran_bottom_ || p == &MPI_FORTRAN_BOTTOM || p == &mpi_fortran_bottom ||
+        p == &mpi_fortran_bottom__)
+        return MPI_BOTTOM;
+    const struct nf_f_mpich_priv1 *b = nf_f_mpich(p);
+    return b != NULL && p == &b->bottom ? MPI_BOTTOM : p;
 }
 
 static void nf_f_init(MPI_Fint *ierr)
@@ -84,8 +115,10 @@ static void nf_f_finalize(MPI_Fint *ierr)
         *ierr = (MPI_Fint)rc;
 }
 
-/* Not engaged: what Open MPI's own MPI_ALLREDUCE does. A Fortran handle that
- * names nothing converts to NULL in Open MPI: MPI reports it, its own way. */
+/* Not engaged: what the MPI's own MPI_ALLREDUCE does. A Fortran handle that
+ * names nothing converts to NULL in Open MPI; MPICH's handles are the
+ * integers themselves, and 0 is none of them. Either way the zero handle
+ * goes to MPI, which reports it its own way. */
 static void nf_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                            MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
@@ -95,7 +128,8 @@ static void nf_f_allreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fi
     const void *s = nf_f_in_place(sendbuf) ? MPI_IN_PLACE : nf_f_bottom(sendbuf);
     void *r = nf_f_bottom(recvbuf);
     int rc;
-    if (__builtin_expect(!nf_ctx.intercept, 1) || c == NULL || dt == NULL || o == NULL)
+    if (__builtin_expect(!nf_ctx.intercept, 1) || c == (MPI_Comm)0 || dt == (MPI_Datatype)0 ||
+        o == (MPI_Op)0)
         rc = PMPI_Allreduce(s, r, (int)*count, dt, o, c);
     else
         rc = nf_shim_allreduce(s, r, (int)*count, dt, o, c);

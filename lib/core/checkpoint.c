@@ -533,13 +533,16 @@ static nf_status_t nf_ckpt_write(nf_comm_t *c, const char *path, uint64_t id, nf
     return st;
 }
 
-/* Rank 0's: time and process, never 0 (the agreement's "nothing"). */
+/* Rank 0's: time and process, never 0 (the agreement's "nothing") and
+ * below 2^63: the agreement's MAX must pick it over the others' 0s, and
+ * MPICH 4.0 (Debian 12's) compares MPI_UINT64_T as signed under MPI_MAX
+ * (docs/design.md, "MPI families"). */
 static uint64_t nf_ckpt_new_id(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t h = nf_hash_u64(nf_hash_u64(nf_hash_u64(NF_HASH_INIT, (uint64_t)ts.tv_sec),
-                                         (uint64_t)ts.tv_nsec), (uint64_t)getpid());
+                                         (uint64_t)ts.tv_nsec), (uint64_t)getpid()) >> 1;
     return h != 0 ? h : 1;
 }
 

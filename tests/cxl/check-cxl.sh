@@ -9,6 +9,8 @@
 srcdir=${srcdir:-$(dirname "$0")/../..}
 builddir=$(pwd)
 cache=${NFCOLL_CXL_CACHE:-$builddir/tests/cxl/cache}
+. "$srcdir/tests/mpi_common.sh"
+nf_ompi_only "Open MPI in the guest (Debian's) and mpirun --mca here"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fails=0
 

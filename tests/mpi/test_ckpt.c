@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,20 @@ static int copy_file(const char *from, const char *to)
     if (b != NULL && fclose(b) != 0)
         ok = 0;
     return nft_check(ok, "copy", "%s -> %s", from, to);
+}
+
+/* The save id in a file's header (little-endian, at byte 24): 0 if unreadable. */
+static uint64_t save_id(const char *p)
+{
+    unsigned char b[8];
+    uint64_t id = 0;
+    FILE *fp = fopen(p, "rb");
+    if (fp != NULL && fseek(fp, 24, SEEK_SET) == 0 && fread(b, 1, 8, fp) == 8)
+        for (int i = 7; i >= 0; i--)
+            id = id << 8 | b[i];
+    if (fp != NULL)
+        fclose(fp);
+    return id;
 }
 
 static long file_size(const char *p)
@@ -318,6 +333,14 @@ static int inproc(bufs_t *b)
     /* Refused loads leave the residuals as they were. */
     f += nft_check(NF_Residuals_save(cw, path("ok", -1)) == MPI_SUCCESS, "save ok", "failed");
     f += nft_check(NF_Residuals_save(cw, path("ok2", -1)) == MPI_SUCCESS, "save ok2", "failed");
+    /* Every save its own id, whichever way the MPI compares MPI_UINT64_T. */
+    uint64_t id_ck = save_id(path("ck", rank)), id_ok = save_id(path("ok", rank)),
+             id_ok2 = save_id(path("ok2", rank));
+    f += nft_check(id_ck != 0 && id_ok != 0 && id_ok2 != 0 && id_ck != id_ok && id_ok != id_ok2 &&
+                       id_ck != id_ok2,
+                   "save ids", "ck %016llx ok %016llx ok2 %016llx: not three distinct non-zero",
+                   (unsigned long long)id_ck, (unsigned long long)id_ok,
+                   (unsigned long long)id_ok2);
     f += steps(b, K + S, S, r1);
     f += load_expect(path("ok", -1), MPI_SUCCESS, "load ok");
     f += scoped();

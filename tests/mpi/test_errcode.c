@@ -28,11 +28,15 @@
 static int armed_allgather, armed_allreduce;
 static int seen_code, seen_calls;
 
+/* Exported: the tests build with -fvisibility=hidden, and MPICH's mpi.h,
+ * unlike Open MPI's, does not declare PMPI_* with default visibility. */
+#define NFT_EXPORT __attribute__((visibility("default")))
+
 typedef int allgather_fn(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
 typedef int allreduce_fn(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 
-int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
-                   MPI_Comm comm)
+NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
+                              MPI_Datatype rt, MPI_Comm comm)
 {
     static allgather_fn *next;
     if (armed_allgather) {
@@ -44,7 +48,8 @@ int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MP
     return next(sb, sc, st, rb, rc, rt, comm);
 }
 
-int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+NFT_EXPORT int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op,
+                              MPI_Comm comm)
 {
     static allreduce_fn *next;
     if (armed_allreduce) {
