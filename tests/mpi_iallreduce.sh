@@ -113,21 +113,26 @@ done
 
 # Fortran, preloaded: every REAL sum of the three styles binary, half of
 # them nonblocking on the thread, bit for bit.
-f=./tests/mpi/test_fortran_iallreduce
+fprog=./tests/mpi/test_fortran_iallreduce # not f: out() sets f
 if [ -n "${NF_FORTRAN_SKIP:-}" ]; then
   echo "SKIP: the Fortran case: $NF_FORTRAN_SKIP"
-elif [ ! -x $f ]; then
-  bad "$f was not built although configure found mpifort"
+elif [ ! -x $fprog ]; then
+  bad "$fprog was not built although configure found mpifort"
 else
-  js=$tmp/f.json
-  out "$tmp/o" 2 LD_PRELOAD=$san$lib NFCOLL_POLICY=$srcdir/tests/policy_shim/fortran_real.policy \
-    NFCOLL_STATS=$js $f
-  n=$(sed -n 's/^ *fortran iallreduces: //p' "$tmp/o" | head -1)
-  b=$(field "$js" binary calls); p=$(fallback "$js" no-progress)
-  if [ "$(grep -c '^ *PASS rank' "$tmp/o")" = 2 ] && [ -n "$n" ] && [ "$b" = $((4 * n)) ] && [ "$p" = 0 ]; then
-    ok "Fortran MPI_IALLREDUCE (use mpi, mpif.h, mpi_f08), preloaded: $b binary calls, bit for bit"
-  else
-    bad "Fortran MPI_IALLREDUCE: binary '$b' (want 4 x '$n'), no-progress '$p'"; cat "$tmp/o" "$js"
-  fi
+  # MPI_INIT_THREAD(MPI_THREAD_MULTIPLE), then plain MPI_INIT: libnfcoll's
+  # Fortran MPI_INIT asks for the thread level as C's does (no no-progress)
+  for init in thread plain; do
+    js=$tmp/f.$init.json
+    pl=; [ $init = plain ] && pl=NF_TEST_PLAIN_INIT=1
+    out "$tmp/o" 2 LD_PRELOAD=$san$lib NFCOLL_POLICY=$srcdir/tests/policy_shim/fortran_real.policy \
+      NFCOLL_STATS=$js $pl $fprog
+    n=$(sed -n 's/^ *fortran iallreduces: //p' "$tmp/o" | head -1)
+    b=$(field "$js" binary calls); p=$(fallback "$js" no-progress)
+    if [ "$(grep -c '^ *PASS rank' "$tmp/o")" = 2 ] && [ -n "$n" ] && [ "$b" = $((4 * n)) ] && [ "$p" = 0 ]; then
+      ok "Fortran MPI_IALLREDUCE (use mpi, mpif.h, mpi_f08), MPI_INIT $init, preloaded: $b binary calls, bit for bit"
+    else
+      bad "Fortran MPI_IALLREDUCE, MPI_INIT $init: binary '$b' (want 4 x '$n'), no-progress '$p'"; cat "$tmp/o" "$js"
+    fi
+  done
 fi
 finish

@@ -87,9 +87,7 @@ static void nf_f_init(MPI_Fint *ierr)
 {
     int argc = 0; /* what Open MPI's MPI_INIT passes */
     char **argv = NULL;
-    int rc = PMPI_Init(&argc, &argv);
-    if (rc == MPI_SUCCESS)
-        nf_shim_after_init();
+    int rc = nf_shim_init(&argc, &argv, MPI_THREAD_SINGLE, NULL); /* as C's MPI_Init */
     if (ierr != NULL)
         *ierr = (MPI_Fint)rc;
 }
@@ -98,11 +96,9 @@ static void nf_f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *i
 {
     int argc = 0, got = 0;
     char **argv = NULL;
-    int rc = PMPI_Init_thread(&argc, &argv, (int)*required, &got);
-    if (rc == MPI_SUCCESS) {
+    int rc = nf_shim_init(&argc, &argv, (int)*required, &got); /* as C's MPI_Init_thread */
+    if (rc == MPI_SUCCESS)
         *provided = (MPI_Fint)got;
-        nf_shim_after_init();
-    }
     if (ierr != NULL)
         *ierr = (MPI_Fint)rc;
 }

@@ -2,8 +2,9 @@
 ! on two duplicates of MPI_COMM_WORLD, X with MPI_ALLREDUCE and Y with
 ! MPI_IALLREDUCE, in the three styles (use mpi with MPI_WAIT, mpif.h in
 ! place with MPI_WAITALL, use mpi_f08 with MPI_Wait); Y's results must be
-! X's bit for bit. Starts with MPI_INIT_THREAD(MPI_THREAD_MULTIPLE), so that
-! libnfcoll's progress thread may run. Prints "PASS" or "FAIL ..." per rank
+! X's bit for bit. Starts with MPI_INIT_THREAD(MPI_THREAD_MULTIPLE), or with
+! MPI_INIT when NF_TEST_PLAIN_INIT is set (libnfcoll's MPI_INIT asks for the
+! level its progress thread needs either way). Prints "PASS" or "FAIL ..." per rank
 ! and "fortran iallreduces: N".
 subroutine f08_isum(x, y, n, comm_f, ierr)
   use mpi_f08
@@ -35,9 +36,14 @@ program test_fortran_iallreduce
   implicit none
   integer, parameter :: n = 300000, steps = 4
   real, allocatable :: x(:), a(:), b(:)
-  integer :: ierr, rank, xc, yc, provided, s, j, req, bad, calls
+  integer :: ierr, rank, xc, yc, provided, s, j, req, bad, calls, plain
   allocate(x(n), a(n), b(n))
-  call MPI_INIT_THREAD(MPI_THREAD_MULTIPLE, provided, ierr)
+  call get_environment_variable('NF_TEST_PLAIN_INIT', status=plain)
+  if (plain == 0) then
+    call MPI_INIT(ierr)
+  else
+    call MPI_INIT_THREAD(MPI_THREAD_MULTIPLE, provided, ierr)
+  end if
   call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
   call MPI_COMM_DUP(MPI_COMM_WORLD, xc, ierr)
   call MPI_COMM_DUP(MPI_COMM_WORLD, yc, ierr)
