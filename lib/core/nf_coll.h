@@ -31,6 +31,8 @@ typedef struct nf_seg {
     uint64_t tag;         /* what else ranks must agree on: the region's name hash
                              (ids are per process) */
     nf_route_t ran;       /* out (run.c): the route it ran on, fallbacks included */
+    int fallback;         /* out (run.c): why ran is not route (an nf_fallback_t:
+                             nonfinite, layout, capacity, resource), -1 when not */
     double ef_ratio;      /* out, health on: mean |e| / mean |x| over the segment,
                              the ranks' mean (NAN when not measured) */
     /* set by nf_coll_run: */
