@@ -4,7 +4,8 @@
 # cool-down on every rank in the same call, then back to binary; a repeat
 # doubles the cool-down. The routes per step, the stats and the trace say so.
 # Then losses that are negative or change sign: only a real spike counts.
-# Then the record of why each region ran where it ran (--record).
+# Then re-entry after a divergence (--reentry), and the record of why each
+# region ran where it ran (--record).
 . "${srcdir:-.}/tests/mpi_common.sh"
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -55,6 +56,21 @@ for np in 2 3; do
       echo "FAIL - $np ranks, $mode losses: routes $got, want $want"; nf_failed=1
     fi
   done
+done
+# Re-entry after a divergence (issue 15 item 2): gradients x1000 and a loss
+# spike at step 10, 3 calls cool down, step 14 re-enters and stays binary.
+# The residual step 10 left was kept through the cool-down and read as
+# ef_growth at once: bbbbbbbbbbbfffbffffffbbb before it started over.
+for np in 2 3; do
+  nf_tier $np || continue
+  out "$tmp/re.$np" $np NFCOLL_POLICY=$pol ./tests/mpi/test_health --reentry
+  got=$(sed -n 's/^reentry //p' "$tmp/re.$np")
+  if [ "$got" = "bbbbbbbbbbbfffbbbbbbbbbb" ]; then
+    echo "ok - $np ranks: re-entry after a divergence stays binary: $got"
+  else
+    echo "FAIL - $np ranks: re-entry after a divergence: $got, want bbbbbbbbbbbfffbbbbbbbbbb"
+    nf_failed=1
+  fi
 done
 # Two equal-size gaps of a fused buffer are two segments to health.
 run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_health --gaps

@@ -145,6 +145,10 @@ void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, si
                 char buf[40];
                 s->back = 0;
                 note[i].health = "reentry";
+                /* Its residual is the error of calls a cool-down ago, and
+                 * after a divergence large enough to read as ef_growth at
+                 * once: it starts over. */
+                seg[i].restart = 1;
                 nf_regstats_reentry(nf_hseg_name(s, buf, sizeof(buf)), call);
             }
             continue;

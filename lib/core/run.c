@@ -166,6 +166,8 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
         seg[s].res = nf_route_lowbit(seg[s].route) && seg[s].ef
                          ? nf_seg_residual(&c->resid, call.x, &seg[s], &w)
                          : NULL;
+        if (seg[s].res != NULL && seg[s].restart)
+            nf_residual_zero(seg[s].res);
         why = why != NF_OK ? why : w;
     }
     /* A residual that NFCOLL_CXL=require refused is this rank's error, but

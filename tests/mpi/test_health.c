@@ -25,6 +25,12 @@
  * (5-7) and rec.body re-enters binary at call 8. The script reads why from
  * the stats' "admission" record and the trace.
  *
+ * --reentry: a divergence that health cools down, then lets back: every
+ * rank's gradient is 1000 times larger at step 10 and the loss spikes
+ * (x10); steps 11-13 cool down, step 14 re-enters binary and stays there:
+ * the residual left by step 10 starts over (kept, it read as ef_growth at
+ * once and cooled the buffer down again). Prints "reentry ROUTES".
+ *
  * --gaps: a fused buffer a | gap | b | gap | c whose two gaps have one
  * size. A NaN in the first gap cools that gap alone, for exactly its
  * cool-down (issue 17 item 6: they shared one record, so the other gap
@@ -121,6 +127,28 @@ static int test_record(int rank, int n)
     return fails;
 }
 
+static int test_reentry(int rank)
+{
+    enum { RSTEPS = 24 };
+    char routes[RSTEPS + 1] = {0};
+    float *buf = nft_keep(malloc(M * sizeof(float)));
+    int fails = 0;
+    step_route();
+    for (int s = 0; s < RSTEPS; s++) {
+        ref_input(buf, M, rank, s, 17);
+        for (int j = 0; s == 10 && j < M; j++)
+            buf[j] *= 1000.0f;
+        NF_Health_report(s == 10 ? 10.0 : 1.0);
+        int rc = NF_Allreduce(MPI_IN_PLACE, buf, M, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        fails += nft_check(rc == MPI_SUCCESS, "reentry call", "return code %d", rc);
+        routes[s] = step_route();
+    }
+    fails += nft_identical_on_all(routes, RSTEPS, "routes per step");
+    if (rank == 0)
+        printf("reentry %s\n", routes);
+    return fails;
+}
+
 int main(int argc, char **argv)
 {
     int rank, n, fails = 0;
@@ -130,6 +158,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (argc > 1 && strcmp(argv[1], "--gaps") == 0)
         return nft_finish(test_gaps(rank, n), "test_health --gaps");
+    if (argc > 1 && strcmp(argv[1], "--reentry") == 0)
+        return nft_finish(test_reentry(rank), "test_health --reentry");
     if (argc > 1 && strcmp(argv[1], "--record") == 0)
         return nft_finish(test_record(rank, n), "test_health --record");
     int neg = argc > 1 && strcmp(argv[1], "--negative") == 0;
