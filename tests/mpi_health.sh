@@ -4,6 +4,8 @@
 # cool-down on every rank in the same call, then back to binary; a repeat
 # doubles the cool-down. The routes per step, the stats and the trace say so.
 # Then losses that are negative or change sign: only a real spike counts.
+# Then re-entry after a divergence (--reentry), and the record of why each
+# region ran where it ran (--record).
 . "${srcdir:-.}/tests/mpi_common.sh"
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -28,7 +30,7 @@ print(' '.join('%s=%d' % (k, sum(v[k] for v in h.values())) for k in ('nonfinite
     "nonfinite=$((2 * np)) ef_growth="[1-9]*" loss_spike=$np") echo "ok - $np ranks: events counted" ;;
     *) echo "FAIL - $np ranks: health events '$ev'"; nf_failed=1 ;;
   esac
-  sig=$(awk '!/^#/ && $NF != "-" {print $NF}' "$tmp/t.$np.0" | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  sig=$(awk '!/^#/ && $(NF-2) != "-" {print $(NF-2)}' "$tmp/t.$np.0" | sort | uniq -c | tr -s ' ' | tr '\n' ';')
   echo "$np ranks: trace records cooling by signal: $sig"
   grep -q 'nonfinite' "$tmp/t.$np.0" && grep -q 'loss_spike' "$tmp/t.$np.0" &&
     grep -q 'ef_growth' "$tmp/t.$np.0" || { echo "FAIL - the trace does not name every signal"; nf_failed=1; }
@@ -55,6 +57,62 @@ for np in 2 3; do
     fi
   done
 done
+# Re-entry after a divergence (issue 15 item 2): gradients x1000 and a loss
+# spike at step 10, 3 calls cool down, step 14 re-enters and stays binary.
+# The residual step 10 left was kept through the cool-down and read as
+# ef_growth at once: bbbbbbbbbbbfffbffffffbbb before it started over.
+for np in 2 3; do
+  nf_tier $np || continue
+  out "$tmp/re.$np" $np NFCOLL_POLICY=$pol ./tests/mpi/test_health --reentry
+  got=$(sed -n 's/^reentry //p' "$tmp/re.$np")
+  if [ "$got" = "bbbbbbbbbbbfffbbbbbbbbbb" ]; then
+    echo "ok - $np ranks: re-entry after a divergence stays binary: $got"
+  else
+    echo "FAIL - $np ranks: re-entry after a divergence: $got, want bbbbbbbbbbbfffbbbbbbbbbb"
+    nf_failed=1
+  fi
+done
 # Two equal-size gaps of a fused buffer are two segments to health.
 run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_health --gaps
+# The record of why each region ran where it ran (issue 15 item 4), from a
+# loaded profile: the stats' "admission" object names rec.head's rule with
+# its file:line, rec.body's profile entry with its figures, its cool-down
+# (signal, call) and re-entry, and its nonfinite fallback; rec.tail has no
+# entry, rec.old a stale one. The trace says the same per call.
+rec=$srcdir/tests/policy_shim/record.policy
+out "$tmp/rec" 2 NFCOLL_POLICY=$rec NFCOLL_STATS=$tmp/rec.json NFCOLL_TRACE=$tmp/rec.%r \
+  ./tests/mpi/test_health --record
+if python3 - "$tmp/rec.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["admission"]
+def want(region, **kv):
+    got = {k: a.get(region, {}).get(k) for k in kv}
+    if got != kv:
+        sys.exit("%s: %s, want %s" % (region, got, kv))
+want("rec.head", route="fp32", by="rule", rule="head", entry=None, cooldowns=0)
+assert a["rec.head"]["where"].endswith("record.policy:14"), a["rec.head"]["where"]
+want("rec.body", route="binary", by="profile", rule="auto", entry_elements=2000,
+     cos_binary=0.9, cos_ternary=0.95, admit_cosine=0.5, cooldowns=2,
+     last_signal="nonfinite", first_cooldown_call=4, last_cooldown_call=4, reentries=2,
+     last_reentry_call=8, fallbacks={"nonfinite": 2})
+assert a["rec.body"]["entry"].endswith("record.profile:3"), a["rec.body"]["entry"]
+want("rec.tail", route="fp32", by="no-entry", entry=None, cooldowns=0, reentries=0)
+want("rec.old", route="fp32", by="stale-entry", entry_elements=999)
+PY
+then
+  echo "ok - the stats' admission record: a rule, a profile entry, a cool-down, re-entry"
+else
+  echo "FAIL - the stats' admission record"; sed -n '/"admission"/,$p' "$tmp/rec.json"; nf_failed=1
+fi
+# rec.body per call (call ran health why fallback): the NaN's call falls
+# back, 3 calls cool down (nonfinite), call 8 re-enters binary.
+got=$(awk '$11 == "rec.body" && $2 >= 3 && $2 <= 9 {print $2, $14, $15, $17}' "$tmp/rec.0" | tr '\n' ';')
+want="3 binary - -;4 fp32 - nonfinite;5 fp32 nonfinite -;6 fp32 nonfinite -;7 fp32 nonfinite -;8 binary reentry -;9 binary - -;"
+whys=$(awk '$2 == 0 {print $11, $16}' "$tmp/rec.0" | tr '\n' ';')
+wantw="rec.head rule;rec.body profile:cos_binary=0.9000,cos_ternary=0.9500;rec.tail no-entry;rec.old stale-entry:elements=999;"
+if [ "$got" = "$want" ] && [ "$whys" = "$wantw" ]; then
+  echo "ok - the trace's health, why and fallback columns"
+else
+  echo "FAIL - the trace: rec.body '$got', want '$want'; why '$whys', want '$wantw'"; nf_failed=1
+fi
 finish

@@ -11,6 +11,15 @@
 #    at most 2 points below fp32 at most 10 % of FP32's upstream bytes, and
 #    health holding at most 5 % of the gradient bytes on fp32 in this
 #    healthy run.
+# 3. Health against a run made to diverge (bench/train/inject.py --check):
+#    the CNN, momentum SGD, binary with ef_decay 0.5
+#    and health on, 2 epochs of 12000 images, run healthy, with the
+#    learning rate x20 for one step at step 60, and with rank 1's gradients
+#    x10 plus noise for steps 60-64. Asserts the healthy run holds < 5 % of
+#    the bytes on fp32, and that each injected run starts a cool-down within
+#    6 steps of the injection, names its signal, and re-enters low-bit with
+#    at least 90 % of the bytes after its last re-entry on binary
+#    (NF_INJECT_CHECK_ARGS: more inject.py options).
 # auto SKIPs (in the output) where the library cannot calibrate.
 . "${srcdir:-.}/tests/mpi_common.sh"
 . "$srcdir/tests/python_common.sh"
@@ -36,4 +45,10 @@ timeout -k 10 "${NF_TEST_TIMEOUT:-300}" "$py" "$top/bench/train/compare.py" --ch
 rc2=$?
 [ $rc2 -eq 0 ] || echo "FAILED (exit $rc2): momentum SGD"
 [ $rc -eq 0 ] && rc=$rc2
+timeout -k 10 "${NF_TEST_TIMEOUT:-600}" "$py" "$top/bench/train/inject.py" --check \
+  --build "$PWD" --src "$top" --python "$py" --out "$tmp/inject" \
+  --mpirun-args "--mca btl self,vader" $NF_INJECT_CHECK_ARGS
+rc3=$?
+[ $rc3 -eq 0 ] || echo "FAILED (exit $rc3): fault injection"
+[ $rc -eq 0 ] && rc=$rc3
 exit $rc

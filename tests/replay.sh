@@ -12,7 +12,8 @@
 #    and int calls; test_regions: fused buffers with fp32, binary and
 #    ternary segments, a layout mismatch; test_shim again under a layout file
 #    with route = auto and a profile, and as a calibration run; Fortran
-#    REAL sums when mpifort is there); a run
+#    REAL sums when mpifort is there; test_health --record, whose
+#    stats' "admission" record the replay's gives again); a run
 #    replayed under another policy gives that policy's run's routes, and the
 #    counters move the expected way.
 . "${srcdir:-.}/tests/mpi_common.sh"
@@ -302,4 +303,28 @@ fi
 record calibrate.2 2 "$tmp/calibrate.policy" ./tests/mpi/test_shim_linked policy &&
   same_routes calibrate.2 2 "$tmp/calibrate.policy" &&
   what_if shim.2 calibrate.2 "$tmp/calibrate.policy"
+# The record of why (issue 15 item 4): under the policy and profile a run
+# was recorded with (test_health --record: a rule, a profile entry, no
+# entry, a stale one; a NaN and a cool-down), the replay's "admission"
+# gives each region the run's route, reason, rule, profile entry and
+# figures, and its routes are the run's.
+same_why() { # NAME
+  python3 - "$tmp/$1.stats.json" "$tmp/$1.replay.json" <<'PY'
+import json, sys
+run, rep = (json.load(open(f))["admission"] for f in sys.argv[1:])
+keys = ("route", "by", "rule", "where", "entry", "entry_elements", "cos_binary",
+        "cos_ternary", "admit_cosine")
+bad = ["%s %s: run %s, replay %s" % (r, k, run[r].get(k), rep.get(r, {}).get(k))
+       for r in run for k in keys if run[r].get(k) != rep.get(r, {}).get(k)]
+if bad or set(run) != set(rep) or len(run) != 4:
+    sys.exit("; ".join(bad) or "regions %s vs %s" % (sorted(run), sorted(rep)))
+PY
+}
+record record.2 2 "$pol/record.policy" ./tests/mpi/test_health --record &&
+  same_routes record.2 2 "$pol/record.policy" &&
+  if same_why record.2; then
+    ok "record.2: the replay's admission record is the run's (4 regions)"
+  else
+    fail "record.2: the replay's admission record differs from the run's"
+  fi
 finish

@@ -1868,7 +1868,10 @@ END_TEST
 
 /* ------------------------------------------------- the routing decision */
 
-/* One policy, layout and profile for every case (nf_decide.h). */
+/* One policy, layout and profile for every case (nf_decide.h); each case
+ * also checks the reason the decision gives beside the route (the whole
+ * call's and, cut, each segment's): rule, profile, no-entry, stale-entry,
+ * calibrate. */
 static const char decide_policy[] =
     "[policy]\nversion = 1\n\n"
     "[rule whole]\ncomm = keep\nsegment = buffer\nroute = binary\n\n"
@@ -1897,35 +1900,40 @@ typedef struct decide_case {
     nf_route_t route;         /* of the whole call */
     const char *segs;         /* "OFF:M:ROUTE:RULE ..." (NAME omitted), or NULL */
     int stale;
+    const char *why;          /* the whole call's reason, "/" and the segments' */
 } decide_case_t;
 
 static const decide_case_t decide_cases[] = {
     {"a whole float sum, route = auto from buffer:80", "w", 2, 1, 0, NF_DT_FLOAT, NF_OP_SUM,
-     20, NULL, 0, NF_ROUTE_TERNARY, NULL, 0},
+     20, NULL, 0, NF_ROUTE_TERNARY, NULL, 0, "profile"},
     {"route = auto without an entry: fp32", "w", 2, 1, 0, NF_DT_FLOAT, NF_OP_SUM, 21, NULL, 0,
-     NF_ROUTE_FP32, NULL, 0},
+     NF_ROUTE_FP32, NULL, 0, "no-entry"},
     {"route = auto, an entry of another element count: fp32, said", "w", 2, 1, 0, NF_DT_FLOAT,
-     NF_OP_SUM, 4, NULL, 0, NF_ROUTE_FP32, NULL, 1},
+     NF_OP_SUM, 4, NULL, 0, NF_ROUTE_FP32, NULL, 1, "stale-entry"},
     {"a double sum is not a float sum: default pmpi", "w", 2, 1, 0, NF_DT_DOUBLE, NF_OP_SUM, 100,
-     NULL, 0, NF_ROUTE_PMPI, NULL, 0},
+     NULL, 0, NF_ROUTE_PMPI, NULL, 0, "rule"},
     {"a big float sum: bf16, not cut", "w", 2, 1, 0, NF_DT_FLOAT, NF_OP_SUM, 1u << 18, NULL, 0,
-     NF_ROUTE_BF16, NULL, 0},
+     NF_ROUTE_BF16, NULL, 0, "rule"},
     {"cut by the layout: gaps, regions, a part past the end left out", "w", 2, 1, 0,
      NF_DT_FLOAT, NF_OP_SUM, 100, NULL, 1, NF_ROUTE_FP32,
-     "0:10:binary:model 10:20:ternary:head 30:20:ternary:model 50:10:pmpi:frozen 60:40:fp32:model", 0},
+     "0:10:binary:model 10:20:ternary:head 30:20:ternary:model 50:10:pmpi:frozen 60:40:fp32:model", 0, "rule/profile rule profile rule no-entry"},
     {"segment = buffer keeps the call whole", "keep", 2, 1, 0, NF_DT_FLOAT, NF_OP_SUM, 100, NULL,
-     0, NF_ROUTE_BINARY, NULL, 0},
+     0, NF_ROUTE_BINARY, NULL, 0, "rule"},
     {"bound parts win over the layout; a pmpi region keeps the call fused", "w", 2, 1, 0,
      NF_DT_FLOAT, NF_OP_SUM, 100, "frozen 0 50;w 50 8", 1, NF_ROUTE_FP32,
-     "0:50:pmpi:frozen 50:8:binary:model 58:42:fp32:model", 0},
+     "0:50:pmpi:frozen 50:8:binary:model 58:42:fp32:model", 0, "rule/rule profile no-entry"},
     {"every segment pmpi: whole on pmpi", "w", 2, 1, 0, NF_DT_FLOAT, NF_OP_SUM, 100,
-     "frozen.a 0 60;frozen.b 60 40", -1, NF_ROUTE_PMPI, "0:60:pmpi:frozen 60:40:pmpi:frozen", 0},
+     "frozen.a 0 60;frozen.b 60 40", -1, NF_ROUTE_PMPI, "0:60:pmpi:frozen 60:40:pmpi:frozen", 0, "rule/rule rule"},
     {"one rank: pmpi, whatever the cut", "w", 1, 0, 0, NF_DT_FLOAT, NF_OP_SUM, 100, NULL, 1,
-     NF_ROUTE_PMPI, NULL, 0},
+     NF_ROUTE_PMPI, NULL, 0, "rule/profile rule profile rule no-entry"},
     {"a calibration run: fp32", "w", 2, 1, 1, NF_DT_FLOAT, NF_OP_SUM, 20, NULL, 0, NF_ROUTE_FP32,
-     NULL, 0},
+     NULL, 0, "calibrate"},
     {"a calibration run does not take a double sum", "w", 2, 1, 1, NF_DT_DOUBLE, NF_OP_SUM, 20,
-     NULL, 0, NF_ROUTE_PMPI, NULL, 0},
+     NULL, 0, NF_ROUTE_PMPI, NULL, 0, "rule"},
+    {"a calibration run: a cut call's segments are calibrate", "w", 2, 1, 1, NF_DT_FLOAT,
+     NF_OP_SUM, 100, NULL, 1, NF_ROUTE_FP32,
+     "0:10:binary:model 10:20:ternary:head 30:20:ternary:model 50:10:pmpi:frozen 60:40:fp32:model", 0,
+     "calibrate/calibrate calibrate calibrate calibrate calibrate"},
 };
 
 static void decide_parts(const char *spec, nf_decide_part_t *p, char names[][16], size_t *n)
@@ -1966,6 +1974,17 @@ START_TEST(test_decide)
     ck_assert_msg(d.cut == c->cut && d.route == c->route, "%s: cut %d route %s, expected %d %s",
                   c->what, d.cut, nf_route_name(d.route), c->cut, nf_route_name(c->route));
     ck_assert_msg((d.stale != NULL) == c->stale, "%s: stale %p", c->what, (void *)d.stale);
+    char why[256];
+    snprintf(why, sizeof(why), "%s%s", nf_decide_why_name(d.why.why), d.cut ? "/" : "");
+    for (size_t i = 0; d.cut && i < d.nseg; i++) {
+        size_t at = strlen(why);
+        snprintf(why + at, sizeof(why) - at, "%s%s", i ? " " : "",
+                 nf_decide_why_name(d.seg[i].why.why));
+        /* the entry comes with the reasons that read one */
+        ck_assert((d.seg[i].why.pe != NULL) ==
+                  (d.seg[i].why.why == NF_WHY_PROFILE || d.seg[i].why.why == NF_WHY_STALE));
+    }
+    ck_assert_msg(strcmp(why, c->why) == 0, "%s: why '%s', expected '%s'", c->what, why, c->why);
     if (c->segs != NULL) {
         char got[512] = "";
         for (size_t i = 0; i < d.nseg; i++) {

@@ -18,7 +18,8 @@
 
 #define TR_MAGIC NF_TRACE_MAGIC
 #define TR_VERSION NF_TRACE_VERSION
-#define TR_FIELDS (NF_TRACE_NCOLUMNS - 1) /* before the last, health */
+#define TR_FIELDS (NF_TRACE_NCOLUMNS - 3) /* before health (v4: health why fallback) */
+#define TR_OLDEST 3                         /* v3: no why and fallback columns */
 #define TR_COLUMNS NF_TRACE_COLUMNS
 #define TR_MAX_TOKENS 256
 /* Longer than any line libnfcoll writes (names of at most 127 bytes, a
@@ -99,9 +100,11 @@ static int tr_header(trace_reader_t *r)
         nf_parse_long(r->line + strlen(TR_MAGIC), 1, 1000000, &v) != 0)
         return tr_err(r, "not a libnfcoll trace (first line '%.60s', expected '" TR_MAGIC
                       "%d')", r->line, TR_VERSION);
-    if (v != TR_VERSION)
-        return tr_err(r, "trace format v%ld; nfcoll_replay reads v%d (older ones lack the "
-                      "segments, 'ran' or 'health' columns: record the run again)", v, TR_VERSION);
+    if (v < TR_OLDEST || v > TR_VERSION)
+        return tr_err(r, "trace format v%ld; nfcoll_replay reads v%d and v%d (older ones lack "
+                      "the segments, 'ran' or 'health' columns: record the run again)", v,
+                      TR_OLDEST, TR_VERSION);
+    r->version = (int)v;
     return 0;
 }
 
@@ -267,21 +270,47 @@ static int tr_tail(const trace_reader_t *r, char **tok, int t, trace_rec_t *rec)
     return 0;
 }
 
+/* v4's last two fields: why (a reason's name, figures after a colon) and
+ * fallback ("-" or a fallback's name). */
+static int tr_why(const trace_reader_t *r, char *why, char *fallback, trace_rec_t *rec)
+{
+    static const char *const whys[] = {"rule", "profile", "no-entry", "stale-entry",
+                                       "calibrate"};
+    size_t n = strcspn(why, ":"), k;
+    for (k = 0; k < sizeof(whys) / sizeof(whys[0]); k++)
+        if (strlen(whys[k]) == n && strncmp(why, whys[k], n) == 0)
+            break;
+    if (k == sizeof(whys) / sizeof(whys[0]))
+        return tr_bad(r, "why", why, "rule, profile, no-entry, stale-entry or calibrate");
+    rec->why = why;
+    rec->fallback = strcmp(fallback, "-") == 0 ? NULL : fallback;
+    for (int f = 0; rec->fallback != NULL && f < NF_FALLBACK_COUNT; f++)
+        if (strcmp(fallback, nf_fallback_name((nf_fallback_t)f)) == 0)
+            return 0;
+    return rec->fallback == NULL ? 0 : tr_bad(r, "fallback", fallback, "- or a fallback name");
+}
+
 static int tr_parse(trace_reader_t *r, trace_rec_t *rec)
 {
     char *tok[TR_MAX_TOKENS];
-    int t = tr_split(r, tok), i;
+    int t = tr_split(r, tok), i, more = r->version >= 4 ? 2 : 0;
     if (t < 0)
         return -1;
-    if (t < TR_FIELDS + 1)
+    if (t < TR_FIELDS + 1 + more)
         return tr_err(r, "%d field%s, expected %d: " TR_COLUMNS, t, t == 1 ? "" : "s",
-                      TR_FIELDS + 1);
-    /* The last field, health: "-" or the signal of a cool-down; the other
+                      TR_FIELDS + 1 + more);
+    rec->why = rec->fallback = NULL;
+    if (more && tr_why(r, tok[t - 2], tok[t - 1], rec) != 0)
+        return -1;
+    t -= more;
+    /* Then health: "-", the signal of a cool-down or "reentry"; the other
      * fields are read as before it. */
     rec->health = strcmp(tok[--t], "-") == 0 ? NULL : tok[t];
     if (rec->health != NULL && strcmp(rec->health, "nonfinite") != 0 &&
-        strcmp(rec->health, "ef_growth") != 0 && strcmp(rec->health, "loss_spike") != 0)
-        return tr_bad(r, "health", rec->health, "-, nonfinite, ef_growth or loss_spike");
+        strcmp(rec->health, "ef_growth") != 0 && strcmp(rec->health, "loss_spike") != 0 &&
+        strcmp(rec->health, "reentry") != 0)
+        return tr_bad(r, "health", rec->health,
+                      "-, nonfinite, ef_growth, loss_spike or reentry");
     if (tr_int(tok[0], 0, &rec->rank) != 0)
         return tr_bad(r, "rank", tok[0], "a number 0 or more");
     if (tr_u64(tok[1], &rec->call) != 0)

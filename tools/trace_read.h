@@ -28,7 +28,9 @@ typedef struct trace_rec {
     const char *region;  /* NULL for an unbound buffer or gap ('-') */
     uint64_t offset, elements;
     nf_route_t ran;      /* what the call or segment ran on */
-    const char *health;  /* the health signal that cooled it down, or NULL */
+    const char *health;  /* the health signal that cooled it down, "reentry", or NULL */
+    const char *why;     /* v4: admission's reason (nf_decide_why_name[:figures]); NULL in v3 */
+    const char *fallback; /* v4: the runner's fallback, or NULL */
 } trace_rec_t;
 
 typedef struct trace_reader {
@@ -36,6 +38,7 @@ typedef struct trace_reader {
     FILE *fp;
     char *line;          /* TR_LINE_MAX + 1 bytes, once a line was read */
     long lineno;
+    int version;         /* of the header: 3 or 4 */
 } trace_reader_t;
 
 /* Open path and check its header. 0, or -1 (said why). */

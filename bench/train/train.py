@@ -16,6 +16,14 @@ settings, the same for every configuration (no per-route tuning):
   adamw  betas (0.9, 0.999), weight decay 0.05, lr 1e-3, linear warm-up over
          the first 10 % of the steps, then cosine decay to 0
 The CNN and the MLP default to sgd, the Transformer (vit) to adamw.
+
+--inject makes a run diverge on purpose, to see libnfcoll's health monitor
+catch it (tests/python_train.sh); steps count from 0, over the whole run:
+  lrF:STEP:N               the learning rate times F for N steps from STEP
+                           (lr20:100:5: 20 times for steps 100-104)
+  corrupt:RANK:STEP:N[:S]  for N steps from STEP, RANK's gradients times S
+                           (default 100) plus Gaussian noise of S times their
+                           RMS, in the comm hook before the allreduce
 """
 
 import argparse
@@ -48,6 +56,43 @@ def evaluate(model, x, y, comm):
     return 100.0 * sum(c for c, _ in parts) / len(y), sum(v for _, v in parts) / len(y)
 
 
+def parse_inject(spec):
+    """One --inject value as a dict; ArgumentTypeError names what is wrong."""
+    f = spec.split(":")
+    try:
+        if f[0].startswith("lr") and len(f) == 3:
+            return {"kind": "lr", "factor": float(f[0][2:]), "step": int(f[1]),
+                    "steps": int(f[2]), "spec": spec}
+        if f[0] == "corrupt" and len(f) in (4, 5):
+            return {"kind": "corrupt", "rank": int(f[1]), "step": int(f[2]),
+                    "steps": int(f[3]), "scale": float(f[4]) if len(f) == 5 else 100.0,
+                    "spec": spec}
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError("bad --inject %r (expected lrF:STEP:N or "
+                                     "corrupt:RANK:STEP:N[:SCALE])" % spec)
+
+
+def injecting(inject, kind, step):
+    """The --inject entries of this kind active at this step."""
+    return [j for j in inject if j["kind"] == kind and j["step"] <= step < j["step"] + j["steps"]]
+
+
+def corrupting_hook(hook, inject, rank, seed, at):
+    """hook, with this rank's bucket corrupted first at the steps --inject
+    corrupt names (at[0]: the current step)."""
+    def wrapped(state, bucket):
+        for j in injecting(inject, "corrupt", at[0]):
+            if j["rank"] == rank:
+                buf = bucket.buffer()
+                g = torch.Generator().manual_seed(seed * 1000003 + at[0])
+                rms = float(buf.pow(2).mean().sqrt())
+                buf.mul_(j["scale"]).add_(torch.randn(buf.shape, generator=g) *
+                                          (j["scale"] * rms))
+        return hook(state, bucket)
+    return wrapped
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=tuple(MODELS), default="cnn")
@@ -65,6 +110,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--steps", type=int, default=0, help="stop after N steps (0: the epochs)")
     ap.add_argument("--health", action="store_true", help="nfcoll.health_report(loss) every step")
+    ap.add_argument("--inject", type=parse_inject, action="append", default=[],
+                    metavar="SPEC", help="make the run diverge: lrF:STEP:N or "
+                    "corrupt:RANK:STEP:N[:SCALE] (see above); may repeat")
     ap.add_argument("--out", help="rank 0 writes the results here (JSON)")
     a = ap.parse_args()
     a.optimizer = a.optimizer or DEFAULT_OPTIMIZER[a.model]
@@ -83,6 +131,9 @@ def main():
     model = MODELS[a.model]()
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     state, hook = nfcoll.torch.ddp_hook(model)
+    at = [0]  # the step, for the corrupting hook
+    if any(j["kind"] == "corrupt" for j in a.inject):
+        hook = corrupting_hook(hook, a.inject, rank, a.seed, at)
     ddp.register_comm_hook(state, hook)
     if a.optimizer == "sgd":
         opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=a.momentum,
@@ -101,6 +152,7 @@ def main():
            "lr": a.lr, "momentum": a.momentum if a.optimizer == "sgd" else None,
            "weight_decay": a.weight_decay, "schedule": a.schedule, "warmup_steps": warmup,
            "total_steps": total, "seed": a.seed,
+           "inject": [j["spec"] for j in a.inject], "step_calls": [], "step_loss": [],
            "acc": [], "test_loss": [], "train_loss": [], "epoch_seconds": [],
            "library": nfcoll.library_path, "version": nfcoll.version()}
     steps, start = 0, time.perf_counter()
@@ -111,13 +163,22 @@ def main():
         losses = []
         for b in range(0, len(mine), a.batch):
             i = mine[b:b + a.batch]
+            at[0] = steps
+            res["step_calls"].append(state.calls)  # the hook's calls before this step
             opt.zero_grad()
             loss = F.cross_entropy(ddp(xtr[i]), ytr[i])
             loss.backward()
+            for j in injecting(a.inject, "lr", steps):  # the schedule sets it again next step
+                for grp in opt.param_groups:
+                    grp["lr"] *= j["factor"]
             opt.step()
             sched.step()
             losses.append(float(loss))
-            if a.health:  # this rank's loss: libnfcoll averages over the ranks that report
+            if a.inject:  # the mean over the ranks, to see the injection
+                res["step_loss"].append(float(np.mean(comm.allgather(losses[-1]))))
+            # this rank's loss: libnfcoll averages over the ranks that report. It
+            # refuses a NaN or Inf: the gradients' own NaN or Inf is that signal.
+            if a.health and np.isfinite(losses[-1]):
                 nfcoll.health_report(losses[-1])
             steps += 1
             if a.steps and steps >= a.steps:

@@ -15,6 +15,7 @@
 #include "nf_log.h"
 #include "nf_plan.h"
 #include "nf_profile.h"
+#include "nf_regstats.h"
 #include "nf_stats.h"
 #include "nf_trace.h"
 #include "nf_util.h"
@@ -129,6 +130,7 @@ typedef struct nf_adm_entry {
     int auto_known;      /* route = auto: the profile's route for a whole */
     uint64_t auto_bytes; /* buffer of auto_bytes */
     nf_route_t auto_route;
+    nf_decide_reason_t auto_why; /* and why */
 } nf_adm_entry_t;
 
 typedef struct nf_adm_comm {
@@ -286,28 +288,53 @@ static void nf_adm_stale(const nf_profile_entry_t *pe, uint64_t m)
                               (unsigned long long)pe->elements, (unsigned long long)m);
 }
 
-/* route = auto for a whole buffer: the profile's route, fp32 without one. */
-static void nf_adm_auto(nf_seg_t *g, const nf_policy_action_t *a)
-{
-    const nf_profile_entry_t *stale = NULL;
-    if (!a->route_auto)
-        return;
-    g->route = nf_decide_auto(&nf_dx, a, g->name, g->m, &stale);
-    nf_adm_stale(stale, g->m);
-}
-
-/* The same for an unfused call, through its decision entry: a whole
- * buffer's profile name (buffer:BYTES) is formatted once per size. */
-static void nf_adm_auto_whole(nf_seg_t *g, nf_adm_entry_t *e)
+/* route = auto for an unfused call, through its decision entry: the
+ * profile's route for its buffer:BYTES, fp32 without one (formatted once
+ * per size), and why (in *why; the rule's route: NF_WHY_RULE). */
+static void nf_adm_auto_whole(nf_seg_t *g, nf_adm_entry_t *e, nf_decide_reason_t *why)
 {
     uint64_t bytes = (uint64_t)g->m * sizeof(float);
+    *why = (nf_decide_reason_t){NF_WHY_RULE, NULL};
     if (!e->a.route_auto)
         return;
     if (!e->auto_known || e->auto_bytes != bytes) {
-        nf_adm_auto(g, &e->a);
-        e->auto_route = g->route, e->auto_bytes = bytes, e->auto_known = 1;
+        e->auto_route = nf_decide_auto(&nf_dx, &e->a, g->name, g->m, &e->auto_why);
+        if (e->auto_why.why == NF_WHY_STALE)
+            nf_adm_stale(e->auto_why.pe, g->m);
+        e->auto_bytes = bytes, e->auto_known = 1;
     }
-    g->route = e->auto_route;
+    g->route = e->auto_route, *why = e->auto_why;
+}
+
+/* "file:line" into buf, keeping a long file name's tail. */
+static void nf_adm_where(char *buf, size_t len, const char *file, int line)
+{
+    char all[4200];
+    int n = snprintf(all, sizeof(all), "%s:%d", file, line);
+    size_t from = n > 0 && (size_t)n >= len ? (size_t)n - (len - 1) : 0;
+    snprintf(buf, len, "%s", file[0] != '\0' ? all + from : "");
+}
+
+/* The stats' record of why a region segment of a new plan got its route. */
+static void nf_adm_record(const nf_seg_t *g, const nf_policy_action_t *a,
+                          const nf_decide_reason_t *r)
+{
+    nf_rs_why_t w = {.route = r->why == NF_WHY_CALIBRATE ? NF_ROUTE_FP32 : g->route,
+                     .cos_binary = NAN, .cos_ternary = NAN,
+                     .admit_cosine = nf_policy_admit_cosine(nf_pol)};
+    if (g->id == 0)
+        return;
+    snprintf(w.by, sizeof(w.by), "%s", nf_decide_why_name(r->why));
+    snprintf(w.rule, sizeof(w.rule), "%s", a->rule);
+    nf_adm_where(w.where, sizeof(w.where), a->file, a->line);
+    if (r->pe != NULL) {
+        const char *f = nf_profile_file(nf_prof);
+        nf_adm_where(w.entry, sizeof(w.entry), f != NULL ? f : "-",
+                     nf_profile_line(nf_prof, r->pe));
+        w.entry_elements = r->pe->elements;
+        w.cos_binary = r->pe->cos_binary, w.cos_ternary = r->pe->cos_ternary;
+    }
+    nf_regstats_why(g->id, &w);
 }
 
 #define NF_ADM_NOMEM (-2)
@@ -332,6 +359,8 @@ static int nf_adm_fuse_plan(nf_comm_t *c, nf_plan_t *p, const void *x, int count
         return 0;
     if (nf_plan_take(p, d, (size_t)np) < 0)
         return NF_ADM_NOMEM;
+    for (size_t i = 0; i < p->n; i++)
+        nf_adm_record(&p->seg[i], &p->act[i], &p->note[i].why);
     return d->cut;
 }
 
@@ -404,16 +433,18 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
     if (!d->fused) {
         const nf_seg_t *g = &d->seg[0];
         const nf_seg_note_t *t = &d->note[0];
+        nf_trace_why_t why = {t->why, t->health, g->fallback};
         nf_trace_record(c->rank, &q, t->cooling ? t->asked : d->route, &e->a, NULL, 0, g->m,
-                        g->ran, t->health);
+                        g->ran, &why);
         return;
     }
     for (size_t i = 0; i < d->nseg; i++) {
         const nf_seg_t *g = &d->seg[i];
         q.bytes = (uint64_t)g->m * sizeof(float);
         const nf_seg_note_t *t = &d->note[i];
+        nf_trace_why_t why = {t->why, t->health, g->fallback};
         nf_trace_record(c->rank, &q, t->cooling ? t->asked : g->route,
-                        &s->plan[s->cur].act[i], g->name, g->off, g->m, g->ran, t->health);
+                        &s->plan[s->cur].act[i], g->name, g->off, g->m, g->ran, &why);
     }
 }
 
@@ -453,7 +484,7 @@ void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
 {
     nf_adm_comm_t *s = c->upper;
     if (st == NF_OK && d->health && s != NULL)
-        nf_health_observe(s->health, d->seg, d->note, d->nseg, d->loss_mean);
+        nf_health_observe(s->health, d->seg, d->note, d->nseg, d->loss_mean, d->call);
     nf_admit_trace(c, d);
 }
 
@@ -461,14 +492,13 @@ void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
  * carries this rank's reported loss and measures the signals. */
 static void nf_adm_health(nf_adm_comm_t *s, nf_decision_t *d)
 {
-    for (size_t i = 0; i < d->nseg; i++) {
-        d->note[i] = (nf_seg_note_t){.asked = d->seg[i].route, .cooling = 0, .health = NULL};
-    }
+    for (size_t i = 0; i < d->nseg; i++) /* why is the plan's, kept */
+        d->note[i].asked = d->seg[i].route, d->note[i].cooling = 0, d->note[i].health = NULL;
     if (!nf_health_on() || d->calibrate || d->route == NF_ROUTE_PMPI)
         return;
     if (s->health == NULL && (s->health = nf_health_comm_new()) == NULL)
         return; /* no memory: the call runs unwatched, as with health off */
-    nf_health_apply(s->health, d->seg, d->note, d->nseg);
+    nf_health_apply(s->health, d->seg, d->note, d->nseg, d->call);
     for (size_t i = 0; i < d->nseg && !d->health; i++)
         d->health = d->seg[i].route == NF_ROUTE_BINARY || d->seg[i].route == NF_ROUTE_TERNARY;
     d->loss = d->health ? nf_health_take_loss() : NAN;
@@ -482,7 +512,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .seg = &out->one, .nseg = 1,
                            .note = &out->one_note};
     out->one = (nf_seg_t){.m = m, .route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0,
-                          .ef_decay = -1.0};
+                          .ef_decay = -1.0, .fallback = -1};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
         return;
     nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &s->scratch);
@@ -508,6 +538,8 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     out->one.route = out->route, out->one.ef = e->a.ef, out->one.gamma = e->a.gamma;
     out->one.ef_decay = e->a.ef_decay;
     if (out->route != NF_ROUTE_PMPI)
-        nf_adm_auto_whole(&out->one, e);
+        nf_adm_auto_whole(&out->one, e, &out->one_note.why);
+    if (out->calibrate)
+        out->one_note.why.why = NF_WHY_CALIBRATE, out->one_note.why.pe = NULL;
     nf_adm_health(s, out);
 }

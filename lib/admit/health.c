@@ -54,6 +54,7 @@ typedef struct nf_hseg {
     unsigned left;        /* calls of fp32 still to run */
     unsigned len;         /* length of the last cool-down */
     unsigned since;       /* calls since the last cool-down ended */
+    int back;             /* a cool-down ended: the next low-bit call re-enters */
     nf_health_signal_t why;
 } nf_hseg_t;
 
@@ -116,7 +117,20 @@ static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *seg, size_t n, si
     return s;
 }
 
-void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, size_t n)
+/* The segment's name as calibration and the stats name it: its region,
+ * else buffer:BYTES. */
+static const char *nf_hseg_name(const nf_hseg_t *s, char *buf, size_t len)
+{
+    const char *name = s->id != 0 ? nf_intern_name(s->id) : NULL;
+    if (name == NULL) {
+        snprintf(buf, len, "buffer:%zu", s->bytes);
+        name = buf;
+    }
+    return name;
+}
+
+void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, size_t n,
+                     uint64_t call)
 {
     for (size_t i = 0; i < n; i++) { /* asked, cooling, health: reset by the caller */
         nf_hseg_t *s = h != NULL && (seg[i].route == NF_ROUTE_BINARY ||
@@ -127,13 +141,23 @@ void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, si
             continue;
         if (s->left == 0) {
             s->since++;
+            if (s->back) { /* the first call on its route again */
+                char buf[40];
+                s->back = 0;
+                note[i].health = "reentry";
+                /* Its residual is the error of calls a cool-down ago, and
+                 * after a divergence large enough to read as ef_growth at
+                 * once: it starts over. */
+                seg[i].restart = 1;
+                nf_regstats_reentry(nf_hseg_name(s, buf, sizeof(buf)), call);
+            }
             continue;
         }
         note[i].health = nf_health_signal_name(s->why);
         seg[i].route = NF_ROUTE_FP32;
         note[i].cooling = 1;
         if (--s->left == 0)
-            s->since = 0;
+            s->since = 0, s->back = 1;
     }
 }
 
@@ -176,25 +200,21 @@ static int nf_health_spike(nf_health_comm_t *h, double loss)
     return spike;
 }
 
-static void nf_health_start(nf_hseg_t *s, nf_health_signal_t why)
+static void nf_health_start(nf_hseg_t *s, nf_health_signal_t why, uint64_t call)
 {
     /* A repeat within a cool-down's length of the last one doubles it. */
     unsigned len = s->len == 0 || s->since > s->len ? nf_hcfg.cooldown : 2 * s->len;
     s->len = len < nf_hcfg.cooldown_max ? len : nf_hcfg.cooldown_max;
-    s->left = s->len, s->why = why, s->since = 0;
-    char buf[40]; /* named as calibration names it (the stats' rows) */
-    const char *name = s->id != 0 ? nf_intern_name(s->id) : NULL;
-    if (name == NULL) {
-        snprintf(buf, sizeof(buf), "buffer:%zu", s->bytes);
-        name = buf;
-    }
-    nf_regstats_health(name, why);
-    nf_log_info(1, "segment %s unhealthy (%s): fp32 for %u calls", name,
-                nf_health_signal_name(why), s->len);
+    s->left = s->len, s->why = why, s->since = 0, s->back = 0;
+    char buf[40];
+    const char *name = nf_hseg_name(s, buf, sizeof(buf));
+    nf_regstats_health(name, why, call);
+    nf_log_info(1, "segment %s unhealthy (%s) at call %llu: fp32 for %u calls", name,
+                nf_health_signal_name(why), (unsigned long long)call, s->len);
 }
 
 void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, const nf_seg_note_t *note, size_t n,
-                       double loss)
+                       double loss, uint64_t call)
 {
     if (h == NULL)
         return;
@@ -203,7 +223,7 @@ void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, const nf_seg_note_t *
      * ones this call reduced below, and every one seen before. */
     for (size_t i = 0; spike && i < h->n; i++)
         if (h->v[i].left == 0)
-            nf_health_start(&h->v[i], NF_HEALTH_LOSS_SPIKE);
+            nf_health_start(&h->v[i], NF_HEALTH_LOSS_SPIKE, call);
     for (size_t i = 0; i < n; i++) {
         nf_seg_t *g = &seg[i];
         if (!(g->route == NF_ROUTE_BINARY || g->route == NF_ROUTE_TERNARY) || note[i].cooling)
@@ -214,7 +234,7 @@ void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, const nf_seg_note_t *
         nf_hseg_t *s = nf_hseg(h, seg, n, i, 1); /* known from now on (loss spikes) */
         if (s == NULL || why == NF_HEALTH_N || s->left > 0)
             continue; /* healthy, or already cooling by this call's spike */
-        nf_health_start(s, why);
+        nf_health_start(s, why, call);
         if (why == NF_HEALTH_EF_GROWTH && g->res != NULL)
             nf_residual_zero(g->res); /* what grew: start it over */
     }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "nf_coll.h"
+#include "nf_decide.h"
 #include "nf_policy.h"
 #include "nf_regstats.h" /* nf_health_signal_t */
 
@@ -27,21 +28,26 @@ double nf_health_take_loss(void);
 typedef struct nf_seg_note {
     nf_route_t asked;     /* the route before a health cool-down */
     int cooling;          /* runs fp32 for a health cool-down */
-    const char *health;   /* the signal of that cool-down, or NULL */
+    const char *health;   /* the signal of that cool-down, "reentry" on the first
+                             call back on its route after one, or NULL */
+    nf_decide_reason_t why; /* why admission gave it its route (kept with a plan) */
 } nf_seg_note_t;
 
 typedef struct nf_health_comm nf_health_comm_t;
 nf_health_comm_t *nf_health_comm_new(void);
 void nf_health_comm_free(nf_health_comm_t *h);
 
-/* Before a call: segments cooling down run fp32 (note->cooling, and
- * note->health names the signal for the trace). */
-void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, size_t n);
+/* Before the communicator's call index call: segments cooling down run
+ * fp32 (note->cooling, and note->health names the signal for the trace);
+ * one whose cool-down ended re-enters (note->health "reentry", counted in
+ * the stats). */
+void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, size_t n,
+                     uint64_t call);
 
 /* After a call: the agreed signals of its low-bit segments (their
  * nonfinite flag and ef ratio) and the agreed mean loss (NAN when no rank
  * reported one) start cool-downs, counted in the stats. */
 void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, const nf_seg_note_t *note, size_t n,
-                       double loss);
+                       double loss, uint64_t call);
 
 #endif

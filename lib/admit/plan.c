@@ -63,8 +63,9 @@ long nf_plan_take(nf_plan_t *p, const nf_decide_t *d, size_t nparts)
         memset(g, 0, sizeof(*g));
         g->off = (size_t)t->off, g->m = (size_t)t->m;
         g->route = t->route, g->ef = t->act.ef, g->gamma = t->act.gamma;
-        g->ef_decay = t->act.ef_decay;
+        g->ef_decay = t->act.ef_decay, g->fallback = -1;
         p->act[i] = t->act;
+        p->note[i].why = t->why;
         if (t->name == NULL)
             continue;
         while (j < nparts && (p->parts[j].off != g->off || p->parts[j].name != t->name))

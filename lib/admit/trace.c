@@ -16,6 +16,7 @@
 #include "nf_log.h"
 #include "nf_trace.h"
 #include "nf_tracefmt.h"
+#include "nf_util.h"
 
 #define NF_TRACE_BUF (64u << 10) /* bytes a crash may lose, at most */
 #define NF_TRACE_PERIOD 1        /* seconds: older records reach the file */
@@ -55,13 +56,31 @@ static void nf_trace_put(const char *line, size_t len)
         nf_trace_flush();
 }
 
-/* A record's region, offset, elements and the route it ran on. */
+/* A record's region, offset, elements, the route it ran on and why. */
 typedef struct nf_trace_seg {
     const char *region;
     uint64_t offset, elements;
     nf_route_t ran;
     const char *health;
+    const char *why;
+    int fallback;
 } nf_trace_seg_t;
+
+/* The why column: the reason's name, a profile entry's figures after it. */
+static const char *nf_trace_why(const nf_decide_reason_t *w, char *buf, size_t n)
+{
+    char b[48], t[48];
+    const char *name = nf_decide_why_name(w->why);
+    if (w->pe == NULL)
+        return name;
+    if (w->why == NF_WHY_STALE)
+        snprintf(buf, n, "%s:elements=%llu", name, (unsigned long long)w->pe->elements);
+    else
+        snprintf(buf, n, "%s:cos_binary=%s,cos_ternary=%s", name,
+                 nf_format_fixed4(b, sizeof(b), w->pe->cos_binary),
+                 nf_format_fixed4(t, sizeof(t), w->pe->cos_ternary));
+    return buf;
+}
 
 static int nf_trace_line(char *buf, size_t n, int rank, const nf_policy_query_t *q,
                          nf_route_t route, const nf_policy_action_t *a, const nf_trace_seg_t *g)
@@ -73,7 +92,8 @@ static int nf_trace_line(char *buf, size_t n, int rank, const nf_policy_query_t 
                     (unsigned long long)q->bytes, nf_route_name(route), a->rule,
                     a->file[0] ? a->file : "-", a->line, g->region != NULL ? g->region : "-",
                     (unsigned long long)g->offset, (unsigned long long)g->elements,
-                    nf_route_name(g->ran), g->health != NULL ? g->health : "-");
+                    nf_route_name(g->ran), g->health != NULL ? g->health : "-", g->why,
+                    g->fallback >= 0 ? nf_fallback_name((nf_fallback_t)g->fallback) : "-");
 }
 
 void nf_trace_open(const char *path, int rank)
@@ -108,10 +128,11 @@ int nf_trace_on(void) { return nf_trace_open_; }
 
 void nf_trace_record(int rank, const nf_policy_query_t *q, nf_route_t route,
                      const nf_policy_action_t *a, const char *region, uint64_t offset,
-                     uint64_t elements, nf_route_t ran, const char *health)
+                     uint64_t elements, nf_route_t ran, const nf_trace_why_t *why)
 {
-    char small[512], *line = small;
-    nf_trace_seg_t g = {region, offset, elements, ran, health};
+    char small[512], *line = small, wb[96];
+    nf_trace_seg_t g = {region, offset, elements, ran, why->health,
+                        nf_trace_why(&why->reason, wb, sizeof(wb)), why->fallback};
     int n = nf_trace_line(small, sizeof(small), rank, q, route, a, &g);
     if (n >= (int)sizeof(small) && (line = malloc((size_t)n + 1)) != NULL)
         nf_trace_line(line, (size_t)n + 1, rank, q, route, a, &g); /* very long names */

@@ -30,7 +30,11 @@ typedef struct nf_seg {
                              what per-region state is keyed by */
     uint64_t tag;         /* what else ranks must agree on: the region's name hash
                              (ids are per process) */
+    int restart;          /* in: start its residual over before the call (health:
+                             the first call back after a cool-down) */
     nf_route_t ran;       /* out (run.c): the route it ran on, fallbacks included */
+    int fallback;         /* out (run.c): why ran is not route (an nf_fallback_t:
+                             nonfinite, layout, capacity, resource), -1 when not */
     double ef_ratio;      /* out, health on: mean |e| / mean |x| over the segment,
                              the ranks' mean (NAN when not measured) */
     /* set by nf_coll_run: */

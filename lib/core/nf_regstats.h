@@ -12,9 +12,27 @@
 
 #define NF_REGSTATS_MAX 1024
 
-/* A region segment's call, by the region's interned id (nf_intern.h). */
+/* A region segment's call, by the region's interned id (nf_intern.h):
+ * the route it ran on and, when that is not the route it was given, why
+ * (an nf_fallback_t; -1 when it ran as given). */
 void nf_regstats_add(uint32_t id, nf_route_t route, uint64_t elements, uint64_t upstream,
-                     uint64_t total);
+                     uint64_t total, int fallback);
+
+/* Why a region runs the route admission gives it (nf_decide.h's reason,
+ * in words and figures), recorded when admission decides a region's
+ * segment anew; the stats' "admission" record prints the last. Strings are
+ * cut to their room (a path keeps its tail). */
+typedef struct nf_rs_why {
+    nf_route_t route;        /* admission's route, before health and fallbacks */
+    char by[16];             /* rule, profile, no-entry, stale-entry, calibrate */
+    char rule[64];           /* the rule that matched */
+    char where[192];         /* its file:line ("" for the built-in default) */
+    char entry[192];         /* profile, stale-entry: the profile entry's file:line */
+    uint64_t entry_elements; /* its element count */
+    double cos_binary, cos_ternary; /* its figures (NAN without an entry) */
+    double admit_cosine;     /* the policy's admit_cosine */
+} nf_rs_why_t;
+void nf_regstats_why(uint32_t id, const nf_rs_why_t *w);
 
 /* Health events by signal, per segment name (a region, or buffer:BYTES). */
 typedef enum nf_health_signal {
@@ -24,7 +42,10 @@ typedef enum nf_health_signal {
     NF_HEALTH_N
 } nf_health_signal_t;
 const char *nf_health_signal_name(nf_health_signal_t s);
-void nf_regstats_health(const char *name, nf_health_signal_t signal);
+/* A cool-down of a segment starts at the communicator's call index call;
+ * and the segment runs its route again (re-enters) at call. */
+void nf_regstats_health(const char *name, nf_health_signal_t signal, uint64_t call);
+void nf_regstats_reentry(const char *name, uint64_t call);
 
 /* Collective over comm: rank 0 gets every rank's counters summed by name.
  * Then the table's text and JSON (an object keyed by region name) on fp. */
@@ -33,6 +54,10 @@ void nf_regstats_table(FILE *fp);
 void nf_regstats_json(FILE *fp);
 void nf_regstats_health_table(FILE *fp);
 void nf_regstats_health_json(FILE *fp);
+/* Per region, why it ran where it ran: admission's reason, health's
+ * cool-downs and re-entries, the runner's fallbacks. */
+void nf_regstats_why_table(FILE *fp);
+void nf_regstats_why_json(FILE *fp);
 
 void nf_regstats_reset(void);
 

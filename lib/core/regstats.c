@@ -3,6 +3,7 @@
  * an array of entries (no name is hashed per call). */
 #include "config.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +12,28 @@
 #include "nf_intern.h"
 #include "nf_regstats.h"
 #include "nf_region.h"
+#include "nf_traffic.h"
 #include "nf_util.h"
 
 enum { NF_RS_CALLS, NF_RS_ELEMS, NF_RS_UP, NF_RS_TOTAL, NF_RS_N };
 #define NF_RS_SLOTS (2 * NF_REGSTATS_MAX) /* a power of two */
 #define NF_RS_OTHER "(other)"
 
+/* Call indices are kept + 1: 0 is "never". */
+typedef struct nf_rs_when {
+    uint64_t first_cool, last_cool; /* the first and last cool-down's start */
+    uint64_t reentries, reentry;    /* re-entries, and the last one's call */
+    int signal;                     /* of the last cool-down */
+} nf_rs_when_t;
+
 typedef struct nf_rs_entry {
     char name[NF_REGION_NAME_MAX + 32]; /* "" : empty slot */
     uint64_t v[NF_ROUTE_COUNT][NF_RS_N];
     uint64_t health[NF_HEALTH_N];  /* events by signal */
+    uint64_t fallback[NF_FALLBACK_COUNT]; /* calls that ran other than given, by reason */
+    nf_rs_when_t when;
+    int has_why;
+    nf_rs_why_t why;
 } nf_rs_entry_t;
 
 static const char *const nf_health_names[NF_HEALTH_N] = {
@@ -78,7 +91,7 @@ static nf_rs_entry_t *nf_rs_of(uint32_t id)
 }
 
 void nf_regstats_add(uint32_t id, nf_route_t route, uint64_t elements, uint64_t upstream,
-                     uint64_t total)
+                     uint64_t total, int fallback)
 {
     pthread_mutex_lock(&nf_rs_lock);
     if (nf_rs == NULL)
@@ -88,18 +101,50 @@ void nf_regstats_add(uint32_t id, nf_route_t route, uint64_t elements, uint64_t 
         uint64_t *v = e->v[route];
         v[NF_RS_CALLS]++, v[NF_RS_ELEMS] += elements, v[NF_RS_UP] += upstream;
         v[NF_RS_TOTAL] += total;
+        if (fallback >= 0 && fallback < NF_FALLBACK_COUNT)
+            e->fallback[fallback]++;
     }
     pthread_mutex_unlock(&nf_rs_lock);
 }
 
-void nf_regstats_health(const char *name, nf_health_signal_t signal)
+void nf_regstats_why(uint32_t id, const nf_rs_why_t *w)
 {
     pthread_mutex_lock(&nf_rs_lock);
     if (nf_rs == NULL)
         nf_rs = calloc(1, sizeof(*nf_rs));
-    nf_rs_entry_t *e = nf_rs != NULL ? nf_rs_get(nf_rs, name) : NULL;
+    nf_rs_entry_t *e = nf_rs_of(id);
     if (e != NULL)
+        e->why = *w, e->has_why = 1;
+    pthread_mutex_unlock(&nf_rs_lock);
+}
+
+/* Under the lock: the entry of a health segment's name. */
+static nf_rs_entry_t *nf_rs_named(const char *name)
+{
+    if (nf_rs == NULL)
+        nf_rs = calloc(1, sizeof(*nf_rs));
+    return nf_rs != NULL ? nf_rs_get(nf_rs, name) : NULL;
+}
+
+void nf_regstats_health(const char *name, nf_health_signal_t signal, uint64_t call)
+{
+    pthread_mutex_lock(&nf_rs_lock);
+    nf_rs_entry_t *e = nf_rs_named(name);
+    if (e != NULL) {
         e->health[signal]++;
+        if (e->when.first_cool == 0)
+            e->when.first_cool = call + 1;
+        e->when.last_cool = call + 1, e->when.signal = (int)signal;
+    }
+    pthread_mutex_unlock(&nf_rs_lock);
+}
+
+void nf_regstats_reentry(const char *name, uint64_t call)
+{
+    pthread_mutex_lock(&nf_rs_lock);
+    nf_rs_entry_t *e = nf_rs_named(name);
+    if (e != NULL)
+        e->when.reentries++, e->when.reentry = call + 1;
     pthread_mutex_unlock(&nf_rs_lock);
 }
 
@@ -119,6 +164,26 @@ static size_t nf_rs_pack(nf_rs_entry_t **out)
     return n;
 }
 
+/* Admission's reason is every rank's (the policy is agreed): the first
+ * rank's that has one. Counts add up as the calls do; of the call indices
+ * (agreed events: the same on every rank) the earliest first and the
+ * latest last. */
+static void nf_rs_merge_why(nf_rs_entry_t *e, const nf_rs_entry_t *v)
+{
+    nf_rs_when_t *w = &e->when;
+    const nf_rs_when_t *o = &v->when;
+    if (!e->has_why && v->has_why)
+        e->why = v->why, e->has_why = 1;
+    for (int f = 0; f < NF_FALLBACK_COUNT; f++)
+        e->fallback[f] += v->fallback[f];
+    if (o->first_cool != 0 && (w->first_cool == 0 || o->first_cool < w->first_cool))
+        w->first_cool = o->first_cool;
+    if (o->last_cool > w->last_cool)
+        w->last_cool = o->last_cool, w->signal = o->signal;
+    w->reentries += o->reentries;
+    w->reentry = o->reentry > w->reentry ? o->reentry : w->reentry;
+}
+
 static void nf_rs_merge(const nf_rs_entry_t *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -128,6 +193,8 @@ static void nf_rs_merge(const nf_rs_entry_t *v, size_t n)
                 e->v[r][f] += v[i].v[r][f];
         for (int h = 0; e != NULL && h < NF_HEALTH_N; h++)
             e->health[h] += v[i].health[h];
+        if (e != NULL)
+            nf_rs_merge_why(e, &v[i]);
     }
 }
 
@@ -218,55 +285,173 @@ void nf_regstats_health_table(FILE *fp)
     }
 }
 
-void nf_regstats_health_json(FILE *fp)
+/* A JSON object keyed by region name: the summed entries keep() takes,
+ * each valued by put(). Region names are printable non-space ASCII. */
+static void nf_rs_json_object(FILE *fp, int (*keep)(const nf_rs_entry_t *),
+                              void (*put)(FILE *, const nf_rs_entry_t *))
 {
     int first = 1;
     fprintf(fp, "{");
     for (unsigned i = 0; nf_rs_sum != NULL && i < NF_RS_SLOTS; i++) {
         const nf_rs_entry_t *e = &nf_rs_sum->slot[i];
-        if (e->name[0] == '\0' || !nf_rs_any_health(e))
+        if (e->name[0] == '\0' || !keep(e))
             continue;
-        fprintf(fp, "%s\n    \"", first ? "" : ",");
-        for (const char *p = e->name; *p != '\0'; p++)
-            fprintf(fp, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-        fprintf(fp, "\": {");
-        for (int h = 0; h < NF_HEALTH_N; h++)
-            fprintf(fp, "%s\"%s\": %llu", h ? ", " : "", nf_health_names[h],
-                    (unsigned long long)e->health[h]);
+        fprintf(fp, "%s\n    ", first ? "" : ",");
+        nf_json_str(fp, e->name);
+        fprintf(fp, ": {");
+        put(fp, e);
         fprintf(fp, "}");
         first = 0;
     }
     fprintf(fp, "%s}", first ? "" : "\n  ");
 }
 
-void nf_regstats_json(FILE *fp)
+static void nf_rs_health_put(FILE *fp, const nf_rs_entry_t *e)
 {
-    int first = 1;
-    fprintf(fp, "{");
-    for (unsigned i = 0; nf_rs_sum != NULL && i < NF_RS_SLOTS; i++) {
-        const nf_rs_entry_t *e = &nf_rs_sum->slot[i];
-        if (e->name[0] == '\0' || !nf_rs_any_calls(e))
+    for (int h = 0; h < NF_HEALTH_N; h++)
+        fprintf(fp, "%s\"%s\": %llu", h ? ", " : "", nf_health_names[h],
+                (unsigned long long)e->health[h]);
+}
+
+void nf_regstats_health_json(FILE *fp) { nf_rs_json_object(fp, nf_rs_any_health, nf_rs_health_put); }
+
+static void nf_rs_routes_put(FILE *fp, const nf_rs_entry_t *e)
+{
+    int fr = 1;
+    for (int r = 0; r < NF_ROUTE_COUNT; r++) {
+        if (e->v[r][NF_RS_CALLS] == 0)
             continue;
-        /* Region names are printable non-space ASCII: only " and \ need escaping. */
-        fprintf(fp, "%s\n    \"", first ? "" : ",");
-        for (const char *p = e->name; *p != '\0'; p++)
-            fprintf(fp, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-        fprintf(fp, "\": {");
-        int fr = 1;
-        for (int r = 0; r < NF_ROUTE_COUNT; r++) {
-            if (e->v[r][NF_RS_CALLS] == 0)
-                continue;
-            fprintf(fp, "%s\"%s\": {", fr ? "" : ", ", nf_route_name((nf_route_t)r));
-            for (int f = 0; f < NF_RS_N; f++)
-                fprintf(fp, "%s\"%s\": %llu", f ? ", " : "", nf_rs_keys[f],
-                        (unsigned long long)e->v[r][f]);
-            fprintf(fp, "}");
-            fr = 0;
-        }
+        fprintf(fp, "%s\"%s\": {", fr ? "" : ", ", nf_route_name((nf_route_t)r));
+        for (int f = 0; f < NF_RS_N; f++)
+            fprintf(fp, "%s\"%s\": %llu", f ? ", " : "", nf_rs_keys[f],
+                    (unsigned long long)e->v[r][f]);
         fprintf(fp, "}");
+        fr = 0;
+    }
+}
+
+void nf_regstats_json(FILE *fp) { nf_rs_json_object(fp, nf_rs_any_calls, nf_rs_routes_put); }
+
+/* ---- why each region ran where it ran ---- */
+
+static int nf_rs_any_why(const nf_rs_entry_t *e)
+{
+    int any = e->has_why || e->when.first_cool != 0 || e->when.reentries != 0;
+    for (int f = 0; f < NF_FALLBACK_COUNT; f++)
+        any |= e->fallback[f] != 0;
+    return any;
+}
+
+/* A recorded call index (+ 1, 0: never) as JSON. */
+static void nf_rs_json_call(FILE *fp, const char *key, uint64_t v)
+{
+    if (v == 0)
+        fprintf(fp, ", \"%s\": null", key);
+    else
+        fprintf(fp, ", \"%s\": %llu", key, (unsigned long long)(v - 1));
+}
+
+static void nf_rs_json_num(FILE *fp, const char *key, double v)
+{
+    char buf[48];
+    if (isfinite(v))
+        fprintf(fp, ", \"%s\": %s", key, nf_format_fixed4(buf, sizeof(buf), v));
+    else
+        fprintf(fp, ", \"%s\": null", key);
+}
+
+static void nf_rs_why_json_one(FILE *fp, const nf_rs_entry_t *e)
+{
+    const nf_rs_why_t *w = &e->why;
+    const nf_rs_when_t *t = &e->when;
+    uint64_t cools = 0;
+    for (int h = 0; h < NF_HEALTH_N; h++)
+        cools += e->health[h];
+    if (e->has_why) {
+        fprintf(fp, "\"route\": \"%s\", \"by\": ", nf_route_name(w->route));
+        nf_json_str(fp, w->by);
+        fprintf(fp, ", \"rule\": ");
+        nf_json_str(fp, w->rule);
+        fprintf(fp, ", \"where\": ");
+        nf_json_str(fp, w->where);
+        fprintf(fp, ", \"entry\": ");
+        if (w->entry[0] != '\0') {
+            nf_json_str(fp, w->entry);
+            fprintf(fp, ", \"entry_elements\": %llu", (unsigned long long)w->entry_elements);
+        } else {
+            fprintf(fp, "null");
+        }
+        nf_rs_json_num(fp, "cos_binary", w->cos_binary);
+        nf_rs_json_num(fp, "cos_ternary", w->cos_ternary);
+        nf_rs_json_num(fp, "admit_cosine", w->admit_cosine);
+    } else {
+        fprintf(fp, "\"route\": null, \"by\": null");
+    }
+    fprintf(fp, ", \"cooldowns\": %llu, \"last_signal\": ", (unsigned long long)cools);
+    if (t->last_cool != 0)
+        fprintf(fp, "\"%s\"", nf_health_signal_name((nf_health_signal_t)t->signal));
+    else
+        fprintf(fp, "null");
+    nf_rs_json_call(fp, "first_cooldown_call", t->first_cool);
+    nf_rs_json_call(fp, "last_cooldown_call", t->last_cool);
+    fprintf(fp, ", \"reentries\": %llu", (unsigned long long)t->reentries);
+    nf_rs_json_call(fp, "last_reentry_call", t->reentry);
+    fprintf(fp, ", \"fallbacks\": {");
+    for (int f = 0, first = 1; f < NF_FALLBACK_COUNT; f++) {
+        if (e->fallback[f] == 0)
+            continue;
+        fprintf(fp, "%s\"%s\": %llu", first ? "" : ", ", nf_fallback_name((nf_fallback_t)f),
+                (unsigned long long)e->fallback[f]);
         first = 0;
     }
-    fprintf(fp, "%s}", first ? "" : "\n  ");
+    fprintf(fp, "}");
+}
+
+void nf_regstats_why_json(FILE *fp) { nf_rs_json_object(fp, nf_rs_any_why, nf_rs_why_json_one); }
+
+static void nf_rs_why_line(FILE *fp, const nf_rs_entry_t *e)
+{
+    const nf_rs_why_t *w = &e->why;
+    const nf_rs_when_t *t = &e->when;
+    fprintf(fp, "  %-32s", e->name);
+    if (e->has_why) {
+        fprintf(fp, " %s by %s", nf_route_name(w->route), w->by);
+        char b[48], tb[48], a[48];
+        if (w->entry[0] != '\0')
+            fprintf(fp, " %s (%llu elements, cos_binary %s, cos_ternary %s; admit_cosine %s)",
+                    w->entry, (unsigned long long)w->entry_elements,
+                    nf_format_fixed4(b, sizeof(b), w->cos_binary),
+                    nf_format_fixed4(tb, sizeof(tb), w->cos_ternary),
+                    nf_format_fixed4(a, sizeof(a), w->admit_cosine));
+        fprintf(fp, ", rule %s %s", w->rule, w->where[0] ? w->where : "(built-in)");
+    }
+    if (t->last_cool != 0)
+        fprintf(fp, "; cool-downs from call %llu, last at call %llu (%s)",
+                (unsigned long long)(t->first_cool - 1), (unsigned long long)(t->last_cool - 1),
+                nf_health_signal_name((nf_health_signal_t)t->signal));
+    if (t->reentries != 0)
+        fprintf(fp, "; re-entered %llu times, last at call %llu",
+                (unsigned long long)t->reentries, (unsigned long long)(t->reentry - 1));
+    for (int f = 0; f < NF_FALLBACK_COUNT; f++)
+        if (e->fallback[f] != 0)
+            fprintf(fp, "; fallback %s %llu calls", nf_fallback_name((nf_fallback_t)f),
+                    (unsigned long long)e->fallback[f]);
+    fprintf(fp, "\n");
+}
+
+void nf_regstats_why_table(FILE *fp)
+{
+    int first = 1;
+    for (unsigned i = 0; nf_rs_sum != NULL && i < NF_RS_SLOTS; i++) {
+        const nf_rs_entry_t *e = &nf_rs_sum->slot[i];
+        if (e->name[0] == '\0' || !nf_rs_any_why(e))
+            continue;
+        if (first)
+            fprintf(fp, "admission (why each region ran where it ran; counts summed over "
+                    "ranks, call indices the communicator's):\n");
+        nf_rs_why_line(fp, e);
+        first = 0;
+    }
 }
 
 void nf_regstats_reset(void)

@@ -92,6 +92,7 @@ static void nf_lanes_check(nf_comm_t *c, nf_seg_t *seg, size_t n)
                               c->k, nf_ctx.cfg.settings->count_bits);
         nf_stats_fallback(NF_FALLBACK_CAPACITY);
         seg[s].route = NF_ROUTE_FP32;
+        seg[s].fallback = NF_FALLBACK_CAPACITY;
     }
 }
 
@@ -99,6 +100,18 @@ static void nf_lanes_check(nf_comm_t *c, nf_seg_t *seg, size_t n)
 static nf_route_t nf_seg_ran_as(const nf_call_t *call, const nf_seg_t *g)
 {
     return call->mismatch || call->capacity || g->nonfinite ? NF_ROUTE_FP32 : g->route;
+}
+
+/* Why it ran so, when that is not its route (the count lanes' fp32 was
+ * said before the run, in g->fallback). */
+static int nf_seg_fallback(const nf_call_t *call, const nf_seg_t *g)
+{
+    if (g->ran == g->route && g->fallback < 0)
+        return -1;
+    return g->nonfinite       ? NF_FALLBACK_NONFINITE
+           : call->mismatch   ? NF_FALLBACK_LAYOUT
+           : call->capacity   ? NF_FALLBACK_CAPACITY
+                              : g->fallback;
 }
 
 /* What each segment ran as, for the counters. */
@@ -124,6 +137,7 @@ static void nf_seg_stats(const nf_comm_t *c, nf_call_t *call)
         nf_seg_t *g = &call->seg[s];
         nf_route_t ran = nf_seg_ran_as(call, g);
         g->ran = ran;
+        g->fallback = nf_seg_fallback(call, g);
         if (g->nonfinite) {
             nf_log_info(1, "NaN or Inf in some rank's input: this segment runs fp32");
             nf_stats_fallback(NF_FALLBACK_NONFINITE);
@@ -132,7 +146,7 @@ static void nf_seg_stats(const nf_comm_t *c, nf_call_t *call)
         if (g->id != 0) {
             nf_traffic_t t;
             nf_traffic_model(ran, g->m * sizeof(float), (unsigned)c->size, c->k, &t);
-            nf_regstats_add(g->id, ran, g->m, t.upstream, t.total);
+            nf_regstats_add(g->id, ran, g->m, t.upstream, t.total, g->fallback);
         }
     }
 }
@@ -156,6 +170,8 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
         seg[s].res = nf_route_lowbit(seg[s].route) && seg[s].ef
                          ? nf_seg_residual(&c->resid, call.x, &seg[s], &w)
                          : NULL;
+        if (seg[s].res != NULL && seg[s].restart)
+            nf_residual_zero(seg[s].res);
         why = why != NF_OK ? why : w;
     }
     /* A residual that NFCOLL_CXL=require refused is this rank's error, but
@@ -185,27 +201,28 @@ static void nf_seg_defaults(nf_seg_t *g)
         g->ef_decay = s->ef_decay;
 }
 
-static void nf_seg_ran(nf_seg_t *seg, size_t nseg, nf_route_t ran)
+static void nf_seg_ran(nf_seg_t *seg, size_t nseg, nf_route_t ran, int fallback)
 {
     for (size_t s = 0; s < nseg; s++)
-        seg[s].ran = ran;
+        seg[s].ran = ran, seg[s].fallback = fallback;
 }
 
 nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg)
 {
     int whole = nseg == 1 && seg[0].m == (size_t)(a->count > 0 ? a->count : 0);
     nf_route_t route = whole ? seg[0].route : NF_ROUTE_FP32;
-    nf_seg_ran(seg, nseg, NF_ROUTE_PMPI);
+    nf_seg_ran(seg, nseg, NF_ROUTE_PMPI, -1);
     if ((whole && route == NF_ROUTE_PMPI) || c == NULL || !nf_ctx_ready())
         return nf_run_pmpi(a, c != NULL ? c->size : nf_run_size(a->comm));
     int why = nf_unfit(a, c);
     if (why >= 0) {
         nf_stats_fallback((nf_fallback_t)why);
+        nf_seg_ran(seg, nseg, NF_ROUTE_PMPI, why);
         return nf_run_pmpi(a, c->size);
     }
     if (a->count == 0) {
         nf_stats_count(route, 0, (unsigned)c->size, c->k);
-        nf_seg_ran(seg, nseg, route);
+        nf_seg_ran(seg, nseg, route, -1);
         return NF_OK;
     }
     for (size_t s = 0; s < nseg; s++) {
@@ -222,6 +239,7 @@ nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_s
     nf_call_t call = {.x = x, .r = r, .m = m, .seg = seg, .nseg = nseg};
     for (size_t s = 0; s < nseg; s++) {
         nf_seg_defaults(&seg[s]);
+        seg[s].fallback = -1;
         nf_status_t why; /* a shadow residual refused: that shadow runs without EF */
         seg[s].res = seg[s].ef && c->lowbit_ok
                          ? nf_seg_residual(&c->shadow[which], x, &seg[s], &why)

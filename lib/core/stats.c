@@ -192,6 +192,7 @@ static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
             (unsigned long long)v[NF_V_PEAK], (unsigned long long)v[NF_V_DROPS]);
     nf_regstats_table(fp);
     nf_regstats_health_table(fp);
+    nf_regstats_why_table(fp);
 }
 
 static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
@@ -229,6 +230,8 @@ static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
     nf_regstats_json(fp);
     fprintf(fp, ",\n  \"health\": ");
     nf_regstats_health_json(fp);
+    fprintf(fp, ",\n  \"admission\": ");
+    nf_regstats_why_json(fp);
     fprintf(fp, "\n}\n");
 }
 

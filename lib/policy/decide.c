@@ -23,23 +23,32 @@ const char *nf_decide_profile_name(const char *name, uint64_t m, char *buf, size
     return buf;
 }
 
+const char *nf_decide_why_name(nf_decide_why_t w)
+{
+    static const char *const names[NF_WHY_COUNT] = {
+        [NF_WHY_RULE] = "rule", [NF_WHY_PROFILE] = "profile", [NF_WHY_NO_ENTRY] = "no-entry",
+        [NF_WHY_STALE] = "stale-entry", [NF_WHY_CALIBRATE] = "calibrate"};
+    return (unsigned)w < NF_WHY_COUNT ? names[w] : "unknown";
+}
+
 /* An entry measured on another element count is ignored: its cosines are
  * those of another tensor (a model changed since calibration), and a
  * region's count is what every rank binds alike. */
 nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, const nf_policy_action_t *a,
-                          const char *name, uint64_t m, const nf_profile_entry_t **stale)
+                          const char *name, uint64_t m, nf_decide_reason_t *why)
 {
     char buf[40];
-    if (!a->route_auto)
-        return a->route;
-    const nf_profile_entry_t *pe =
-        nf_profile_find(x->prof, nf_decide_profile_name(name, m, buf, sizeof(buf)));
-    if (pe != NULL && pe->elements != m) {
-        if (stale != NULL)
-            *stale = pe;
-        pe = NULL;
+    nf_decide_reason_t r = {NF_WHY_RULE, NULL};
+    nf_route_t route = a->route;
+    if (a->route_auto) {
+        r.pe = nf_profile_find(x->prof, nf_decide_profile_name(name, m, buf, sizeof(buf)));
+        r.why = r.pe == NULL ? NF_WHY_NO_ENTRY : r.pe->elements != m ? NF_WHY_STALE
+                                                                     : NF_WHY_PROFILE;
+        route = r.why == NF_WHY_PROFILE ? r.pe->route : NF_ROUTE_FP32;
     }
-    return pe != NULL ? pe->route : NF_ROUTE_FP32;
+    if (why != NULL)
+        *why = r;
+    return route;
 }
 
 static void nf_decide_query(const nf_decide_call_t *c, nf_policy_query_t *q)
@@ -133,10 +142,11 @@ int nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide
         q.region = g->name;
         q.bytes = g->m * sizeof(float);
         nf_policy_match(x->pol, &q, &g->act);
-        const nf_profile_entry_t *stale = NULL;
-        g->route = nf_decide_auto(x, &g->act, g->name, g->m, &stale);
-        if (stale != NULL && d->stale == NULL) /* the first one, with its own size */
-            d->stale = stale, d->stale_m = g->m;
+        g->route = nf_decide_auto(x, &g->act, g->name, g->m, &g->why);
+        if (g->why.why == NF_WHY_STALE && d->stale == NULL) /* the first, with its own size */
+            d->stale = g->why.pe, d->stale_m = g->m;
+        if (x->calibrate)
+            g->why = (nf_decide_reason_t){NF_WHY_CALIBRATE, NULL};
         any |= g->route != NF_ROUTE_PMPI;
     }
     d->cut = any ? 1 : -1;
@@ -161,12 +171,13 @@ int nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int comm_ok,
     d->stale = NULL, d->stale_m = 0;
     nf_decide_whole(x, c, &d->whole);
     d->calibrate = x->calibrate && nf_decide_float_sum(c->dt, c->op, c->bytes, c->count);
+    d->why = (nf_decide_reason_t){d->calibrate ? NF_WHY_CALIBRATE : NF_WHY_RULE, NULL};
     rc = nf_decide_cut(x, c, d);
     d->route = nf_decide_want(d, comm_ok);
     if (d->route != NF_ROUTE_PMPI && d->cut <= 0 && !d->calibrate) {
-        d->route = nf_decide_auto(x, &d->whole, NULL, c->count, &d->stale);
-        if (d->stale != NULL && d->stale_m == 0)
-            d->stale_m = c->count;
+        d->route = nf_decide_auto(x, &d->whole, NULL, c->count, &d->why);
+        if (d->why.why == NF_WHY_STALE && d->stale == NULL)
+            d->stale = d->why.pe, d->stale_m = c->count;
     }
     return rc;
 }

@@ -24,6 +24,26 @@ typedef struct nf_decide_ctx {
     unsigned count_bits;        /* NFCOLL_COUNT_BITS */
 } nf_decide_ctx_t;
 
+/* Why a segment, or a call run whole, takes the route nf_decide gives it:
+ * the evidence the stats and the trace record (docs/design.md,
+ * "Admission"). Names: nf_decide_why_name. */
+typedef enum nf_decide_why {
+    NF_WHY_RULE = 0,  /* its rule's route */
+    NF_WHY_PROFILE,   /* route = auto: its profile entry's route */
+    NF_WHY_NO_ENTRY,  /* route = auto, no profile entry (or no profile): fp32 */
+    NF_WHY_STALE,     /* route = auto, its entry measured another element count: fp32 */
+    NF_WHY_CALIBRATE, /* a calibration run reduces it exactly: fp32 */
+    NF_WHY_COUNT
+} nf_decide_why_t;
+
+typedef struct nf_decide_reason {
+    nf_decide_why_t why;
+    const nf_profile_entry_t *pe; /* NF_WHY_PROFILE, NF_WHY_STALE: the entry; else NULL */
+} nf_decide_reason_t;
+
+/* "rule", "profile", "no-entry", "stale-entry", "calibrate". */
+const char *nf_decide_why_name(nf_decide_why_t w);
+
 /* A region bound in a call's buffer (elements from its first). */
 typedef struct nf_decide_part {
     uint64_t off, m;
@@ -48,6 +68,7 @@ typedef struct nf_decide_seg {
     const char *name;           /* the part's or layout entry's; NULL for a gap */
     nf_policy_action_t act;     /* its match, as a call of its own */
     nf_route_t route;           /* act's route, route = auto resolved */
+    nf_decide_reason_t why;     /* why route (calibrate in a calibration run) */
 } nf_decide_seg_t;
 
 /* A call's decision. nf_decide fills every field; admission, which caches
@@ -60,6 +81,7 @@ typedef struct nf_decide {
                                    resolved (buffer:BYTES), pmpi when it cannot leave
                                    pmpi; before the runner's own fallbacks */
     int calibrate;              /* a calibration run reduces it (fp32) */
+    nf_decide_reason_t why;     /* why route, for a call not cut (cut <= 0) */
     nf_decide_seg_t *seg;       /* the cut's segments (cut != 0); owned */
     size_t nseg, cap;
     /* route = auto: the first profile entry ignored because it measured
@@ -77,10 +99,10 @@ const char *nf_decide_profile_name(const char *name, uint64_t m, char *buf, size
 
 /* The route a's route = auto gives a segment (name NULL: a buffer or gap
  * of m floats): the profile's, fp32 without an entry or with an entry
- * measured on another element count (*stale then points to it; else it is
- * left as it was). Without route = auto, a's route. */
+ * measured on another element count. Without route = auto, a's route.
+ * *why (when not NULL) says which. */
 nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, const nf_policy_action_t *a,
-                          const char *name, uint64_t m, const nf_profile_entry_t **stale);
+                          const char *name, uint64_t m, nf_decide_reason_t *why);
 
 /* The policy's match of the whole call. */
 void nf_decide_whole(const nf_decide_ctx_t *x, const nf_decide_call_t *c,

@@ -65,6 +65,11 @@ uint64_t nf_profile_hash(const nf_profile_t *p);
 size_t nf_profile_count(const nf_profile_t *p);
 const nf_profile_entry_t *nf_profile_entry(const nf_profile_t *p, size_t i);
 
+/** The file name the profile was loaded from, and the line of one of its
+ * entries (0 when e is not p's): where a decision's evidence is. */
+const char *nf_profile_file(const nf_profile_t *p);
+int nf_profile_line(const nf_profile_t *p, const nf_profile_entry_t *e);
+
 void nf_profile_free(nf_profile_t *p);
 
 /** The route calibration admits: binary if cos_binary >= admit, else ternary

@@ -8,10 +8,10 @@
 #define NF_TRACEFMT_H
 
 #define NF_TRACE_MAGIC "# libnfcoll trace v"
-#define NF_TRACE_VERSION 3
+#define NF_TRACE_VERSION 4
 #define NF_TRACE_COLUMNS "rank call comm comm_size datatype op bytes route rule where region " \
-                         "offset elements ran health"
-#define NF_TRACE_NCOLUMNS 15 /* the words of NF_TRACE_COLUMNS */
+                         "offset elements ran health why fallback"
+#define NF_TRACE_NCOLUMNS 17 /* the words of NF_TRACE_COLUMNS (v3: the first 15) */
 
 #define NF_TRACE_STR_(v) #v
 #define NF_TRACE_STR(v) NF_TRACE_STR_(v)
@@ -19,8 +19,10 @@
 #define NF_TRACE_HEADER NF_TRACE_MAGIC NF_TRACE_STR(NF_TRACE_VERSION) "\n# " NF_TRACE_COLUMNS "\n"
 
 /* One record, for printf: rank call comm comm_size datatype op bytes route
- * rule file:line region offset elements ran health (the strings "-" when
- * there is none). */
-#define NF_TRACE_LINE "%d %llu %s %d %s %s %llu %s %s %s:%d %s %llu %llu %s %s\n"
+ * rule file:line region offset elements ran health why fallback (the
+ * strings "-" when there is none). why is admission's reason for route
+ * (nf_decide_why_name), with a profile entry's figures after a colon:
+ * profile:cos_binary=B,cos_ternary=T or stale-entry:elements=N. */
+#define NF_TRACE_LINE "%d %llu %s %d %s %s %llu %s %s %s:%d %s %llu %llu %s %s %s %s\n"
 
 #endif

@@ -337,6 +337,13 @@ const nf_profile_entry_t *nf_profile_entry(const nf_profile_t *p, size_t i)
     return p != NULL && i < p->n ? &p->e[i] : NULL;
 }
 
+const char *nf_profile_file(const nf_profile_t *p) { return p != NULL ? p->file : NULL; }
+
+int nf_profile_line(const nf_profile_t *p, const nf_profile_entry_t *e)
+{
+    return p != NULL && e >= p->e && e < p->e + p->n ? p->line[e - p->e] : 0;
+}
+
 void nf_profile_free(nf_profile_t *p)
 {
     if (p == NULL)

@@ -46,6 +46,10 @@ int nf_parse_long(const char *s, long lo, long hi, long *out);
  * errors. Returns 0 on success, -1 otherwise (*out untouched). */
 int nf_parse_double(const char *s, double *out);
 
+/** v as "%.4f" with '.' as the point whatever LC_NUMERIC says (what
+ * nf_parse_double reads back), into buf; returns buf. */
+char *nf_format_fixed4(char *buf, size_t len, double v);
+
 /** A byte count: decimal digits with an optional binary suffix K, M, G or T
  * (any case, optionally followed by "i" and/or "B": 64M, 64MiB, 64mb);
  * nothing else. Returns 0 on success, -1 otherwise (overflow included;

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +124,15 @@ static int nf_decimal_syntax(const char *s)
 
 /* The syntax is checked first, so strtod sees only what it reads alike in
  * every locale once LC_NUMERIC is "C" for this thread. */
+char *nf_format_fixed4(char *buf, size_t len, double v)
+{
+    snprintf(buf, len, "%.4f", v);
+    for (char *p = buf; *p != '\0'; p++) /* a locale's decimal point is one byte here */
+        if (*p != '-' && (*p < '0' || *p > '9') && !(*p >= 'a' && *p <= 'z'))
+            *p = '.';
+    return buf;
+}
+
 int nf_parse_double(const char *s, double *out)
 {
     locale_t c, old;

@@ -17,6 +17,20 @@
  *   overflows to +Inf: a spike) and 10.0 at step 17 (a spike the window
  *   must still see: an Inf in it made its scale NaN).
  *
+ * --record (policy record.policy, profile record.profile): a buffer of
+ * four bound regions, rec.head (fp32 by its rule), rec.body (binary by its
+ * profile entry), rec.tail (fp32: no entry), rec.old (fp32: its entry
+ * measured another count). Rank n-1 puts a NaN into rec.body at step 4:
+ * that call falls back to fp32 (nonfinite), a cool-down of 3 calls follows
+ * (5-7) and rec.body re-enters binary at call 8. The script reads why from
+ * the stats' "admission" record and the trace.
+ *
+ * --reentry: a divergence that health cools down, then lets back: every
+ * rank's gradient is 1000 times larger at step 10 and the loss spikes
+ * (x10); steps 11-13 cool down, step 14 re-enters binary and stays there:
+ * the residual left by step 10 starts over (kept, it read as ef_growth at
+ * once and cooled the buffer down again). Prints "reentry ROUTES".
+ *
  * --gaps: a fused buffer a | gap | b | gap | c whose two gaps have one
  * size. A NaN in the first gap cools that gap alone, for exactly its
  * cool-down (issue 17 item 6: they shared one record, so the other gap
@@ -88,6 +102,53 @@ static int test_gaps(int rank, int n)
     return fails;
 }
 
+static int test_record(int rank, int n)
+{
+    enum { RM = 4000, RSTEPS = 12 };
+    float *buf = nft_keep(malloc(RM * sizeof(float)));
+    int fails = nft_check(NF_Region_bind(buf, 1000, MPI_FLOAT, "rec.head") == MPI_SUCCESS &&
+                              NF_Region_bind(buf + 1000, 2000, MPI_FLOAT, "rec.body") ==
+                                  MPI_SUCCESS &&
+                              NF_Region_bind(buf + 3000, 500, MPI_FLOAT, "rec.tail") ==
+                                  MPI_SUCCESS &&
+                              NF_Region_bind(buf + 3500, 500, MPI_FLOAT, "rec.old") ==
+                                  MPI_SUCCESS,
+                          "bind rec.*", "failed");
+    for (int s = 0; s < RSTEPS; s++) {
+        ref_input(buf, RM, rank, s, 13);
+        if (s == 4 && rank == n - 1)
+            buf[1500] = NAN; /* in rec.body */
+        NF_Health_report(1.0);
+        int rc = NF_Allreduce(MPI_IN_PLACE, buf, RM, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        fails += nft_check(rc == MPI_SUCCESS, "record call", "return code %d", rc);
+    }
+    for (int k = 0; k < 4; k++)
+        NF_Region_unbind(buf + (k == 0 ? 0 : k == 1 ? 1000 : k == 2 ? 3000 : 3500));
+    return fails;
+}
+
+static int test_reentry(int rank)
+{
+    enum { RSTEPS = 24 };
+    char routes[RSTEPS + 1] = {0};
+    float *buf = nft_keep(malloc(M * sizeof(float)));
+    int fails = 0;
+    step_route();
+    for (int s = 0; s < RSTEPS; s++) {
+        ref_input(buf, M, rank, s, 17);
+        for (int j = 0; s == 10 && j < M; j++)
+            buf[j] *= 1000.0f;
+        NF_Health_report(s == 10 ? 10.0 : 1.0);
+        int rc = NF_Allreduce(MPI_IN_PLACE, buf, M, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        fails += nft_check(rc == MPI_SUCCESS, "reentry call", "return code %d", rc);
+        routes[s] = step_route();
+    }
+    fails += nft_identical_on_all(routes, RSTEPS, "routes per step");
+    if (rank == 0)
+        printf("reentry %s\n", routes);
+    return fails;
+}
+
 int main(int argc, char **argv)
 {
     int rank, n, fails = 0;
@@ -97,6 +158,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (argc > 1 && strcmp(argv[1], "--gaps") == 0)
         return nft_finish(test_gaps(rank, n), "test_health --gaps");
+    if (argc > 1 && strcmp(argv[1], "--reentry") == 0)
+        return nft_finish(test_reentry(rank), "test_health --reentry");
+    if (argc > 1 && strcmp(argv[1], "--record") == 0)
+        return nft_finish(test_record(rank, n), "test_health --record");
     int neg = argc > 1 && strcmp(argv[1], "--negative") == 0;
     int alt = argc > 1 && strcmp(argv[1], "--alternating") == 0;
     int ovf = argc > 1 && strcmp(argv[1], "--overflow") == 0;
