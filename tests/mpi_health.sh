@@ -115,4 +115,17 @@ if [ "$got" = "$want" ] && [ "$whys" = "$wantw" ]; then
 else
   echo "FAIL - the trace: rec.body '$got', want '$want'; why '$whys', want '$wantw'"; nf_failed=1
 fi
+# warmup = N: the first N calls of each segment fp32, then its route; the
+# trace names the warm-up.
+for np in 2 3; do
+  nf_tier $np || continue
+  out "$tmp/w.$np" $np NFCOLL_POLICY=$srcdir/tests/policy_shim/warmup.policy \
+    NFCOLL_TRACE=$tmp/wt.$np.%r ./tests/mpi/test_health --warmup
+  w=$(awk '!/^#/ && $(NF - 2) == "warmup"' "$tmp/wt.$np.0" | wc -l)
+  if [ "$w" -eq 8 ]; then
+    echo "ok - $np ranks: the trace names 8 warm-up segments"
+  else
+    echo "FAIL - $np ranks: the trace names $w warm-up segments, want 8 (3 + 2 + 3)"; nf_failed=1
+  fi
+done
 finish

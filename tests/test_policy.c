@@ -47,6 +47,7 @@ static nf_status_t parse(const char *text, size_t len, diags_t *g, nf_policy_t *
 
 #define HDR "[policy]\nversion = 1\n"
 #define HDR2 "[policy]\nversion = 2\n" /* ef_decay needs version 2 */
+#define HDR3 "[policy]\nversion = 3\n" /* warmup needs version 3 */
 
 /* ------------------------------------------------------------ malformed */
 
@@ -63,12 +64,12 @@ static const bad_case_t bad_cases[] = {
     {"empty file", "", LOAD_FAILS, "t.policy:1: empty policy file"},
     {"only comments", "# nothing\n; here\n\n", LOAD_FAILS, "t.policy:1: empty policy file"},
     {"missing version", "[policy]\nstats = 1\n[default]\nroute = fp32\n", LOAD_FAILS,
-     "t.policy:1: [policy] has no version (expected version = 1 or 2)"},
+     "t.policy:1: [policy] has no version (expected version = 1, 2 or 3)"},
     {"no policy section", "[rule a]\nroute = fp32\n", LOAD_FAILS, "t.policy:1: no [policy] section"},
-    {"bad version", "[policy]\nversion = 3\n", LOAD_FAILS,
-     "t.policy:2: unsupported policy version '3' (expected version = 1 or 2)"},
+    {"bad version", "[policy]\nversion = 4\n", LOAD_FAILS,
+     "t.policy:2: unsupported policy version '4' (expected version = 1, 2 or 3)"},
     {"version zero", "[policy]\nversion = 0\n", LOAD_FAILS,
-     "t.policy:2: unsupported policy version '0' (expected version = 1 or 2)"},
+     "t.policy:2: unsupported policy version '0' (expected version = 1, 2 or 3)"},
     {"bad section", HDR "[rules a]\nroute = fp32\n", LOAD_FAILS,
      "t.policy:3: bad section header '[rules a]' (expected [policy], [rule NAME] or [default])"},
     {"unterminated section", HDR "\n[rule a\nroute = fp32\n", LOAD_FAILS,
@@ -88,7 +89,7 @@ static const bad_case_t bad_cases[] = {
     {"unknown route", HDR "\n[rule a]\nbytes = 1M-\nroute = quaternary\n", RULE_DROPPED,
      "t.policy:6: unknown route 'quaternary' (expected pmpi|fp32|binary|ternary|bf16|auto); rule 'a' disabled"},
     {"unknown key", HDR "[rule a]\nbyte = 1M-\nroute = fp32\n", RULE_DROPPED,
-     "t.policy:4: unknown key 'byte' (expected region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment); rule 'a' disabled"},
+     "t.policy:4: unknown key 'byte' (expected region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment|warmup); rule 'a' disabled"},
     {"bad number", HDR "[rule a]\nbytes = 12Q\nroute = fp32\n", RULE_DROPPED,
      "t.policy:4: bad bytes '12Q' (expected a size such as 4096, 64K or 1M"},
     {"number too large", HDR "[rule a]\ncalls = 99999999999999999999999\nroute = fp32\n", RULE_DROPPED,
@@ -116,6 +117,16 @@ static const bad_case_t bad_cases[] = {
      "t.policy:6: ef_decay needs version = 2 in [policy] (this file says 1); rule 'a' disabled"},
     {"ef_decay in version 1, [policy] last", "[default]\nef_decay = 0.5\nroute = binary\n[policy]\nversion = 1\n",
      RULE_DROPPED, "t.policy:2: ef_decay needs version = 2 in [policy] (this file says 1); [default] disabled"},
+    {"warmup in version 2", HDR2 "[rule a]\nroute = binary\nwarmup = 10\n", RULE_DROPPED,
+     "t.policy:5: warmup needs version = 3 in [policy] (this file says 2); rule 'a' disabled"},
+    {"warmup in version 2, [default]", HDR2 "[default]\nroute = binary\nwarmup = 10\n", RULE_DROPPED,
+     "t.policy:5: warmup needs version = 3 in [policy] (this file says 2); [default] disabled"},
+    {"warmup negative", HDR3 "[rule a]\nroute = binary\nwarmup = -1\n", RULE_DROPPED,
+     "t.policy:5: bad warmup '-1' (expected a number of calls from 0 to 1000000000); rule 'a' disabled"},
+    {"warmup too large", HDR3 "[rule a]\nroute = binary\nwarmup = 1000000001\n", RULE_DROPPED,
+     "t.policy:5: bad warmup '1000000001'"},
+    {"warmup word", HDR3 "[rule a]\nroute = binary\nwarmup = long\n", RULE_DROPPED,
+     "t.policy:5: bad warmup 'long'"},
     {"ef_decay above 1", HDR2 "[rule a]\nroute = binary\nef_decay = 1.5\n", RULE_DROPPED,
      "t.policy:5: bad ef_decay '1.5' (expected a number from 0 to 1, such as 0.5); rule 'a' disabled"},
     {"ef_decay negative", HDR2 "[rule a]\nroute = binary\n\nef_decay = -0.1\n", RULE_DROPPED,
@@ -144,7 +155,7 @@ static const bad_case_t bad_cases[] = {
     {"duplicate rule name", HDR "[rule a]\nroute = fp32\n[rule a]\nroute = binary\n", RULE_DROPPED,
      "t.policy:5: duplicate rule name 'a' (first at line 3)"},
     {"match key in default", HDR "[default]\nbytes = 1M-\nroute = fp32\n", RULE_DROPPED,
-     "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|ef_decay|gamma|segment); [default] disabled"},
+     "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|ef_decay|gamma|segment|warmup); [default] disabled"},
     {"unknown policy key", HDR "colour = blue\n", RULE_DROPPED,
      "t.policy:3: unknown key 'colour' in [policy] (expected version|cxl_node|stats|trace|regions|calibrate|"
      "calibrate_calls|admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth); "
@@ -941,6 +952,46 @@ START_TEST(test_ef_decay)
               hash_of(HDR2 "[rule a]\nef_decay = 5e-1\nroute = binary\n"));
     /* the version a file says decides nothing: version 1 hashes stand */
     ck_assert(hash_of(HDR "[rule a]\nroute = binary\n") == hash_of(HDR2 "[rule a]\nroute = binary\n"));
+}
+END_TEST
+
+/* warmup (version 3): in the action (0 when absent or built in), in
+ * explain only when set, and in the hash only when set. */
+START_TEST(test_warmup)
+{
+    static const char text[] = HDR3 "[rule w]\ncomm = w\nroute = binary\nwarmup = 140\n"
+                               "[rule none]\ncomm = n\nroute = binary\n"
+                               "[default]\nroute = ternary\nwarmup = 0\n";
+    nf_policy_query_t q = {NULL, "w", 2, NF_DT_FLOAT, NF_OP_SUM, 4096, 0};
+    nf_policy_action_t a;
+    nf_policy_t *p;
+    diags_t g;
+    char buf[2048];
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "should be clean, got %s", g.text);
+    nf_policy_match(p, &q, &a);
+    ck_assert_str_eq(a.rule, "w");
+    ck_assert_uint_eq(a.warmup, 140);
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "=> route binary (ef inherit, ef_decay inherit, gamma inherit, segment "
+                              "inherit, warmup 140) from rule w (t.policy:3)\n"), "%s", buf);
+    q.comm_name = "n";
+    nf_policy_match(p, &q, &a);
+    ck_assert_uint_eq(a.warmup, 0);
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "segment inherit) from rule none"), "%s", buf);
+    nf_policy_free(p);
+    nf_policy_match(NULL, &q, &a);
+    ck_assert_uint_eq(a.warmup, 0);
+    ck_assert(hash_of(HDR3 "[rule a]\nroute = binary\nwarmup = 10\n") !=
+              hash_of(HDR3 "[rule a]\nroute = binary\nwarmup = 11\n"));
+    ck_assert(hash_of(HDR3 "[rule a]\nroute = binary\nwarmup = 0\n") ==
+              hash_of(HDR "[rule a]\nroute = binary\n"));
+    /* a warm-up on a route without one is a warning, nothing dropped */
+    static const char fp[] = HDR3 "[rule a]\nroute = fp32\nwarmup = 5\n";
+    ck_assert_int_eq(parse(fp, strlen(fp), &g, &p), NF_OK);
+    nf_policy_free(p);
 }
 END_TEST
 
@@ -2054,6 +2105,7 @@ static Suite *policy_suite(void)
     tcase_add_test(t, test_hash);
     tcase_add_loop_test(t, test_route_auto, 0, (int)(sizeof(auto_cases) / sizeof(auto_cases[0])));
     tcase_add_test(t, test_route_auto_explain_hash);
+    tcase_add_test(t, test_warmup);
     suite_add_tcase(s, t);
     t = tcase_create("model settings");
     tcase_add_test(t, test_model_defaults);

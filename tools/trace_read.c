@@ -308,9 +308,9 @@ static int tr_parse(trace_reader_t *r, trace_rec_t *rec)
     rec->health = strcmp(tok[--t], "-") == 0 ? NULL : tok[t];
     if (rec->health != NULL && strcmp(rec->health, "nonfinite") != 0 &&
         strcmp(rec->health, "ef_growth") != 0 && strcmp(rec->health, "loss_spike") != 0 &&
-        strcmp(rec->health, "reentry") != 0)
+        strcmp(rec->health, "reentry") != 0 && strcmp(rec->health, "warmup") != 0)
         return tr_bad(r, "health", rec->health,
-                      "-, nonfinite, ef_growth, loss_spike or reentry");
+                      "-, nonfinite, ef_growth, loss_spike, reentry or warmup");
     if (tr_int(tok[0], 0, &rec->rank) != 0)
         return tr_bad(r, "rank", tok[0], "a number 0 or more");
     if (tr_u64(tok[1], &rec->call) != 0)

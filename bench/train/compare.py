@@ -25,8 +25,12 @@ results); the default set is the first seven:
     auto-health    auto with health = on, the loss reported every step
     ternary-all    every parameter G-Ternary
     binary-health  binary-all with health = on, the loss reported every step
+    auto-warmup    auto-health with warmup = 140: each region's first 140
+                   calls fp32 (10 % of a 3-epoch run at 2 ranks, the length
+                   of the AdamW schedule's learning-rate warm-up)
 
-auto and auto-health of one model and seed share one calibration run.
+auto, auto-health and auto-warmup of one model and seed share one
+calibration run.
 
 A configuration the library in use cannot run (nfcoll_policy check drops a
 setting or route it does not know) is skipped, with that reason.
@@ -60,10 +64,11 @@ CONFIGS = {  # name: (policy, train.py arguments, a function it needs)
     "auto-health": ("auto-health.policy", ["--health"], "NF_Health_report"),
     "ternary-all": ("ternary-all.policy", [], None),
     "binary-health": ("binary-health.policy", ["--health"], "NF_Health_report"),
+    "auto-warmup": ("auto-warmup.policy", ["--health"], "NF_Health_report"),
 }
 DEFAULT_CONFIGS = ("fp32", "bf16-all", "binary-all", "binary-decay", "head-fp32", "auto",
                    "auto-health")
-CALIBRATED = ("auto", "auto-health")  # configurations that read calib.profile
+CALIBRATED = ("auto", "auto-health", "auto-warmup")  # configurations that read calib.profile
 CALIBRATION = ("calibrate.policy", "calib.profile")
 # train.py settings compare.py passes on when given (else train.py's defaults)
 TRAIN_SETTINGS = ("optimizer", "lr", "momentum", "weight_decay", "warmup", "schedule")

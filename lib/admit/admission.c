@@ -11,6 +11,7 @@
 #include "nf_decide.h"
 #include "nf_handles.h"
 #include "nf_health.h"
+#include "nf_warmup.h"
 #include "nf_layout.h"
 #include "nf_log.h"
 #include "nf_plan.h"
@@ -139,6 +140,7 @@ typedef struct nf_adm_comm {
     unsigned cur;        /* the plan of the last fused call */
     unsigned next;       /* the plan to replace next */
     nf_health_comm_t *health; /* per-segment health, when the policy watches it */
+    nf_warmup_comm_t *warmup; /* per-segment warm-up counts, when a rule asks for one */
     nf_adm_entry_t scratch; /* a decision the cache may not keep */
     MPI_Datatype last_dt;
     MPI_Op last_op;
@@ -153,6 +155,7 @@ static void nf_adm_free(void *p)
     for (unsigned i = 0; i < NF_ADM_PLANS; i++)
         nf_plan_free(&s->plan[i]);
     nf_health_comm_free(s->health);
+    nf_warmup_comm_free(s->warmup);
     free(s);
 }
 
@@ -420,6 +423,12 @@ static nf_route_t nf_adm_comm_check(const nf_comm_t *c, nf_route_t route)
     return route;
 }
 
+/* The trace's last column: what kept a segment off its route, or NULL. */
+static const char *nf_adm_why(const nf_seg_note_t *t)
+{
+    return t->warmup ? "warmup" : t->health;
+}
+
 /* The trace's records of the call (one per segment), with the route each
  * ran on. Nothing when no trace is open. */
 static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
@@ -433,17 +442,17 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
     if (!d->fused) {
         const nf_seg_t *g = &d->seg[0];
         const nf_seg_note_t *t = &d->note[0];
-        nf_trace_why_t why = {t->why, t->health, g->fallback};
-        nf_trace_record(c->rank, &q, t->cooling ? t->asked : d->route, &e->a, NULL, 0, g->m,
-                        g->ran, &why);
+        nf_trace_why_t why = {t->why, nf_adm_why(t), g->fallback};
+        nf_trace_record(c->rank, &q, t->cooling || t->warmup ? t->asked : d->route, &e->a, NULL,
+                        0, g->m, g->ran, &why);
         return;
     }
     for (size_t i = 0; i < d->nseg; i++) {
         const nf_seg_t *g = &d->seg[i];
         q.bytes = (uint64_t)g->m * sizeof(float);
         const nf_seg_note_t *t = &d->note[i];
-        nf_trace_why_t why = {t->why, t->health, g->fallback};
-        nf_trace_record(c->rank, &q, t->cooling ? t->asked : g->route,
+        nf_trace_why_t why = {t->why, nf_adm_why(t), g->fallback};
+        nf_trace_record(c->rank, &q, t->cooling || t->warmup ? t->asked : g->route,
                         &s->plan[s->cur].act[i], g->name, g->off, g->m, g->ran, &why);
     }
 }
@@ -488,13 +497,23 @@ void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
     nf_admit_trace(c, d);
 }
 
-/* Health: segments cooling down run fp32; a call with a low-bit segment
- * carries this rank's reported loss and measures the signals. */
-static void nf_adm_health(nf_adm_comm_t *s, nf_decision_t *d)
+/* Warm-up, then health: segments warming up or cooling down run fp32; a
+ * call with a low-bit segment left carries this rank's reported loss and
+ * measures the signals. act: the segments' policy actions. */
+static void nf_adm_health(nf_adm_comm_t *s, nf_decision_t *d, const nf_policy_action_t *act)
 {
-    for (size_t i = 0; i < d->nseg; i++) /* why is the plan's, kept */
-        d->note[i].asked = d->seg[i].route, d->note[i].cooling = 0, d->note[i].health = NULL;
-    if (!nf_health_on() || d->calibrate || d->route == NF_ROUTE_PMPI)
+    int warm = 0;
+    for (size_t i = 0; i < d->nseg; i++) { /* why is the plan's, kept */
+        nf_seg_note_t *t = &d->note[i];
+        t->asked = d->seg[i].route, t->warmup = 0, t->cooling = 0, t->health = NULL;
+        warm |= act[i].warmup > 0;
+    }
+    if (d->calibrate || d->route == NF_ROUTE_PMPI)
+        return;
+    if (warm && (s->warmup != NULL || (s->warmup = nf_warmup_comm_new()) != NULL))
+        nf_warmup_apply(s->warmup, d->seg, d->note, act, d->nseg);
+    /* without memory for the counts, the segments run their routes */
+    if (!nf_health_on())
         return;
     if (s->health == NULL && (s->health = nf_health_comm_new()) == NULL)
         return; /* no memory: the call runs unwatched, as with health off */
@@ -532,7 +551,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
         out->fused = 1;
         out->seg = s->plan[s->cur].seg, out->nseg = s->plan[s->cur].n;
         out->note = s->plan[s->cur].note;
-        nf_adm_health(s, out);
+        nf_adm_health(s, out, s->plan[s->cur].act);
         return;
     }
     out->one.route = out->route, out->one.ef = e->a.ef, out->one.gamma = e->a.gamma;
@@ -541,5 +560,5 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
         nf_adm_auto_whole(&out->one, e, &out->one_note.why);
     if (out->calibrate)
         out->one_note.why.why = NF_WHY_CALIBRATE, out->one_note.why.pe = NULL;
-    nf_adm_health(s, out);
+    nf_adm_health(s, out, &e->a);
 }

@@ -80,7 +80,7 @@ void nf_health_comm_free(nf_health_comm_t *h)
     free(h);
 }
 
-static void nf_hkey(const nf_seg_t *seg, size_t n, size_t i, uint64_t *a, uint64_t *b)
+void nf_seg_key(const nf_seg_t *seg, size_t n, size_t i, uint64_t *a, uint64_t *b)
 {
     const nf_seg_t *g = &seg[i];
     if (g->id != 0) {
@@ -96,7 +96,7 @@ static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *seg, size_t n, si
                           int make)
 {
     uint64_t a, b;
-    nf_hkey(seg, n, i, &a, &b);
+    nf_seg_key(seg, n, i, &a, &b);
     uint32_t at = nf_keymap_get(&h->index, a, b);
     if (at != UINT32_MAX)
         return &h->v[at];

@@ -26,12 +26,20 @@ double nf_health_take_loss(void);
 /* What admission keeps of a segment besides core's nf_seg_t, one per
  * segment of a decision. */
 typedef struct nf_seg_note {
-    nf_route_t asked;     /* the route before a health cool-down */
+    nf_route_t asked;     /* the route before a warm-up or health cool-down */
+    int warmup;           /* runs fp32 for a warm-up (nf_warmup.h) */
     int cooling;          /* runs fp32 for a health cool-down */
     const char *health;   /* the signal of that cool-down, "reentry" on the first
                              call back on its route after one, or NULL */
     nf_decide_reason_t why; /* why admission gave it its route (kept with a plan) */
 } nf_seg_note_t;
+
+/* Segment i's key for per-segment state, integers only (no name is
+ * formatted or hashed per call): a region by its interned id, (id, 0); a
+ * gap or a whole unbound buffer by the regions on either side of it and
+ * its size, (prev id << 32 | next id, bytes + 1), so that two gaps of one
+ * size are two records. Ids are per process: keys are never exchanged. */
+void nf_seg_key(const nf_seg_t *seg, size_t n, size_t i, uint64_t *a, uint64_t *b);
 
 typedef struct nf_health_comm nf_health_comm_t;
 nf_health_comm_t *nf_health_comm_new(void);

@@ -13,7 +13,7 @@
 
 const char *const nf_pol_key_names[K_NKEYS] = {
     "region", "comm", "comm_size", "datatype", "op", "bytes", "calls",
-    "route", "ef", "ef_decay", "gamma", "segment",
+    "route", "ef", "ef_decay", "gamma", "segment", "warmup",
 };
 
 _Static_assert(NF_POLICY_F_REGION == 1u << K_REGION && NF_POLICY_F_CALLS == 1u << K_CALLS &&
@@ -185,6 +185,7 @@ static void nf_action_from(const nf_policy_t *p, const nf_rule_t *r, int index, 
     out->ef_decay = r->ef_decay;
     out->gamma = r->gamma;
     out->segment = r->segment;
+    out->warmup = r->warmup;
     out->rule = name;
     out->index = index;
     out->file = p->file;
@@ -194,7 +195,9 @@ static void nf_action_from(const nf_policy_t *p, const nf_rule_t *r, int index, 
 static void nf_action_builtin(nf_policy_action_t *out)
 {
     static const nf_policy_action_t builtin = {
-        NF_ROUTE_PMPI, 0, -1, -1.0, -1.0, NF_POLICY_SEGMENT_INHERIT, "built-in", -1, "", 0};
+        .route = NF_ROUTE_PMPI, .route_auto = 0, .ef = -1, .ef_decay = -1.0, .gamma = -1.0,
+        .segment = NF_POLICY_SEGMENT_INHERIT, .warmup = 0, .rule = "built-in", .index = -1,
+        .file = "", .line = 0};
     *out = builtin;
 }
 

@@ -22,13 +22,17 @@
 
 typedef struct nf_policy nf_policy_t;
 
-/** Versions of the file format this library reads: 1, and 2, which adds
- * the rule key ef_decay. A file that uses ef_decay must say version = 2, so
- * that a library without it refuses the whole file (every call pmpi)
- * rather than dropping those rules and running the rest. */
-#define NF_POLICY_VERSION 2
+/** Versions of the file format this library reads: 1; 2, which adds the
+ * rule key ef_decay; 3, which adds warmup. A file that uses a key must say
+ * the version that brought it, so that a library without the key refuses
+ * the whole file (every call pmpi) rather than dropping those rules and
+ * running the rest. */
+#define NF_POLICY_VERSION 3
 #define NF_POLICY_VERSION_MIN 1
-#define NF_POLICY_VERSIONS "1 or 2"
+#define NF_POLICY_VERSIONS "1, 2 or 3"
+
+/** The largest `warmup` (calls). */
+#define NF_POLICY_WARMUP_MAX 1000000000u
 
 /** What a call looks like to the matcher. A NULL string matches no rule that
  * constrains that field (e.g. a buffer without a bound region never matches
@@ -64,6 +68,8 @@ typedef struct nf_policy_action {
                                       [0, 1]; < 0: inherit (NFCOLL_EF_DECAY, default 1) */
     double gamma;                /**< ternary gate; < 0: inherit (default 1.0) */
     nf_policy_segment_t segment;
+    uint64_t warmup;             /**< a low-bit segment's first `warmup` calls run fp32
+                                      (docs/design.md, "Warm-up"); 0: none */
     const char *rule;            /**< rule name, "default" or "built-in" */
     int index;                   /**< rule index in file order; -1 for a default */
     const char *file;            /**< file the rule came from; "" for built-in */

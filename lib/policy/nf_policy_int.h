@@ -34,7 +34,7 @@ typedef struct { int n; char *g[NF_POL_MAX_LIST]; } nf_globs_t;
 typedef enum nf_key {
     K_REGION, K_COMM, K_COMM_SIZE, K_DATATYPE, K_OP, K_BYTES, K_CALLS,
     K_NMATCH,
-    K_ROUTE = K_NMATCH, K_EF, K_EF_DECAY, K_GAMMA, K_SEGMENT,
+    K_ROUTE = K_NMATCH, K_EF, K_EF_DECAY, K_GAMMA, K_SEGMENT, K_WARMUP,
     K_NKEYS
 } nf_key_t;
 
@@ -54,6 +54,7 @@ typedef struct nf_rule {
     double ef_decay;
     double gamma;
     nf_policy_segment_t segment;
+    uint64_t warmup;              /* calls a low-bit segment runs fp32 first */
 } nf_rule_t;
 
 struct nf_policy {

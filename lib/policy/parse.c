@@ -25,8 +25,8 @@
 #include "nf_policy_int.h"
 #include "nf_util.h"
 
-#define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment"
-#define NF_DEFAULT_KEYS "route|ef|ef_decay|gamma|segment"
+#define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment|warmup"
+#define NF_DEFAULT_KEYS "route|ef|ef_decay|gamma|segment|warmup"
 #define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|" \
     "admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth"
 #define NF_ROUTES "pmpi|fp32|binary|ternary|bf16|auto"
@@ -388,6 +388,11 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
             r->segment = NF_POLICY_SEGMENT_BUFFER;
         else
             nf_rule_bad(ps, "bad segment '%s' (expected region|buffer)", v);
+        break;
+    case K_WARMUP:
+        if (nf_pol_parse_u64(v, 0, &r->warmup) != NF_OK || r->warmup > NF_POLICY_WARMUP_MAX)
+            nf_rule_bad(ps, "bad warmup '%s' (expected a number of calls from 0 to %u)", v,
+                        NF_POLICY_WARMUP_MAX);
         break;
     }
 }
@@ -853,6 +858,8 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
         memcpy(&gbits, &r->ef_decay, sizeof(gbits));
         h = nf_hash_u64(nf_hash_u64(h, K_EF_DECAY), gbits);
     }
+    if (r->warmup > 0)                  /* as ef_decay: older hashes stand */
+        h = nf_hash_u64(nf_hash_u64(h, K_WARMUP), r->warmup);
     return h;
 }
 
@@ -883,21 +890,29 @@ static uint64_t nf_hash_policy(const nf_policy_t *p)
     return h != 0 ? h : 1;
 }
 
-/* Keys newer than version 1 disable their rule in a version 1 file: the
- * version is known only at the end ([policy] may come last). */
+/* Keys newer than version 1, with the version that brought them, disable
+ * their rule in an older file: the version is known only at the end
+ * ([policy] may come last). */
+static const struct {
+    int key, version;
+} nf_key_since[] = {{K_EF_DECAY, 2}, {K_WARMUP, 3}};
+
 static void nf_since_version(nf_parser_t *ps, nf_rule_t *r)
 {
-    if (r->disabled || !(r->set & (1u << K_EF_DECAY)) || ps->version >= 2)
-        return;
-    if (r == &ps->pol->dflt)
-        nf_diag(ps, NF_POLICY_DISABLED, r->key_line[K_EF_DECAY],
-                "ef_decay needs version = 2 in [policy] (this file says %d); [default] disabled (route pmpi)",
-                ps->version);
-    else
-        nf_diag(ps, NF_POLICY_DISABLED, r->key_line[K_EF_DECAY],
-                "ef_decay needs version = 2 in [policy] (this file says %d); rule '%s' disabled",
-                ps->version, r->name);
-    r->disabled = 1;
+    for (size_t i = 0; i < sizeof(nf_key_since) / sizeof(nf_key_since[0]) && !r->disabled; i++) {
+        int k = nf_key_since[i].key, need = nf_key_since[i].version;
+        if (!(r->set & (1u << k)) || ps->version >= need)
+            continue;
+        if (r == &ps->pol->dflt)
+            nf_diag(ps, NF_POLICY_DISABLED, r->key_line[k],
+                    "%s needs version = %d in [policy] (this file says %d); [default] disabled (route pmpi)",
+                    nf_pol_key_names[k], need, ps->version);
+        else
+            nf_diag(ps, NF_POLICY_DISABLED, r->key_line[k],
+                    "%s needs version = %d in [policy] (this file says %d); rule '%s' disabled",
+                    nf_pol_key_names[k], need, ps->version, r->name);
+        r->disabled = 1;
+    }
 }
 
 /* End of input: file-level checks. Returns NF_OK or NF_ERR_PARSE. */

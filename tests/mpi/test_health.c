@@ -35,6 +35,12 @@
  * size. A NaN in the first gap cools that gap alone, for exactly its
  * cool-down (issue 17 item 6: they shared one record, so the other gap
  * cooled too and the cool-down counted down twice per call).
+ *
+ * --warmup (policy tests/policy_shim/warmup.policy): a whole buffer under
+ * `warmup = 3` runs its first 3 calls fp32, bit for bit the exact sum,
+ * then binary from a zero residual, bit for bit the reference; in a fused
+ * buffer w.a (warmup 2) and w.b (no warm-up) count apart: w.a runs fp32
+ * twice while w.b is binary from its first call.
  */
 #include <math.h>
 #include <stdio.h>
@@ -149,6 +155,56 @@ static int test_reentry(int rank)
     return fails;
 }
 
+static int test_warmup(int rank, int n)
+{
+    enum { WM = 3000, WSTEPS = 6, WARM = 3 };
+    float *buf = nft_keep(malloc(WM * sizeof(float)));
+    float *xs = nft_keep(malloc((size_t)n * WM * sizeof(float)));
+    float *es = nft_keep(calloc((size_t)n * WM, sizeof(float)));
+    float *want = nft_keep(malloc(WM * sizeof(float)));
+    char got[WSTEPS + 1] = {0};
+    int fails = 0;
+    ref_nodes_init(n);
+    for (int s = 0; s < WSTEPS; s++) {
+        for (int i = 0; i < n; i++)
+            ref_input(xs + (size_t)i * WM, WM, i, s, 5);
+        memcpy(buf, xs + (size_t)rank * WM, WM * sizeof(float));
+        if (s < WARM)
+            ref_fp32(want, xs, n, WM);
+        else
+            ref_binary(want, xs, es, n, WM);
+        int rc = NF_Allreduce(MPI_IN_PLACE, buf, WM, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        fails += nft_check(rc == MPI_SUCCESS, "warmup call", "return code %d", rc);
+        got[s] = step_route();
+        fails += nft_check(memcmp(buf, want, WM * sizeof(float)) == 0, "warm-up results",
+                           "step %d differs from the %s reference", s, s < WARM ? "fp32" : "binary");
+    }
+    fails += nft_check(strcmp(got, "fffbbb") == 0, "a buffer warms up for 3 calls",
+                       "routes %s, want fffbbb", got);
+    /* w.a [0,1000) warmup 2, gap [1000,1500) (rule all: warmup 3), w.b
+     * [1500,3000) no warm-up */
+    static const unsigned wantf[WSTEPS] = {2, 2, 1, 0, 0, 0};
+    char fs[3 * WSTEPS + 1] = {0}, fe[3 * WSTEPS + 1] = {0};
+    fails += nft_check(NF_Region_bind(buf, 1000, MPI_FLOAT, "w.a") == MPI_SUCCESS &&
+                           NF_Region_bind(buf + 1500, 1500, MPI_FLOAT, "w.b") == MPI_SUCCESS,
+                       "bind w.a, w.b", "failed");
+    fp32_segments();
+    for (int s = 0; s < WSTEPS; s++) {
+        ref_input(buf, WM, rank, s, 9);
+        int rc = NF_Allreduce(MPI_IN_PLACE, buf, WM, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        fails += nft_check(rc == MPI_SUCCESS, "fused warmup call", "return code %d", rc);
+        snprintf(fs + 2 * s, 3, "%u ", fp32_segments());
+        snprintf(fe + 2 * s, 3, "%u ", wantf[s]);
+    }
+    if (rank == 0)
+        printf("warmup: routes %s; fused fp32 segments per step %s\n", got, fs);
+    fails += nft_check(strcmp(fs, fe) == 0, "regions warm up apart",
+                       "fp32 segments per step %s, want %s", fs, fe);
+    NF_Region_unbind(buf);
+    NF_Region_unbind(buf + 1500);
+    return fails;
+}
+
 int main(int argc, char **argv)
 {
     int rank, n, fails = 0;
@@ -162,6 +218,8 @@ int main(int argc, char **argv)
         return nft_finish(test_reentry(rank), "test_health --reentry");
     if (argc > 1 && strcmp(argv[1], "--record") == 0)
         return nft_finish(test_record(rank, n), "test_health --record");
+    if (argc > 1 && strcmp(argv[1], "--warmup") == 0)
+        return nft_finish(test_warmup(rank, n), "test_health --warmup");
     int neg = argc > 1 && strcmp(argv[1], "--negative") == 0;
     int alt = argc > 1 && strcmp(argv[1], "--alternating") == 0;
     int ovf = argc > 1 && strcmp(argv[1], "--overflow") == 0;
