@@ -25,9 +25,9 @@ results); the default set is the first seven:
     auto-health    auto with health = on, the loss reported every step
     ternary-all    every parameter G-Ternary
     binary-health  binary-all with health = on, the loss reported every step
-    auto-warmup    auto-health with warmup = 140: each region's first 140
-                   calls fp32 (10 % of a 3-epoch run at 2 ranks, the length
-                   of the AdamW schedule's learning-rate warm-up)
+    auto-warmup    auto-health with warmup = 120: each region's first 120
+                   calls fp32 (8.5 % of a 3-epoch run at 2 ranks: what a 12 %
+                   byte budget leaves beside binary)
 
 auto, auto-health and auto-warmup of one model and seed share one
 calibration run.
