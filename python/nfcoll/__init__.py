@@ -225,7 +225,7 @@ def allreduce_async(x, route=None, comm=None):
     """
     _writable(x)
     addr, count = _buffer(x)
-    lib, c, req = _lib.lib, _comm(comm), _lib.handle_t(_REQUEST_NULL)
+    c, req = _comm(comm), _lib.handle_t(_REQUEST_NULL)
     if route is None:
         function, detail = "NF_Iallreduce", "(%d floats)" % count
         rc = _lib.later(function)(_IN_PLACE, addr, count, _FLOAT, _SUM, c, ctypes.byref(req))
