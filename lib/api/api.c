@@ -14,7 +14,6 @@
 #include "nf_calib.h"
 #include "nf_health.h"
 #include "nf_api.h"
-#include "nf_async.h"
 #include "nf_checkpoint.h"
 #include "nf_ctx.h"
 #include "nf_export.h"
@@ -103,7 +102,7 @@ static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
     if (st != NF_OK)
         return st;
     if (c != NULL)
-        nf_async_wait_comm(c); /* the nonblocking calls issued before this one */
+        nf_comm_async_wait(c); /* the nonblocking calls issued before this one */
     return nf_api_exec(c, a, route);
 }
 
@@ -132,30 +131,6 @@ NF_EXPORT int NF_Allreduce(const void *sendbuf, void *recvbuf, int count,
     nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
     int rc = nf_api_check(&a);
     return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_api_allreduce(&a, -1);
-}
-
-NF_EXPORT int NF_Iallreduce_route(const void *sendbuf, void *recvbuf, int count,
-                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int route,
-                                  MPI_Request *request)
-{
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
-    if ((unsigned)route >= NF_ROUTE_COUNT)
-        return nf_api_raise(comm, MPI_ERR_ARG);
-    if (request == NULL)
-        return nf_api_raise(comm, MPI_ERR_REQUEST);
-    int rc = nf_api_check(&a);
-    return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_async_iallreduce(&a, route, request);
-}
-
-NF_EXPORT int NF_Iallreduce(const void *sendbuf, void *recvbuf, int count,
-                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                            MPI_Request *request)
-{
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
-    if (request == NULL)
-        return nf_api_raise(comm, MPI_ERR_REQUEST);
-    int rc = nf_api_check(&a);
-    return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_async_iallreduce(&a, -1, request);
 }
 
 NF_EXPORT int NF_Region_bind(const void *base, int count, MPI_Datatype datatype,

@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -26,6 +27,7 @@
 #include "nf_api.h"
 #include "nf_async.h"
 #include "nf_ctx.h"
+#include "nf_export.h"
 #include "nf_log.h"
 #include "nf_stats.h"
 
@@ -40,7 +42,6 @@ typedef struct nf_job {
 
 static pthread_mutex_t nf_q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t nf_q_work = PTHREAD_COND_INITIALIZER; /* the thread: a job, or stop */
-static pthread_cond_t nf_q_done = PTHREAD_COND_INITIALIZER; /* waiters: a job finished */
 static nf_job_t *nf_q_head, *nf_q_tail; /* the head stays queued while it runs */
 static int nf_q_stop;
 static int nf_q_state; /* 0: no thread, 1: running, -1: could not start */
@@ -122,9 +123,8 @@ static void *nf_async_main(void *arg)
         nf_q_head = j->next;
         if (nf_q_head == NULL)
             nf_q_tail = NULL;
-        atomic_fetch_add_explicit(&c->async_done, 1, memory_order_release);
-        pthread_cond_broadcast(&nf_q_done);
         pthread_mutex_unlock(&nf_q_lock);
+        nf_comm_async_done(c); /* c may be freed from here on */
         /* Last: a request freed already (MPI_Request_free) frees j here. */
         PMPI_Grequest_complete(req);
         pthread_mutex_lock(&nf_q_lock);
@@ -139,7 +139,9 @@ static int nf_async_thread_started(void)
     if (nf_q_state == 0) {
         int e = pthread_create(&nf_q_thread, NULL, nf_async_main, NULL);
         nf_q_state = e == 0 ? 1 : -1;
-        if (e != 0) {
+        if (e == 0) {
+            nf_init_at_finalize(nf_async_finalize); /* also without the shim's MPI_Finalize */
+        } else {
             errno = e;
             nf_log_warn_once("cannot start the progress thread (%m): nonblocking calls run "
                              "when they are issued");
@@ -162,17 +164,6 @@ void nf_async_finalize(void)
     pthread_mutex_lock(&nf_q_lock);
     nf_q_state = 0;
     nf_q_stop = 0;
-    pthread_mutex_unlock(&nf_q_lock);
-}
-
-void nf_async_wait_comm(nf_comm_t *c)
-{
-    if (atomic_load_explicit(&c->async_done, memory_order_acquire) ==
-        atomic_load_explicit(&c->async_issued, memory_order_relaxed))
-        return;
-    pthread_mutex_lock(&nf_q_lock);
-    while (atomic_load(&c->async_done) != atomic_load(&c->async_issued))
-        pthread_cond_wait(&nf_q_done, &nf_q_lock);
     pthread_mutex_unlock(&nf_q_lock);
 }
 
@@ -223,7 +214,7 @@ static int nf_async_inline(nf_comm_t *c, const nf_run_args_t *a, int route)
 {
     nf_run_args_t b = *a;
     if (c->async_mode == NF_ASYNC_THREAD) {
-        nf_async_wait_comm(c);
+        nf_comm_async_wait(c);
         b.comm = c->async;
     }
     return nf_job_run(c, &b, route);
@@ -288,4 +279,28 @@ int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request)
     j->a.comm = c->async;
     nf_async_enqueue(j);
     return MPI_SUCCESS;
+}
+
+NF_EXPORT int NF_Iallreduce_route(const void *sendbuf, void *recvbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int route,
+                                  MPI_Request *request)
+{
+    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
+    if ((unsigned)route >= NF_ROUTE_COUNT)
+        return nf_api_raise(comm, MPI_ERR_ARG);
+    if (request == NULL)
+        return nf_api_raise(comm, MPI_ERR_REQUEST);
+    int rc = nf_api_check(&a);
+    return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_async_iallreduce(&a, route, request);
+}
+
+NF_EXPORT int NF_Iallreduce(const void *sendbuf, void *recvbuf, int count,
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                            MPI_Request *request)
+{
+    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
+    if (request == NULL)
+        return nf_api_raise(comm, MPI_ERR_REQUEST);
+    int rc = nf_api_check(&a);
+    return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_async_iallreduce(&a, -1, request);
 }

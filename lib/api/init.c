@@ -8,7 +8,6 @@
 
 #include "nf_admit.h"
 #include "nf_api.h"
-#include "nf_async.h"
 #include "nf_comm.h"
 #include "nf_ctx.h"
 #include "nf_export.h"
@@ -17,6 +16,12 @@
 static pthread_mutex_t nf_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int nf_inited; /* set with release once nf_ctx is complete */
 static int nf_self_keyval = MPI_KEYVAL_INVALID;
+static void (*_Atomic nf_finalize_hook)(void);
+
+void nf_init_at_finalize(void (*fn)(void))
+{
+    atomic_store(&nf_finalize_hook, fn);
+}
 
 static const nf_kernels_t *nf_pick_kernels(const nf_settings_t *s)
 {
@@ -32,7 +37,9 @@ static const nf_kernels_t *nf_pick_kernels(const nf_settings_t *s)
 static int nf_self_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     (void)comm, (void)keyval, (void)attr, (void)extra;
-    nf_async_finalize(); /* when MPI_Finalize did not come through the shim */
+    void (*hook)(void) = atomic_load(&nf_finalize_hook);
+    if (hook != NULL)
+        hook(); /* the progress thread, when MPI_Finalize did not come through the shim */
     nf_comm_finalize(); /* admission's per-communicator caches go with them */
     nf_ctx_finalize();
     nf_admit_finalize();

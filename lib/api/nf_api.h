@@ -7,6 +7,10 @@
 /* Idempotent, thread-safe; needs MPI initialized. NF_OK or a reason. */
 nf_status_t nf_init(void);
 
+/* Run fn at MPI_Finalize (the MPI_COMM_SELF attribute's deletion), before
+ * the state is freed: for a module above this one (the progress thread). */
+void nf_init_at_finalize(void (*fn)(void));
+
 /* MPI_SUCCESS, or the MPI error code of a bad argument (count < 0,
  * MPI_COMM_NULL, aliased buffers, a NULL buffer of a datatype the float
  * routes take: nf_run_float). */

@@ -14,10 +14,6 @@
  * failure is the request's. */
 int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request);
 
-/* Wait until every nonblocking call issued on c has finished: a blocking
- * call on c runs after them, as it was issued. */
-void nf_async_wait_comm(nf_comm_t *c);
-
 /* Run what is queued, stop the progress thread and join it. Before
  * PMPI_Finalize (and again, doing nothing, at the MPI_COMM_SELF attribute's
  * deletion). */

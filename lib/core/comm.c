@@ -7,7 +7,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "nf_agree.h"
 #include "nf_comm.h"
@@ -49,18 +48,33 @@ static void nf_comm_unlink(nf_comm_t *c)
     pthread_mutex_unlock(&nf_comm_lock);
 }
 
-/* MPI_Comm_free and MPI_Finalize let pending operations complete: the
- * progress thread's calls on this state finish before it goes. */
-static void nf_comm_quiesce(nf_comm_t *c)
+static pthread_mutex_t nf_comm_async_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t nf_comm_async_cond = PTHREAD_COND_INITIALIZER;
+
+void nf_comm_async_wait(nf_comm_t *c)
 {
-    struct timespec nap = {0, 100000};
+    if (atomic_load_explicit(&c->async_done, memory_order_acquire) ==
+        atomic_load_explicit(&c->async_issued, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&nf_comm_async_lock);
     while (atomic_load(&c->async_done) != atomic_load(&c->async_issued))
-        nanosleep(&nap, NULL);
+        pthread_cond_wait(&nf_comm_async_cond, &nf_comm_async_lock);
+    pthread_mutex_unlock(&nf_comm_async_lock);
+}
+
+void nf_comm_async_done(nf_comm_t *c)
+{
+    pthread_mutex_lock(&nf_comm_async_lock);
+    atomic_fetch_add_explicit(&c->async_done, 1, memory_order_release);
+    pthread_cond_broadcast(&nf_comm_async_cond);
+    pthread_mutex_unlock(&nf_comm_async_lock);
 }
 
 static void nf_comm_destroy(nf_comm_t *c)
 {
-    nf_comm_quiesce(c);
+    /* MPI_Comm_free and MPI_Finalize let pending operations complete: the
+     * progress thread's calls on this state finish before it goes. */
+    nf_comm_async_wait(c);
     atomic_fetch_add(&nf_comm_generation, 1u); /* before the memory can be reused */
     nf_comm_unlink(c);
     if (c->upper_free != NULL)

@@ -117,6 +117,13 @@ typedef struct nf_comm {
 
 enum { NF_ASYNC_THREAD = 1, NF_ASYNC_EAGER = 2 };
 
+/* Wait until every nonblocking call issued on c (async_issued, counted by
+ * the issuer) has finished; a blocking call on c runs after them, and the
+ * state is freed after them. Two atomic loads when none is queued. */
+void nf_comm_async_wait(nf_comm_t *c);
+/* One nonblocking call on c has finished (the progress thread, after it). */
+void nf_comm_async_done(nf_comm_t *c);
+
 /* State for comm, created on first use (collective on comm). NF_OK with
  * *out set; else the MPI error that prevented it (logged once). */
 nf_status_t nf_comm_get(MPI_Comm comm, nf_comm_t **out);
