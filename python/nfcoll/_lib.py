@@ -165,8 +165,7 @@ _CORE = {
     "NF_Region_bind": (_i, [_p, _i, handle_t, _s]),
     "NF_Region_unbind": (_i, [_p]),
     # libmpi's, through libnfcoll's handle: completing NF_Iallreduce's requests
-    # (mpi4py 3.1 cannot wrap a C MPI_Request). ctypes drops the GIL in them.
-    "MPI_Wait": (_i, [ctypes.POINTER(handle_t), _p]),
+    # (mpi4py 3.1 cannot wrap a C MPI_Request). ctypes drops the GIL in it.
     "MPI_Test": (_i, [ctypes.POINTER(handle_t), ctypes.POINTER(_i), _p]),
 }
 # and those newer than the first release, bound at first use
