@@ -116,12 +116,14 @@ def main():
     mine = {n: statistics.median(times[n]) for n in names}
     worst = {n: max(v[n] for v in comm.allgather(mine)) for n in names}
     nparams = sum(p.numel() for p in runs["compute"][0].parameters())
+    eager = comm.allreduce(nfcoll.stats()["fallbacks"].get("no-progress", 0))
     if comm.Get_rank() == 0:
         base = worst["compute"]
         print("# ddp_step: %d ranks, %.1f M parameters (%.0f MB of gradients), batch %d, "
               "%g MB buckets, %d x %d timed steps per configuration, %d torch thread(s)"
               % (comm.Get_size(), nparams / 1e6, nparams * 4 / 1e6, args.batch, args.bucket_mb,
                  args.repeats, args.steps, args.threads))
+        print("# nonblocking calls run at issue (no progress thread), all ranks: %d" % eager)
         print("# %-16s %12s %12s %14s" % ("configuration", "step (ms)", "x compute",
                                           "exposed (ms)"))
         for n in names:
