@@ -71,6 +71,15 @@ for cpu in 0 4000; do
   fi
 done
 
+# A malformed NFCOLL_PROGRESS: one warning (rank 0), the default (thread).
+out "$tmp/o" 2 NFCOLL_PROGRESS=bogus NFCOLL_STATS=$tmp/b.json $prog same fp32
+w=$(grep -c "NFCOLL_PROGRESS='bogus' is not valid" "$tmp/o.err")
+if [ "$w" = 1 ] && [ "$(fallback "$tmp/b.json" no-progress)" = 0 ]; then
+  ok "NFCOLL_PROGRESS=bogus: one warning, calls on the thread"
+else
+  bad "NFCOLL_PROGRESS=bogus: $w warnings (want 1)"; cat "$tmp/o.err"
+fi
+
 out "$tmp/o" 2 NFCOLL_STATS=$tmp/l.json $prog lifetime
 [ "$(grep -c '^ok rank' "$tmp/o")" = 2 ] && ok "MPI_Comm_free and MPI_Finalize with requests outstanding" ||
   { bad "lifetime"; cat "$tmp/o"; }

@@ -97,11 +97,20 @@ static void nf_async_pin(void)
 }
 
 /* A call's MPI code; the thread runs no error handler (its communicators
- * return errors): the completion call raises it. */
+ * return errors): the completion call raises it. A call that failed on
+ * some rank fails on every rank: after the call, one small agreement on a
+ * communicator of libnfcoll's (in the background on the thread); a rank
+ * that failed keeps its own code, the others take the largest. */
 static int nf_job_run(nf_comm_t *c, const nf_run_args_t *a, int route)
 {
     nf_status_t st = nf_api_exec(c, a, route);
-    return st == NF_OK ? MPI_SUCCESS : nf_status_to_mpi(st);
+    int rc = st == NF_OK ? MPI_SUCCESS : nf_status_to_mpi(st), all = MPI_SUCCESS;
+    MPI_Comm agree = c->async_mode == NF_ASYNC_THREAD ? c->async : c->priv;
+    if (agree == MPI_COMM_NULL || c->is_inter || c->use == NF_COMM_BROKEN)
+        return rc; /* broken or intercommunicator state: nothing to agree on */
+    if (nf_agree_code(agree, rc, &all) == NF_OK && rc == MPI_SUCCESS)
+        rc = all;
+    return rc;
 }
 
 static void *nf_async_main(void *arg)

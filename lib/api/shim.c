@@ -25,6 +25,7 @@
 #include "nf_log.h"
 #include "nf_shim.h"
 #include "nf_stats.h"
+#include "nf_util.h"
 
 /* Set while libnfcoll runs a call on this thread: an MPI_Allreduce reached
  * from inside (a tool stacked under us) goes straight to PMPI. */
@@ -49,11 +50,17 @@ static int nf_shim_wanted(const nf_settings_t *s)
 /* The thread level to ask MPI for: the progress thread needs
  * MPI_THREAD_MULTIPLE (docs/design.md, "Nonblocking calls"), asked for only
  * when this rank asks libnfcoll for something and NFCOLL_PROGRESS allows
- * it; otherwise what the program asked for. */
+ * it; otherwise what the program asked for. Before MPI_Init the rank is
+ * unknown: the raw values, so that the settings are parsed (and a
+ * malformed one reported, by rank 0 only) after it. */
 static int nf_shim_level(int required)
 {
-    const nf_settings_t *s = nf_settings_load();
-    if (required >= MPI_THREAD_MULTIPLE || !nf_shim_wanted(s) || s->progress != NF_PROGRESS_THREAD)
+    const char *cxl = nf_setting_raw(NF_SET_CXL), *progress = nf_setting_raw(NF_SET_PROGRESS);
+    int want = nf_setting_raw(NF_SET_POLICY) != NULL || nf_setting_raw(NF_SET_TRACE) != NULL ||
+               nf_setting_raw(NF_SET_STATS) != NULL || nf_setting_raw(NF_SET_CALIBRATE) != NULL ||
+               (cxl != NULL && nf_strcaseeq(cxl, "require"));
+    if (required >= MPI_THREAD_MULTIPLE || !want ||
+        (progress != NULL && nf_strcaseeq(progress, "off")))
         return required;
     return MPI_THREAD_MULTIPLE;
 }

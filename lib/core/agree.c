@@ -53,3 +53,9 @@ nf_status_t nf_agree_worst(MPI_Comm comm, int rank, unsigned severity, uint64_t 
     out->same = w[1] == value && ~w[2] == value;
     return NF_OK;
 }
+
+nf_status_t nf_agree_code(MPI_Comm comm, int mine, int *code)
+{
+    int v = mine > 0 ? mine : mine != MPI_SUCCESS ? MPI_ERR_OTHER : MPI_SUCCESS;
+    return nf_mpi_status(PMPI_Allreduce(&v, code, 1, MPI_INT, MPI_MAX, comm));
+}

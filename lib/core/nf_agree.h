@@ -50,4 +50,9 @@ typedef struct nf_agree_worst {
 nf_status_t nf_agree_worst(MPI_Comm comm, int rank, unsigned severity, uint64_t value,
                            nf_agree_worst_t *out);
 
+/* An MPI error code for every rank: MPI_SUCCESS when every rank passed
+ * MPI_SUCCESS, else the largest code a rank passed (codes are positive;
+ * anything else counts as MPI_ERR_OTHER). */
+nf_status_t nf_agree_code(MPI_Comm comm, int mine, int *code);
+
 #endif

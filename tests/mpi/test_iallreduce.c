@@ -19,7 +19,9 @@
  *   test_iallreduce error         PMPI_Allgather and PMPI_Allreduce stand-ins
  *     (as in test_errcode) fail on every rank: an fp32 call (2 pretend
  *     nodes: its first exchange is a PMPI_Allgather) and a pmpi call
- *     complete with the stand-in's code in MPI_Waitall's statuses.
+ *     complete with the stand-in's code in MPI_Waitall's statuses (and
+ *     MPI_Wait's return). Then rank 0's last exchange of an fp32 call fails
+ *     there only, after taking place: every rank's request fails with it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -42,7 +44,7 @@ static long nonblocking;
 /* ---- stand-ins for the error case ---- */
 #define CODE_PRIVATE 0x7f000001
 #define CODE_USER 0x7ffffffe
-static atomic_int armed_allgather, armed_allreduce;
+static atomic_int armed_allgather, armed_allreduce, late_allgather;
 typedef int allgather_fn(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
 typedef int allreduce_fn(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 
@@ -54,7 +56,12 @@ int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MP
         return CODE_PRIVATE;
     if (next == NULL && (next = (allgather_fn *)dlsym(RTLD_NEXT, "PMPI_Allgather")) == NULL)
         abort();
-    return next(sb, sc, st, rb, rc, rt, comm);
+    int code = next(sb, sc, st, rb, rc, rt, comm);
+    /* armed late: the n-th exchange from now took place, and fails here only */
+    int n = atomic_load(&late_allgather);
+    if (n > 0 && atomic_fetch_sub(&late_allgather, 1) == 1)
+        return CODE_PRIVATE;
+    return code;
 }
 
 int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
@@ -268,6 +275,16 @@ static int error_case(void)
     rc = MPI_Wait(&req[0], &st[0]);
     bad |= nft_check(rc == CODE_PRIVATE, "fp32", "MPI_Wait returned %#x, want %#x",
                      (unsigned)rc, CODE_PRIVATE);
+    /* Rank 0 alone: its last exchange of an fp32 call (the header verdict,
+     * then the data) took place and failed there: every rank's request fails. */
+    if (rank == 0)
+        atomic_store(&late_allgather, 2);
+    NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
+    rc = MPI_Waitall(1, &req[0], &st[0]);
+    bad |= nft_check(atomic_load(&late_allgather) == 0, "one rank", "the exchange did not fail");
+    bad |= nft_check(rc == MPI_ERR_IN_STATUS && st[0].MPI_ERROR == CODE_PRIVATE, "one rank",
+                     "MPI_Waitall %d, status %#x, want MPI_ERR_IN_STATUS and %#x (rank 0 "
+                     "failed)", rc, (unsigned)st[0].MPI_ERROR, CODE_PRIVATE);
     /* and the next call works */
     NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
     bad |= nft_check(MPI_Wait(&req[0], MPI_STATUS_IGNORE) == MPI_SUCCESS && r[5] == 5.0f * nranks,
