@@ -101,9 +101,9 @@ def fewer_buckets(t):
     params = list(model.parameters())
     old = [torch.zeros(sum(p.numel() for p in params[i:i + 2])) for i in (0, 2, 4)]
     for i in range(3):
-        hook(state, FakeBucket(i, i == 2, old[i], params[2 * i:2 * i + 2]))
+        hook(state, FakeBucket(i, i == 2, old[i], params[2 * i:2 * i + 2])).wait()
     new = torch.zeros(sum(p.numel() for p in params))
-    hook(state, FakeBucket(0, True, new, params))
+    hook(state, FakeBucket(0, True, new, params)).wait()
     free = True
     for b in old:  # binding there again fails if a stale region is left
         try:
