@@ -3,8 +3,10 @@
 # bit-exact against numpy references, torch tensors, errors as exceptions,
 # stats; a fused buffer of bound regions under a region policy, each part on
 # its route and in the stats JSON; residual files, health and bf16 where the
-# library has them (each SKIPs where not). Each run with nfcoll loading
-# libnfcoll, and preloaded.
+# library has them (each SKIPs where not); allreduce_async bit for bit the
+# blocking calls, and its failures (PMPI stand-ins failing on every rank,
+# tests/python/fail_pmpi.c) raised from wait(). Each run with nfcoll
+# loading libnfcoll, and preloaded.
 . "${srcdir:-.}/tests/mpi_common.sh"
 . "$srcdir/tests/python_common.sh"
 py_need numpy mpi4py
@@ -18,6 +20,9 @@ for how in loaded preloaded; do
   run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib $pre NFCOLL_POLICY=$pol NFCOLL_STATS=$tmp/$how.json \
     "$py" "$top/tests/python/test_nfcoll.py" regions
   expect_regions "$tmp/$how.json" "body.weight:binary head.weight:fp32" "$how"
+  both=$fail; [ $how = preloaded ] && both=$fail:$lib
+  run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib NFCOLL_RANKS_PER_NODE=1 LD_PRELOAD=$both \
+    "$py" "$top/tests/python/test_nfcoll.py" fail
 done
 run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib NFCOLL_POLICY=$top/tests/python/health.policy \
   "$py" "$top/tests/python/test_nfcoll.py" later "$tmp"

@@ -4,6 +4,7 @@
 py=${NF_PYTHON:-/usr/bin/python3}
 top=$(cd "$srcdir" && pwd)
 lib=$PWD/lib/.libs/libnfcoll.so
+fail=$PWD/tests/.libs/libnf_fail_pmpi.so  # PMPI stand-ins that fail once armed
 pypath=$top/python:$top/tests/python
 
 # py_need MODULE...: SKIP unless the interpreter imports them all.

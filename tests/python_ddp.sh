@@ -4,7 +4,10 @@
 # a region policy (head.* fp32, the rest binary) all ranks end identical and
 # every parameter appears in the stats JSON by its named_parameters() name on
 # its route; many buckets, gradients as bucket views and a rebuild into fewer
-# buckets leave no stale region bound.
+# buckets leave no stale region bound; the asynchronous hook (the default)
+# gives the synchronous hook's weights bit for bit, forced fp32 gloo's, and a
+# bucket call failing on every rank (tests/python/fail_pmpi.c) makes
+# backward raise, no hang.
 . "${srcdir:-.}/tests/mpi_common.sh"
 . "$srcdir/tests/python_common.sh"
 py_need numpy mpi4py torch
@@ -23,4 +26,6 @@ done
 run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib NFCOLL_POLICY=$pol NFCOLL_STATS=$tmp/b.json \
   "$py" "$top/tests/python/test_ddp.py" buckets
 expect_regions "$tmp/b.json" "$want" "many buckets"
+run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib NFCOLL_POLICY=$pol "$py" "$top/tests/python/test_ddp.py" async
+run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib LD_PRELOAD=$fail "$py" "$top/tests/python/test_ddp.py" fail
 finish

@@ -18,7 +18,7 @@ first call, the ranks compare policies per communicator, and nothing
 writes NFCOLL_STATS at exit.
 
 Functions added in later releases (NF_Health_report, NF_Residuals_save,
-NF_Residuals_load) are looked up at first use: an older library still loads,
+NF_Residuals_load, NF_Iallreduce, NF_Iallreduce_route) are looked up at first use: an older library still loads,
 and only a call that needs one says that the library is too old.
 """
 
@@ -164,10 +164,16 @@ _CORE = {
     "NF_Allreduce_route": (_i, [_p, _p, _i, handle_t, handle_t, handle_t, _i]),
     "NF_Region_bind": (_i, [_p, _i, handle_t, _s]),
     "NF_Region_unbind": (_i, [_p]),
+    # libmpi's, through libnfcoll's handle: completing NF_Iallreduce's requests
+    # (mpi4py 3.1 cannot wrap a C MPI_Request). ctypes drops the GIL in it.
+    "MPI_Test": (_i, [ctypes.POINTER(handle_t), ctypes.POINTER(_i), _p]),
 }
 # and those newer than the first release, bound at first use
 _LATER = {
     "NF_Health_report": (_i, [ctypes.c_double]),
+    "NF_Iallreduce": (_i, [_p, _p, _i, handle_t, handle_t, handle_t, ctypes.POINTER(handle_t)]),
+    "NF_Iallreduce_route": (_i, [_p, _p, _i, handle_t, handle_t, handle_t, _i,
+                                 ctypes.POINTER(handle_t)]),
     "NF_Residuals_save": (_i, [handle_t, _s]),
     "NF_Residuals_load": (_i, [handle_t, _s]),
 }

@@ -20,15 +20,21 @@ broadcasts over MPI, so runs side by side do not collide).
 The hook names each parameter's slice of every gradient bucket after
 model.named_parameters() (NF_Region_bind), so a policy's `region = head.*`
 and a calibration profile speak the model's own names; it allreduces the
-bucket in one NF_Allreduce over MPI_COMM_WORLD and divides by the world
-size. DDP rebuilds its buckets after the first iterations (other order,
+bucket in one call over MPI_COMM_WORLD and divides by the world size. The
+call is nonblocking (NF_Iallreduce, run by libnfcoll's progress thread),
+and a waiter thread completes the Future DDP waits for at the end of
+backward, so communication overlaps the rest of backward;
+ddp_hook(model, sync=True) reduces inside the hook (NF_Allreduce), as
+before. DDP rebuilds its buckets after the first iterations (other order,
 other buffers): the hook rebinds; residuals are kept by region name, so
 they follow the parameters into the new buckets. The regions are unbound
 when the hook's state is freed with its DDP model (or by state.close()).
 """
 
 import os
+import queue
 import socket
+import threading
 
 import torch
 import torch.distributed as dist
@@ -77,6 +83,7 @@ class HookState:
         self.named = {}     # address in self.bound -> its parameter name
         self.calls = 0
         self.rebinds = 0
+        self.waiter = None  # the asynchronous hook's _Waiter
 
     def layout(self, bucket):
         buf = bucket.buffer()
@@ -120,7 +127,10 @@ class HookState:
     def close(self):
         """Unbind every region this hook bound (done when the state is freed,
         with the DDP model that holds it): bound regions outlive buffers
-        and would name whatever memory comes next."""
+        and would name whatever memory comes next. The asynchronous hook's
+        calls in flight finish first."""
+        if self.waiter is not None:
+            self.waiter.stop()
         self._unbind(lambda a, i, nb: True)
         self.layouts.clear()
 
@@ -142,7 +152,59 @@ class HookState:
             del self.where[name]
 
 
-def ddp_hook(model, route=None, comm=None):
+def _outcome(fut):
+    """then() callback of a bucket's future: its bucket, or the failure
+    raised, which marks the future DDP holds as failed (torch 1.13's
+    Future.set_exception only wraps the exception for Python's wait(); DDP,
+    in C++, would take it for the tensor)."""
+    v = fut.value()
+    if isinstance(v, Exception):
+        raise v
+    return v
+
+
+class _Waiter:
+    """The thread that completes an asynchronous hook's futures: it waits
+    for each bucket's request in issue order, divides the bucket by the
+    world size and sets the future's result, or the exception (DDP then
+    raises it from backward instead of waiting forever). Started at the
+    first bucket, stopped when the hook's state is closed or freed."""
+
+    def __init__(self, size):
+        self.size, self.queue, self.thread = size, queue.SimpleQueue(), None
+
+    def put(self, req, buf, fut):
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="nfcoll-ddp-waiter",
+                                           args=(self.queue, self.size), daemon=True)
+            self.thread.start()
+        self.queue.put((req, buf, fut))
+
+    @staticmethod
+    def _run(q, size):  # no reference to the state: the thread must not keep it alive
+        while True:
+            item = q.get()
+            if item is None:
+                return
+            req, buf, fut = item
+            try:
+                req.wait()
+                buf.div_(size)
+            except Exception as e:  # noqa: BLE001 - any failure goes to DDP through the future
+                buf = e
+            fut.set_result(buf)
+            del item, req, buf, fut
+
+    def stop(self):
+        """Finish what is queued, then end the thread."""
+        if self.thread is not None:
+            self.queue.put(None)
+            if self.thread is not threading.current_thread():
+                self.thread.join()
+            self.thread = None
+
+
+def ddp_hook(model, route=None, comm=None, sync=False):
     """(state, hook) for DistributedDataParallel.register_comm_hook.
 
     model: the module (or its DDP wrapper) whose named_parameters() name the
@@ -151,6 +213,14 @@ def ddp_hook(model, route=None, comm=None):
     bucket: one scale and residual for the bucket, no per-region routes or
     per-region stats. comm: the mpi4py communicator (default COMM_WORLD),
     whose ranks must be DDP's.
+
+    The hook starts each bucket's allreduce (NF_Iallreduce, on libnfcoll's
+    progress thread) and returns a torch.futures.Future that a waiter thread
+    completes with the bucket divided by the world size, so the
+    communication overlaps the rest of backward as DDP's own does; a failed
+    call sets the future's exception, which DDP raises. sync=True: the old
+    hook, which reduces the bucket inside the call (NF_Allreduce) and
+    returns a completed future. Both give the same weights, bit for bit.
     """
     state = HookState(model, route, comm)
     if dist.is_initialized() and dist.get_world_size() != state.size:
@@ -167,4 +237,21 @@ def ddp_hook(model, route=None, comm=None):
         fut.set_result(buf)
         return fut
 
-    return state, nfcoll_hook
+    def nfcoll_async_hook(state: HookState,
+                          bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+        buf = bucket.buffer()
+        fut = torch.futures.Future()
+        try:
+            state.bind(bucket)
+            req = nfcoll.allreduce_async(buf, route=state.route, comm=state.comm)
+        except Exception as e:  # noqa: BLE001 - raised by DDP from the future
+            fut.set_result(e)
+        else:
+            state.calls += 1
+            state.waiter.put(req, buf, fut)
+        return fut.then(_outcome)
+
+    if sync:
+        return state, nfcoll_hook
+    state.waiter = _Waiter(state.size)
+    return state, nfcoll_async_hook

@@ -6,7 +6,14 @@
     test_ddp.py buckets          the same with a bucket per layer or two after
                                  the rebuild and gradients as bucket views
     test_ddp.py fp32             forced fp32: bit-identical to DDP's own gloo
-                                 allreduce (exact sums, divided by 2)
+                                 allreduce (exact sums, divided by 2), with the
+                                 asynchronous hook and the synchronous one
+    test_ddp.py async            the asynchronous hook trains to the synchronous
+                                 hook's weights bit for bit: binary forced, and
+                                 the policy's routes per region (NFCOLL_POLICY)
+    test_ddp.py fail             LD_PRELOAD=tests/.libs/libnf_fail_pmpi.so: a
+                                 bucket's call fails on every rank; the future
+                                 holds the error and backward raises it, no hang
 
 Every rank trains on its own data; the check is that all ranks end with
 identical weights (sha256 of the parameters), that the hook survived DDP's
@@ -40,14 +47,14 @@ class Net(torch.nn.Module):
         return self.head(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
 
 
-def train(hooked, route=None, cap_mb=25.0, view=False, steps=6):
+def train(hooked, route=None, cap_mb=25.0, view=False, steps=6, sync=False, comm=None):
     torch.manual_seed(1)
     model = Net()
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap_mb,
                                                     gradient_as_bucket_view=view)
     state = None
     if hooked:
-        state, hook = nfcoll.torch.ddp_hook(model, route=route)
+        state, hook = nfcoll.torch.ddp_hook(model, route=route, comm=comm, sync=sync)
         ddp.register_comm_hook(state, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     gen = torch.Generator().manual_seed(100 + dist.get_rank())  # each rank its own data
@@ -94,9 +101,9 @@ def fewer_buckets(t):
     params = list(model.parameters())
     old = [torch.zeros(sum(p.numel() for p in params[i:i + 2])) for i in (0, 2, 4)]
     for i in range(3):
-        hook(state, FakeBucket(i, i == 2, old[i], params[2 * i:2 * i + 2]))
+        hook(state, FakeBucket(i, i == 2, old[i], params[2 * i:2 * i + 2])).wait()
     new = torch.zeros(sum(p.numel() for p in params))
-    hook(state, FakeBucket(0, True, new, params))
+    hook(state, FakeBucket(0, True, new, params)).wait()
     free = True
     for b in old:  # binding there again fails if a stale region is left
         try:
@@ -106,6 +113,32 @@ def fewer_buckets(t):
             free = False
     t.ok(free and len(state.bound) == len(params) and list(state.layouts) == [0],
          "3 buckets rebuilt into 1: the old regions unbound, %d bound" % len(state.bound))
+
+
+def fail(t):
+    """Every rank's call for the first bucket of step 3 fails (a stand-in
+    PMPI_Allreduce, armed on every rank): backward raises the error DDP
+    found in the hook's future; nothing waits forever."""
+    arm = ctypes.CDLL(None).nft_fail_next
+    torch.manual_seed(1)
+    model = Net()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    state, hook = nfcoll.torch.ddp_hook(model, route="pmpi")
+    ddp.register_comm_hook(state, hook)
+    x, y = torch.randn(16, 20), torch.randint(0, 4, (16,))
+    raised = None
+    for step in range(4):
+        if step == 3:
+            arm(1, 0)
+        try:
+            torch.nn.functional.cross_entropy(ddp(x), y).backward()
+        except RuntimeError as e:
+            raised = (step, e)
+            break
+    t.ok(raised is not None and raised[0] == 3 and "NF_Iallreduce_route" in str(raised[1]),
+         "a failed bucket call: backward raised at step %s: %s"
+         % (raised and raised[0], str(raised and raised[1]).splitlines()[0][:160]))
+    t.exit()
 
 
 def main():
@@ -118,8 +151,27 @@ def main():
          % (dist.get_rank(), dist.get_world_size()))
     if mode == "fp32":
         ref, _, _ = train(hooked=False)
+        got, state, ddp = train(hooked=True, route="fp32", sync=True)
+        t.ok(got == ref, "synchronous hook on fp32: weights bit-identical to DDP's own allreduce")
+        state.close()  # its regions: the next model binds the same names
         got, state, ddp = train(hooked=True, route="fp32")
-        t.ok(got == ref, "hook on fp32: weights bit-identical to DDP's own allreduce")
+        t.ok(got == ref, "asynchronous hook on fp32: weights bit-identical to DDP's own allreduce")
+    elif mode == "async":
+        # each run on its own communicator: its own residuals from the start;
+        # many buckets: several calls in flight at once
+        state = None
+        for route, cap in (("binary", 25.0), ("binary", 0.001), (None, 0.001)):
+            if state is not None:
+                state.close()  # the regions: the next model binds the same names
+                dist._DEFAULT_FIRST_BUCKET_BYTES = 4096  # DDP's first bucket: 1 MB otherwise
+            ref, state, _ = train(hooked=True, route=route, cap_mb=cap, sync=True, comm=comm.Dup())
+            state.close()
+            got, state, ddp = train(hooked=True, route=route, cap_mb=cap, comm=comm.Dup())
+            t.ok(got == ref, "asynchronous hook, route %s, %d buckets: weights bit-identical "
+                 "to the synchronous hook's (%s...)" % (route or "from the policy",
+                                                        len(state.layouts), got[:16]))
+    elif mode == "fail":
+        fail(t)
     else:
         if mode == "buckets":  # DDP's first bucket is 1 MB unless told otherwise
             dist._DEFAULT_FIRST_BUCKET_BYTES = 4096

@@ -6,10 +6,14 @@ and the functions newer libraries add (residual files, health, bf16).
     test_nfcoll.py api          no policy
     test_nfcoll.py regions      NFCOLL_POLICY=tests/python/regions.policy
     test_nfcoll.py later DIR    NFCOLL_POLICY=tests/python/health.policy; DIR for files
+    test_nfcoll.py fail         LD_PRELOAD=tests/.libs/libnf_fail_pmpi.so (PMPI
+                                stand-ins that fail once armed): allreduce_async's
+                                failures raise from wait(), on every rank, no hang
 """
 
 import os
 import sys
+import time
 import zlib
 
 import nfcoll  # first: it starts MPI through libnfcoll's MPI_Init_thread
@@ -151,6 +155,89 @@ def test_autograd():
     t.ok(g._version > v, "a detached alias: the shared version counter moved")
 
 
+def test_async():
+    """Issue 16, item 5: allreduce_async gives the blocking call's results bit
+    for bit. The same calls, error feedback included, blocking on one
+    duplicate of the world and nonblocking on another (the residuals of the
+    two evolve alike), several in flight, completed in another order, by
+    done() polling or wait(); then the guards of allreduce."""
+    if not nfcoll._lib.has("NF_Iallreduce"):
+        t.skip("allreduce_async", "the libnfcoll in use has no NF_Iallreduce")
+        return
+    cx, cy = comm.Dup(), comm.Dup()
+    same, polls, handles = True, 0, True
+    for route in ("fp32", "binary", "ternary", "pmpi", None):
+        sizes = (7, 4099, 70001)
+        # one buffer per size and path for both calls: an unbound buffer's
+        # residual is found by its address
+        want = [np.empty(m, dtype=np.float32) for m in sizes]
+        got = [np.empty(m, dtype=np.float32) for m in sizes]
+        for call in range(2):
+            for m, w, g in zip(sizes, want, got):
+                w[:] = g[:] = nfref.inputs(n, m, zlib.crc32(str(route).encode()) + m, call)[rank]
+            for w in want:
+                nfcoll.allreduce(w, route=route, comm=cx)
+            reqs = [nfcoll.allreduce_async(g, route=route, comm=cy) for g in got]
+            if call == 0:  # the last first: the library still runs them in order
+                while not reqs[2].done():
+                    polls += 1
+                    time.sleep(1e-4)
+            handles &= all(r.wait() is g and r.done() for r, g in zip(reqs, got))
+            same &= all(np.array_equal(w, g) for w, g in zip(want, got))
+    t.ok(handles, "wait() returns its array, done() is True after it")
+    t.ok(same, "allreduce_async on fp32, binary, ternary, pmpi and admission, 2 calls each "
+         "with error feedback: bit for bit allreduce's (%d done() polls)" % polls)
+    try:
+        import torch
+    except ImportError:
+        t.skip("allreduce_async on tensors", "no torch for %s" % sys.executable)
+        return
+    xs = nfref.inputs(n, 1000, 91)
+    x = torch.from_numpy(xs[rank].copy())
+    v = x._version
+    h = nfcoll.allreduce_async(x, route="fp32")
+    h.wait()
+    t.ok(np.array_equal(x.numpy(), nfref.fp32(xs)) and x._version > v,
+         "torch tensor: exact sum, version %d -> %d" % (v, x._version))
+    t.raises(ValueError, lambda: nfcoll.allreduce_async(x.reshape(10, 100)[:, ::2]),
+             "allreduce_async: strided tensor")
+    t.raises(TypeError, lambda: nfcoll.allreduce_async(x.double()), "allreduce_async: float64")
+    w = torch.zeros(10, requires_grad=True)
+    t.raises(ValueError, lambda: nfcoll.allreduce_async(w), "allreduce_async: requires grad",
+             lambda e: "requires grad" in str(e))
+    is_arg = lambda e: e.code == MPI.ERR_ARG and e.function == "NF_Iallreduce_route"  # noqa: E731
+    t.raises(nfcoll.Error, lambda: nfcoll.allreduce_async(x, route=9), "allreduce_async: route 9",
+             is_arg)
+    t.raises(nfcoll.Error, lambda: nfcoll.allreduce_async(x, comm=MPI.COMM_NULL),
+             "allreduce_async: MPI_COMM_NULL", lambda e: e.code == MPI.ERR_COMM)
+    h = nfcoll.allreduce_async(x, route="binary")
+    del h  # dropped unwaited: waited for, the array written
+    t.ok(True, "a Request dropped unwaited: no hang")
+    cx.Free()
+    cy.Free()
+
+
+def test_fail():
+    """A call that fails on every rank (stand-in PMPI_Allreduce or
+    PMPI_Allgather) raises nfcoll.Error from wait() with the stand-in's
+    code, done() says finished, and the next call works."""
+    import ctypes
+    arm = ctypes.CDLL(None).nft_fail_next
+    x = np.ones(1000, dtype=np.float32)
+    nfcoll.allreduce_async(x, route="pmpi").wait()  # warm-up: the communicator's setup
+    nfcoll.allreduce_async(x, route="fp32").wait()
+    for route, what in (("pmpi", (1, 0)), ("fp32", (0, 1))):
+        code = arm(*what)
+        h = nfcoll.allreduce_async(x, route=route)
+        t.raises(nfcoll.Error, h.wait, "%s: the failed call raises from wait()" % route,
+                 lambda e: e.code == code and e.function == "NF_Iallreduce_route")
+        t.ok(h.done(), "%s: done() after the failure" % route)
+        t.raises(nfcoll.Error, h.wait, "%s: wait() again raises again" % route)
+    x[:] = 1.0
+    nfcoll.allreduce_async(x, route="fp32").wait()
+    t.ok((x == n).all(), "the next call after the failures works")
+
+
 def test_guards():
     """Issue 18, item 10: names and addresses C would misread."""
     x = np.zeros(64, dtype=np.float32)
@@ -271,6 +358,9 @@ if __name__ == "__main__":
         test_autograd()
         test_errors()
         test_guards()
+        test_async()
+    elif mode == "fail":
+        test_fail()
     elif mode == "regions":
         test_regions()
     else:

@@ -1,0 +1,55 @@
+/*
+ * LD_PRELOAD for the Python tests' failures (tests/python_api.sh,
+ * tests/python_ddp.sh): PMPI_Allreduce and PMPI_Allgather stand-ins, as in
+ * tests/mpi/test_errcode.c, that fail with a made-up code once armed by
+ * nft_fail_next() (ctypes) and otherwise call MPI's own. The tests arm
+ * them on every rank alike, so no rank waits for another.
+ * Test code only: libnfcoll has no such hook.
+ */
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#define NFT_CODE 0x7ffffffe /* near INT_MAX, as large as MPICH's codes */
+
+static atomic_int armed_allreduce, armed_allgather;
+
+/* The build hides symbols by default: these must interpose. */
+#define NFT_EXPORT __attribute__((visibility("default")))
+NFT_EXPORT int nft_fail_next(int allreduce, int allgather);
+NFT_EXPORT int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op,
+                              MPI_Comm comm);
+NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
+                              MPI_Datatype rt, MPI_Comm comm);
+
+/* Arm the next PMPI_Allreduce and/or PMPI_Allgather (whichever thread
+ * makes it) to fail; returns the code they will return. */
+int nft_fail_next(int allreduce, int allgather)
+{
+    atomic_store(&armed_allreduce, allreduce != 0);
+    atomic_store(&armed_allgather, allgather != 0);
+    return NFT_CODE;
+}
+
+int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+    static int (*next)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    if (atomic_exchange(&armed_allreduce, 0))
+        return NFT_CODE;
+    if (next == NULL && (*(void **)&next = dlsym(RTLD_NEXT, "PMPI_Allreduce")) == NULL)
+        abort();
+    return next(sb, rb, n, t, op, comm);
+}
+
+int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                   MPI_Comm comm)
+{
+    static int (*next)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    if (atomic_exchange(&armed_allgather, 0))
+        return NFT_CODE;
+    if (next == NULL && (*(void **)&next = dlsym(RTLD_NEXT, "PMPI_Allgather")) == NULL)
+        abort();
+    return next(sb, sc, st, rb, rc, rt, comm);
+}
