@@ -144,7 +144,8 @@ static void nf_f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_F
     void *r = nf_f_bottom(recvbuf);
     MPI_Request req = MPI_REQUEST_NULL;
     int rc;
-    if (__builtin_expect(!nf_ctx.intercept, 1) || c == NULL || dt == NULL || o == NULL)
+    if (__builtin_expect(!nf_ctx.intercept, 1) || c == (MPI_Comm)0 || dt == (MPI_Datatype)0 ||
+        o == (MPI_Op)0) /* as nf_f_allreduce: handles are ints under MPICH */
         rc = PMPI_Iallreduce(s, r, (int)*count, dt, o, c, &req);
     else
         rc = nf_shim_iallreduce(s, r, (int)*count, dt, o, c, &req);
