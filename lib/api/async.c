@@ -38,6 +38,7 @@ typedef struct nf_job {
     int rc;          /* the call's MPI code, for its status */
     MPI_Request req;
     struct nf_job *next;
+    atomic_int refs; /* the request's free_fn and the thread's run: the last frees */
 } nf_job_t;
 
 static pthread_mutex_t nf_q_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -62,9 +63,20 @@ static int nf_job_query(void *extra, MPI_Status *status)
     return rc;
 }
 
+/* One of the job's two holders lets go; the last frees it. MPI may call
+ * free_fn before the thread has finished with the job: MPICH 4.0's
+ * MPI_Waitall (with a status array) did, and the thread then read a freed
+ * job's arguments. */
+static void nf_job_put(nf_job_t *j)
+{
+    if (atomic_fetch_sub(&j->refs, 1) == 1)
+        free(j);
+}
+
 static int nf_job_free(void *extra)
 {
-    free(extra);
+    if (extra != NULL)
+        nf_job_put(extra);
     return MPI_SUCCESS;
 }
 
@@ -134,8 +146,8 @@ static void *nf_async_main(void *arg)
             nf_q_tail = NULL;
         pthread_mutex_unlock(&nf_q_lock);
         nf_comm_async_done(c); /* c may be freed from here on */
-        /* Last: a request freed already (MPI_Request_free) frees j here. */
         PMPI_Grequest_complete(req);
+        nf_job_put(j); /* last: the thread's hold (free_fn may have let go already) */
         pthread_mutex_lock(&nf_q_lock);
     }
     pthread_mutex_unlock(&nf_q_lock);
@@ -279,6 +291,7 @@ int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request)
     }
     *request = j->req;
     j->a = *a, j->c = c, j->route = route;
+    atomic_init(&j->refs, c->async_mode == NF_ASYNC_EAGER ? 1 : 2);
     if (c->async_mode == NF_ASYNC_EAGER) {
         j->rc = nf_async_inline(c, a, route);
         nf_stats_fallback(NF_FALLBACK_PROGRESS);
