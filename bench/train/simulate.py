@@ -29,10 +29,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from models import DEFAULT_OPTIMIZER, MODELS, OPTIMIZERS, load_data, lr_factor  # noqa: E402
 
 
-def compress(rule, ys):
+def blocked(y, block):
+    """y's scale per block of `block` elements (the last block shorter),
+    expanded to y's shape: mean |y| over the block."""
+    f = y.flatten().abs().double()
+    k = (f.numel() + block - 1) // block
+    pad = torch.zeros(k * block, dtype=f.dtype)
+    pad[:f.numel()] = f
+    cnt = torch.full((k,), float(block), dtype=f.dtype)
+    cnt[-1] = f.numel() - (k - 1) * block
+    s = pad.view(k, block).sum(1) / cnt
+    return s.repeat_interleave(block)[:f.numel()].view_as(y).float()
+
+
+def compress(rule, ys, block=0):
     """The mean the route returns for the ranks' ys, and each rank's new
-    residual."""
+    residual. block > 0: one binary scale per block of that many elements."""
     n = len(ys)
+    if rule == "binary" and block > 0:
+        # as the per-tensor route, per block: the ranks' mean scale times
+        # the sign counts; each rank's residual against its own scale
+        neg = [torch.signbit(y) for y in ys]
+        sc = [blocked(y, block) for y in ys]
+        c = sum(s.float() for s in neg)
+        out = sum(sc) / n * (n - 2 * c) / n
+        return out, [y - torch.where(s, -ai, ai) for y, ai, s in zip(ys, sc, neg)]
     a = [float(y.abs().double().mean()) for y in ys]
     if rule == "binary":
         neg = [torch.signbit(y) for y in ys]  # -0.0 counts as -1, as the library's sign bit
@@ -54,6 +75,10 @@ def main():
     ap.add_argument("--exact-below", type=int, default=0,
                     help="tensors of fewer elements are averaged exactly")
     ap.add_argument("--exact", default="", help="comma-separated name prefixes kept exact")
+    ap.add_argument("--block", type=int, default=0,
+                    help="binary: one scale per block of this many elements (0: per tensor)")
+    ap.add_argument("--exact-steps", type=int, default=0,
+                    help="the first steps average every tensor exactly (a warm-up)")
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
@@ -78,8 +103,8 @@ def main():
     params = list(model.named_parameters())
     exact = tuple(p for p in a.exact.split(",") if p)
     res = {k: [torch.zeros_like(p) for _ in range(a.ranks)] for k, p in params}
-    print("%s %s decay %g, %s, %d ranks, seed %d" % (a.model, a.rule, a.decay, opt_name,
-                                                   a.ranks, a.seed), flush=True)
+    print("%s %s decay %g block %d, %s, %d ranks, seed %d" % (
+        a.model, a.rule, a.decay, a.block, opt_name, a.ranks, a.seed), flush=True)
     step = 0
     for epoch in range(a.epochs):
         order = torch.from_numpy(np.random.default_rng([a.seed, epoch]).permutation(len(ytr)))
@@ -95,11 +120,12 @@ def main():
             cos = []
             for k, p in params:
                 mean = sum(g[k] for g in grads) / a.ranks
-                if a.rule == "fp32" or p.numel() < a.exact_below or k.startswith(exact):
+                if (a.rule == "fp32" or p.numel() < a.exact_below or k.startswith(exact)
+                        or step < a.exact_steps):
                     p.grad = mean
                     continue
                 ys = [grads[r][k] + a.decay * res[k][r] for r in range(a.ranks)]
-                p.grad, res[k] = compress(a.rule, ys)
+                p.grad, res[k] = compress(a.rule, ys, a.block)
                 en += sum(float(e.norm()) for e in res[k])
                 xn += sum(float(g[k].norm()) for g in grads)
                 cos.append(float(F.cosine_similarity(p.grad.flatten(), mean.flatten(), dim=0)))
