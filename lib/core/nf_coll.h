@@ -24,6 +24,8 @@ typedef struct nf_seg {
     int ef;               /* error feedback for this segment: 1/0 (run.c) */
     double ef_decay;      /* the residual's factor when the next call adds it, in
                              [0, 1] (run.c: < 0 inherits NFCOLL_EF_DECAY) */
+    long scale_block;     /* binary: elements per scale, a multiple of 512; 0: one
+                             scale per segment (run.c: < 0 inherits NFCOLL_SCALE_BLOCK) */
     const char *name;     /* bound region (its interned name), or NULL (a gap, or no
                              regions) */
     uint32_t id;          /* that region's interned id (nf_intern.h), 0 with no name:
@@ -36,6 +38,7 @@ typedef struct nf_seg {
     /* set by nf_coll_run: */
     int nonfinite;        /* some rank had a NaN or Inf: this segment ran fp32 */
     size_t line0;         /* low-bit: first line in the slots */
+    unsigned sc0, nsc;    /* low-bit: its scales in the exchange, one per block */
 } nf_seg_t;
 
 typedef struct nf_call {

@@ -14,6 +14,7 @@
 const char *const nf_pol_key_names[K_NKEYS] = {
     "region", "comm", "comm_size", "datatype", "op", "bytes", "calls",
     "route", "ef", "ef_decay", "gamma", "segment",
+    "scale_block",
 };
 
 _Static_assert(NF_POLICY_F_REGION == 1u << K_REGION && NF_POLICY_F_CALLS == 1u << K_CALLS &&
@@ -183,6 +184,7 @@ static void nf_action_from(const nf_policy_t *p, const nf_rule_t *r, int index, 
     out->route_auto = r->route_auto;
     out->ef = r->ef;
     out->ef_decay = r->ef_decay;
+    out->scale_block = r->scale_block;
     out->gamma = r->gamma;
     out->segment = r->segment;
     out->rule = name;
@@ -194,7 +196,7 @@ static void nf_action_from(const nf_policy_t *p, const nf_rule_t *r, int index, 
 static void nf_action_builtin(nf_policy_action_t *out)
 {
     static const nf_policy_action_t builtin = {
-        NF_ROUTE_PMPI, 0, -1, -1.0, -1.0, NF_POLICY_SEGMENT_INHERIT, "built-in", -1, "", 0};
+        NF_ROUTE_PMPI, 0, -1, -1.0, -1.0, NF_POLICY_SEGMENT_INHERIT, "built-in", -1, "", 0, -1};
     *out = builtin;
 }
 
