@@ -14,8 +14,9 @@ static inline int nf_route_lowbit(nf_route_t r)
     return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY;
 }
 
-/* One part of a call that shares one scale and one route. A call without
- * bound regions is one segment; a fused buffer is one per region and gap. */
+/* One part of a call that shares one route and one scale (binary with
+ * scale_block: one per block of it). A call without bound regions is one
+ * segment; a fused buffer is one per region and gap. */
 typedef struct nf_seg {
     size_t off, m;        /* elements, from the call's first */
     nf_route_t route;     /* NF_ROUTE_FP32, NF_ROUTE_BINARY or NF_ROUTE_TERNARY */
