@@ -97,4 +97,20 @@ if cmp -s "$tmp/p.2" "$tmp/d1" && ! cmp -s "$tmp/p.2" "$tmp/d0" &&
 else
   echo "FAIL - calibration under ef_decay:"; cat "$tmp/p.2" "$tmp/d1" "$tmp/d0"; nf_failed=1
 fi
+# Likewise scale_block: 0 is the profile without the key; 512 (8 blocks of
+# each 4096-float region) measures the blocked binary route, and the
+# ternary shadow, which has no blocks, measures the same.
+for b in 0 512; do
+  sed -e "s/^version = 1$/version = 3/" -e "s/^route = binary$/route = binary\nscale_block = $b/" \
+    "$pol" > "$tmp/block$b.policy"
+  run 2 NFCOLL_POLICY=$tmp/block$b.policy NFCOLL_CALIBRATE=$tmp/b$b ./tests/mpi/test_calib --calibrate 8
+done
+col() { awk -v r="$2" -v c="$3" '$1 == r {print $c}' "$1"; }
+if cmp -s "$tmp/p.2" "$tmp/b0" && ! cmp -s "$tmp/p.2" "$tmp/b512" &&
+   [ "$(col "$tmp/p.2" dense 4)" != "$(col "$tmp/b512" dense 4)" ] &&
+   [ "$(col "$tmp/p.2" dense 5)" = "$(col "$tmp/b512" dense 5)" ]; then
+  echo "ok - calibration under scale_block: 0 as without the key, 512 measures blocked binary, ternary alike"
+else
+  echo "FAIL - calibration under scale_block:"; cat "$tmp/p.2" "$tmp/b0" "$tmp/b512"; nf_failed=1
+fi
 finish

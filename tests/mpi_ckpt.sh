@@ -1,7 +1,7 @@
 #!/bin/sh
 # Residual checkpoints (tests/mpi/test_ckpt.c): in one process on 2 and 3
-# ranks; saved by one run and resumed by another; a checkpoint of 3 ranks
-# refused on 2; nfcoll_info --checkpoint on a good and a corrupted file.
+# ranks; saved by one run and resumed by another (also with scale_block);
+# a checkpoint of 3 ranks refused on 2; nfcoll_info --checkpoint on a good and a corrupted file.
 . "${srcdir:-.}/tests/mpi_common.sh"
 pol=$srcdir/tests/policy_shim/ckpt.policy
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nfcoll-ckpt.XXXXXX") || exit 99
@@ -14,6 +14,17 @@ for np in 2 3; do
   run $np NFCOLL_POLICY=$pol ./tests/mpi/test_ckpt save "$d"
   run $np NFCOLL_POLICY=$pol ./tests/mpi/test_ckpt resume "$d"
 done
+# binary with one scale per 512 elements (scale_block), decayed: a blocked
+# Y form is saved as its e (E form) and resumes to the same bits
+d=$tmp/blk; mkdir "$d"
+run 2 NFCOLL_SCALE_BLOCK=512 NFCOLL_EF_DECAY=0.5 NFCOLL_POLICY=$pol ./tests/mpi/test_ckpt inproc "$d"
+d=$tmp/reblk; mkdir "$d"
+run 2 NFCOLL_SCALE_BLOCK=512 NFCOLL_EF_DECAY=0.5 NFCOLL_POLICY=$pol ./tests/mpi/test_ckpt save "$d"
+run 2 NFCOLL_SCALE_BLOCK=512 NFCOLL_EF_DECAY=0.5 NFCOLL_POLICY=$pol ./tests/mpi/test_ckpt resume "$d"
+if ! ./tools/nfcoll_info --checkpoint "$d/ck.0" | grep -q "region 'wb' .* form E"; then
+  echo "FAILED: the blocked binary region wb is not saved in E form:"
+  ./tools/nfcoll_info --checkpoint "$d/ck.0"; nf_failed=1
+fi
 # wrongsize reads the 3-rank checkpoint
 nf_tier 3 && run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_ckpt wrongsize "$tmp/re3"
 

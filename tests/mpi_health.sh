@@ -35,6 +35,12 @@ print(' '.join('%s=%d' % (k, sum(v[k] for v in h.values())) for k in ('nonfinite
   grep -q 'nonfinite' "$tmp/t.$np.0" && grep -q 'loss_spike' "$tmp/t.$np.0" &&
     grep -q 'ef_growth' "$tmp/t.$np.0" || { echo "FAIL - the trace does not name every signal"; nf_failed=1; }
 done
+# The same with binary's scale_block (8 blocks of 512): health's ef ratio
+# reads the blocked residual (one a_i per block) and fires at step 30 alike.
+out "$tmp/ob" 2 NFCOLL_POLICY=$pol NFCOLL_SCALE_BLOCK=512 ./tests/mpi/test_health
+got=$(sed -n 's/^routes //p' "$tmp/ob")
+[ "$got" = "$want" ] && echo "ok - scale_block 512: routes per step $got" ||
+  { echo "FAIL - scale_block 512: routes per step $got, want $want"; nf_failed=1; }
 # Losses below zero or changing sign: a constant -2.0 and +-0.1 in turn
 # engage no cool-down; a jump from -2.0 to +5.0 at step 20 does. A mean loss
 # that overflows to +Inf (step 10) is a spike and leaves the window able to

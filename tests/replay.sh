@@ -15,7 +15,8 @@
 #    REAL sums when mpifort is there; test_health --record, whose
 #    stats' "admission" record the replay's gives again); a run
 #    replayed under another policy gives that policy's run's routes, and the
-#    counters move the expected way.
+#    counters move the expected way; binary with scale_block (a rule's, and
+#    NFCOLL_SCALE_BLOCK) counts its block scales in the run and the replay.
 . "${srcdir:-.}/tests/mpi_common.sh"
 replay=./tools/nfcoll_replay
 pol=$srcdir/tests/policy_shim
@@ -293,6 +294,36 @@ for np in 2 3; do
     same_routes regions.$np $np "$pol/regions.policy" && all_fp32 regions.$np &&
     whole_binary regions.$np
 done
+# Binary with one scale per block (scale_block, policy version 3): each
+# block's scale is counted upstream, and the replay counts them as the run
+# did, from the rule's key or, unset, from NFCOLL_SCALE_BLOCK (the replay's
+# environment, as the run's).
+sed -e 's/^version = 1$/version = 3/' -e 's/^route = binary$/route = binary\nscale_block = 512/' \
+  "$pol/big_binary.policy" > "$tmp/block.policy"
+if nf_tier 2; then
+  record block.2 2 "$tmp/block.policy" ./tests/mpi/test_shim_linked policy &&
+    same_routes block.2 2 "$tmp/block.policy" && what_if shim.2 block.2 "$tmp/block.policy"
+  b0=$(field "$tmp/shim.2.stats.json" binary upstream_bytes)
+  b1=$(field "$tmp/block.2.stats.json" binary upstream_bytes)
+  c0=$(field "$tmp/shim.2.stats.json" binary calls)
+  c1=$(field "$tmp/block.2.stats.json" binary calls)
+  # test_shim's binary calls are 1 MiB: 512 scales of 8 bytes instead of one
+  if [ "$c0" = "$c1" ] && [ "$c0" -gt 0 ] && [ "$b1" -eq $((b0 + c0 * 511 * 8)) ]; then
+    ok "scale_block = 512: binary upstream $b0 -> $b1 bytes over $c0 calls of 1 MiB (511 more scales each)"
+  else
+    fail "scale_block = 512: binary upstream $b0 -> '$b1' over $c0/'$c1' calls"
+  fi
+  record envblock.2 2 "$pol/regions.policy" NFCOLL_SCALE_BLOCK=512 ./tests/mpi/test_regions &&
+    NFCOLL_SCALE_BLOCK=512 same_routes envblock.2 2 "$pol/regions.policy"
+  if [ -f "$tmp/regions.2.stats.json" ] && [ -f "$tmp/envblock.2.out" ] &&
+     grep -q "^PASS" "$tmp/envblock.2.out" &&
+     [ "$(field "$tmp/envblock.2.stats.json" binary upstream_bytes)" -gt \
+       "$(field "$tmp/regions.2.stats.json" binary upstream_bytes)" ]; then
+    ok "NFCOLL_SCALE_BLOCK=512: more binary upstream than one scale per segment"
+  else
+    fail "NFCOLL_SCALE_BLOCK=512 did not add upstream bytes"
+  fi
+fi
 # Fortran REAL sums (when configure built the Fortran program).
 if [ -x ./tests/mpi/test_fortran_linked ]; then
   record fortran.2 2 "$pol/fortran_real.policy" ./tests/mpi/test_fortran_linked policy mpi &&

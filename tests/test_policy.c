@@ -47,7 +47,7 @@ static nf_status_t parse(const char *text, size_t len, diags_t *g, nf_policy_t *
 
 #define HDR "[policy]\nversion = 1\n"
 #define HDR2 "[policy]\nversion = 2\n" /* ef_decay needs version 2 */
-#define HDR3 "[policy]\nversion = 3\n" /* warmup needs version 3 */
+#define HDR3 "[policy]\nversion = 3\n" /* warmup and scale_block need version 3 */
 
 /* ------------------------------------------------------------ malformed */
 
@@ -89,7 +89,7 @@ static const bad_case_t bad_cases[] = {
     {"unknown route", HDR "\n[rule a]\nbytes = 1M-\nroute = quaternary\n", RULE_DROPPED,
      "t.policy:6: unknown route 'quaternary' (expected pmpi|fp32|binary|ternary|bf16|auto); rule 'a' disabled"},
     {"unknown key", HDR "[rule a]\nbyte = 1M-\nroute = fp32\n", RULE_DROPPED,
-     "t.policy:4: unknown key 'byte' (expected region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment|warmup); rule 'a' disabled"},
+     "t.policy:4: unknown key 'byte' (expected region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment|warmup|scale_block); rule 'a' disabled"},
     {"bad number", HDR "[rule a]\nbytes = 12Q\nroute = fp32\n", RULE_DROPPED,
      "t.policy:4: bad bytes '12Q' (expected a size such as 4096, 64K or 1M"},
     {"number too large", HDR "[rule a]\ncalls = 99999999999999999999999\nroute = fp32\n", RULE_DROPPED,
@@ -143,6 +143,26 @@ static const bad_case_t bad_cases[] = {
     {"ef_decay empty", HDR2 "[rule a]\nroute = binary\nef_decay =\n", RULE_DROPPED, "t.policy:5: empty value for 'ef_decay'"},
     {"ef_decay bad in default", HDR2 "[default]\nroute = binary\nef_decay = 2\n", RULE_DROPPED,
      "t.policy:5: bad ef_decay '2' (expected a number from 0 to 1, such as 0.5); [default] disabled (route pmpi)"},
+    {"scale_block in version 2", HDR2 "[rule a]\nroute = binary\nscale_block = 512\n", RULE_DROPPED,
+     "t.policy:5: scale_block needs version = 3 in [policy] (this file says 2); rule 'a' disabled"},
+    {"scale_block in version 1, [policy] last", "[default]\nscale_block = 1024\nroute = binary\n[policy]\nversion = 1\n",
+     RULE_DROPPED, "t.policy:2: scale_block needs version = 3 in [policy] (this file says 1); [default] disabled"},
+    {"scale_block and ef_decay in version 1", HDR "[rule a]\nroute = binary\nscale_block = 512\nef_decay = 0.5\n",
+     RULE_DROPPED, "t.policy:6: ef_decay needs version = 2 in [policy] (this file says 1); rule 'a' disabled"},
+    {"scale_block not lines", HDR3 "[rule a]\nroute = binary\nscale_block = 500\n", RULE_DROPPED,
+     "t.policy:5: bad scale_block '500' (expected 0 or a multiple of 512 up to 2^30, such as 512); rule 'a' disabled"},
+    {"scale_block negative", HDR3 "[rule a]\nroute = binary\nscale_block = -512\n", RULE_DROPPED,
+     "t.policy:5: bad scale_block '-512'"},
+    {"scale_block too large", HDR3 "[rule a]\nroute = binary\nscale_block = 2147483648\n", RULE_DROPPED,
+     "t.policy:5: bad scale_block '2147483648'"},
+    {"scale_block fraction", HDR3 "[rule a]\nroute = binary\nscale_block = 512.0\n", RULE_DROPPED,
+     "t.policy:5: bad scale_block '512.0'"},
+    {"scale_block word", HDR3 "[rule a]\nroute = binary\nscale_block = line\n", RULE_DROPPED,
+     "t.policy:5: bad scale_block 'line'"},
+    {"scale_block twice", HDR3 "[rule a]\nroute = binary\nscale_block = 512\nscale_block = 512\n", RULE_DROPPED,
+     "t.policy:6: duplicate key 'scale_block' (first set at line 5)"},
+    {"scale_block bad in default", HDR3 "[default]\nroute = binary\nscale_block = 100\n", RULE_DROPPED,
+     "t.policy:5: bad scale_block '100' (expected 0 or a multiple of 512 up to 2^30, such as 512); [default] disabled (route pmpi)"},
     {"bad segment", HDR "[rule a]\nroute = binary\nsegment = layer\n", RULE_DROPPED,
      "t.policy:5: bad segment 'layer' (expected region|buffer)"},
     {"bad glob", HDR "[rule a]\nregion = layer[0-3\nroute = fp32\n", RULE_DROPPED,
@@ -155,7 +175,7 @@ static const bad_case_t bad_cases[] = {
     {"duplicate rule name", HDR "[rule a]\nroute = fp32\n[rule a]\nroute = binary\n", RULE_DROPPED,
      "t.policy:5: duplicate rule name 'a' (first at line 3)"},
     {"match key in default", HDR "[default]\nbytes = 1M-\nroute = fp32\n", RULE_DROPPED,
-     "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|ef_decay|gamma|segment|warmup); [default] disabled"},
+     "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|ef_decay|gamma|segment|warmup|scale_block); [default] disabled"},
     {"unknown policy key", HDR "colour = blue\n", RULE_DROPPED,
      "t.policy:3: unknown key 'colour' in [policy] (expected version|cxl_node|stats|trace|regions|calibrate|"
      "calibrate_calls|admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth); "
@@ -195,6 +215,10 @@ static const bad_case_t bad_cases[] = {
      "t.policy:4: ef_decay has no effect on route bf16"},
     {"ef_decay with ef off", HDR2 "[rule a]\nroute = ternary\nef = off\nef_decay = 0.5\n", WARNS,
      "t.policy:6: ef_decay has no effect with ef = off"},
+    {"scale_block on ternary", HDR3 "[rule a]\nroute = ternary\nscale_block = 512\n", WARNS,
+     "t.policy:5: scale_block has no effect on route ternary (only binary has one scale per block)"},
+    {"scale_block 0 on fp32 default", HDR3 "[default]\nscale_block = 0\nroute = fp32\n", WARNS,
+     "t.policy:4: scale_block has no effect on route fp32"},
     {"low-bit on doubles", HDR "[rule a]\ndatatype = double\nroute = binary\n", WARNS,
      "t.policy:3: rule 'a' never runs binary: low-bit and bf16 routes take only float sums"},
     {"auto without profile", HDR "regions = m.layout\n[rule a]\nbytes = 1M-\n\nroute = auto\n", WARNS,
@@ -899,6 +923,52 @@ START_TEST(test_route_auto_explain_hash)
     ck_assert(hash_of(HDR "[rule a]\nroute = auto\n") != hash_of(HDR "[rule a]\nroute = fp32\n"));
     ck_assert(hash_of(HDR "[default]\nroute = auto\n") != hash_of(HDR "[default]\nroute = fp32\n"));
     ck_assert(hash_of(HDR "[rule a]\nroute = auto\n") == hash_of(HDR "profile = x\n[rule a]\nroute = Auto\n"));
+}
+END_TEST
+
+/* scale_block (version 3): 0 or a multiple of 512, in the action, in
+ * explain (only when set) and in the hash (only when set: older hashes
+ * stand); absent is inherit (< 0); auto may pick binary: no warning. */
+START_TEST(test_scale_block)
+{
+    static const char text[] = HDR3 "profile = m.profile\n"
+                               "[rule b]\ncomm = b\nroute = binary\nscale_block = 512\n"
+                               "[rule z]\ncomm = z\nroute = binary\nscale_block = 0\n"
+                               "[rule big]\ncomm = g\nroute = auto\nscale_block = 1048576\n"
+                               "[rule none]\ncomm = n\nroute = binary\n"
+                               "[default]\nroute = binary\nscale_block = 2048\n";
+    static const struct { const char *comm, *rule; long block; } want[] = {
+        {"b", "b", 512}, {"z", "z", 0}, {"g", "big", 1048576}, {"n", "none", -1}, {"x", "default", 2048},
+    };
+    nf_policy_query_t q = {NULL, NULL, 2, NF_DT_FLOAT, NF_OP_SUM, 4096, 0};
+    nf_policy_action_t a;
+    nf_policy_t *p;
+    diags_t g;
+    char buf[2048];
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "should be clean, got %s", g.text);
+    for (size_t i = 0; i < NELEM(want); i++) {
+        q.comm_name = want[i].comm;
+        nf_policy_match(p, &q, &a);
+        ck_assert_str_eq(a.rule, want[i].rule);
+        ck_assert_msg(a.scale_block == want[i].block, "%s: scale_block %ld", a.rule, a.scale_block);
+    }
+    q.comm_name = "b";
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "=> route binary (ef inherit, ef_decay inherit, gamma inherit, segment inherit, "
+                              "scale_block 512) from rule b (t.policy:4)\n"), "%s", buf);
+    q.comm_name = "n";
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "segment inherit) from rule none"), "%s", buf);
+    nf_policy_free(p);
+    nf_policy_match(NULL, &q, &a);
+    ck_assert(a.scale_block < 0);
+    ck_assert(hash_of(HDR3 "[rule a]\nroute = binary\nscale_block = 512\n") !=
+              hash_of(HDR3 "[rule a]\nroute = binary\nscale_block = 1024\n"));
+    ck_assert(hash_of(HDR3 "[rule a]\nroute = binary\nscale_block = 0\n") !=
+              hash_of(HDR "[rule a]\nroute = binary\n"));
+    ck_assert(hash_of(HDR "[rule a]\nroute = binary\n") == hash_of(HDR3 "[rule a]\nroute = binary\n"));
 }
 END_TEST
 
@@ -2102,6 +2172,7 @@ static Suite *policy_suite(void)
     tcase_add_test(t, test_actions);
     tcase_add_test(t, test_explain);
     tcase_add_test(t, test_ef_decay);
+    tcase_add_test(t, test_scale_block);
     tcase_add_test(t, test_hash);
     tcase_add_loop_test(t, test_route_auto, 0, (int)(sizeof(auto_cases) / sizeof(auto_cases[0])));
     tcase_add_test(t, test_route_auto_explain_hash);

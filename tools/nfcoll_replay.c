@@ -105,10 +105,18 @@ static void rp_why(replay_t *rp, const nf_decide_t *d, const nf_decide_seg_t *g)
     w->route = d->calibrate ? NF_ROUTE_FP32 : g->route, w->why = g->why, w->act = g->act;
 }
 
-static void rp_count(replay_t *rp, nf_route_t ran, uint64_t bytes, int comm_size)
+/* A call of bytes that ran on ran under action a: binary counts a scale
+ * per block of the action's scale_block (inherit: NFCOLL_SCALE_BLOCK here,
+ * as in the run). */
+static void rp_count(replay_t *rp, nf_route_t ran, uint64_t bytes, int comm_size,
+                     const nf_policy_action_t *a)
 {
     unsigned n = (unsigned)comm_size;
-    nf_traffic_count(rp->route, ran, bytes, n, nf_count_planes(n));
+    uint64_t block = a == NULL ? 0
+                     : a->scale_block >= 0 ? (uint64_t)a->scale_block
+                                           : nf_settings_load()->scale_block;
+    nf_traffic_count_scales(rp->route, ran, bytes, n, nf_count_planes(n),
+                            nf_traffic_scales(ran, bytes, block));
 }
 
 /* ---- a call's decision, and what it ran ---- */
@@ -132,7 +140,7 @@ static void rp_whole(replay_t *rp, const trace_call_t *c, const nf_decide_call_t
     else
         ran = nf_decide_runs(&rp->x, call, 0, d->route);
     replay_rules_add(&rp->rules, &d->whole, d->route, call->bytes);
-    rp_count(rp, ran, call->bytes, c->comm_size);
+    rp_count(rp, ran, call->bytes, c->comm_size, &d->whole);
 }
 
 /* A fused call: each segment counted on what it ran (the traced route
@@ -155,10 +163,10 @@ static void rp_segments(replay_t *rp, const trace_call_t *c, const nf_decide_cal
         if (g->name != NULL)
             rp_why(rp, d, g);
         if (!whole_pmpi)
-            rp_count(rp, same ? c->seg[s].ran : r, g->m * sizeof(float), c->comm_size);
+            rp_count(rp, same ? c->seg[s].ran : r, g->m * sizeof(float), c->comm_size, &g->act);
     }
     if (whole_pmpi)
-        rp_count(rp, NF_ROUTE_PMPI, call->bytes, c->comm_size);
+        rp_count(rp, NF_ROUTE_PMPI, call->bytes, c->comm_size, NULL);
 }
 
 /* A call cut where the trace shows it cut (its regions), else by the

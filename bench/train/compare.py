@@ -19,6 +19,7 @@ results); the default set is the first seven:
     bf16-all       every parameter on the bf16 route
     binary-all     every parameter G-Binary, each with its own scale
     binary-decay   binary-all with ef_decay = 0.5 (the residual halved on reuse)
+    binary-block   binary-decay with one scale per 512 elements (scale_block)
     head-fp32      head.* exact, every other parameter G-Binary
     auto           a calibration run (ef_decay = 0.5) writes calib.profile; the
                    run uses route = auto with ef_decay = 0.5
@@ -59,6 +60,7 @@ CONFIGS = {  # name: (policy, train.py arguments, a function it needs)
     "bf16-all": ("bf16-all.policy", [], None),
     "binary-all": ("binary-all.policy", [], None),
     "binary-decay": ("binary-decay.policy", [], None),
+    "binary-block": ("binary-block.policy", [], None),
     "head-fp32": ("head-fp32.policy", [], None),
     "auto": ("auto.policy", [], None),
     "auto-health": ("auto-health.policy", ["--health"], "NF_Health_report"),

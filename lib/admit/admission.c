@@ -531,7 +531,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .seg = &out->one, .nseg = 1,
                            .note = &out->one_note};
     out->one = (nf_seg_t){.m = m, .route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0,
-                          .ef_decay = -1.0, .fallback = -1};
+                          .ef_decay = -1.0, .fallback = -1, .scale_block = -1};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
         return;
     nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &s->scratch);
@@ -556,6 +556,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     }
     out->one.route = out->route, out->one.ef = e->a.ef, out->one.gamma = e->a.gamma;
     out->one.ef_decay = e->a.ef_decay;
+    out->one.scale_block = e->a.scale_block;
     if (out->route != NF_ROUTE_PMPI)
         nf_adm_auto_whole(&out->one, e, &out->one_note.why);
     if (out->calibrate)

@@ -188,8 +188,8 @@ static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, cons
             t[s] = seg[s];
             t[s].route = w == 0 ? NF_ROUTE_BINARY : NF_ROUTE_TERNARY;
             t[s].ef = -1; /* the settings' error feedback, as a route would run */
-            /* ef_decay stays the segment's: under an ef_decay rule calibration
-             * measures the decayed route */
+            /* ef_decay and scale_block stay the segment's: under such a
+             * rule calibration measures the route as the rule runs it */
         }
         st = nf_run_shadow(c, x, out[w], m, t, nseg, w);
     }

@@ -443,15 +443,31 @@ static nf_status_t nf_ckpt_put_floats(nf_wfile_t *f, const float *p, size_t n, u
 #endif
 }
 
+/* A Y form with one a_i per scale block (binary's scale_block) has no
+ * field in the format: its e goes out instead, in E form, which the next
+ * call turns into the same bits (docs/design.md, "Checkpoints"). */
+static nf_status_t nf_ckpt_put_e(nf_wfile_t *f, const nf_residual_t *r, uint64_t *h)
+{
+    float tmp[1024];
+    nf_status_t st = NF_OK;
+    for (size_t done = 0; done < r->count && st == NF_OK; done += 1024) {
+        size_t k = r->count - done < 1024 ? r->count - done : 1024;
+        nf_residual_e_copy(r, done, k, tmp);
+        st = nf_ckpt_put_floats(f, tmp, k, h);
+    }
+    return st;
+}
+
 static nf_status_t nf_ckpt_put_entry(nf_wfile_t *f, const nf_residual_t *r, uint64_t order)
 {
     unsigned char b[NF_CKPT_ENTRY] = {0}, sum[NF_CKPT_SUM];
     size_t namelen = strlen(r->name);
     uint64_t h = NF_HASH_INIT;
+    int as_e = r->form == NF_RES_Y && r->block > 0;
     b[0] = r->name[0] == '\0';
-    b[1] = r->form == NF_RES_E ? 1 : r->form == NF_RES_TY ? 2 : 0;
+    b[1] = r->form == NF_RES_E || as_e ? 1 : r->form == NF_RES_TY ? 2 : 0;
     b[2] = (unsigned char)namelen, b[3] = (unsigned char)(namelen >> 8);
-    nf_put32(b + 4, nf_float_bits(r->aprev));
+    nf_put32(b + 4, nf_float_bits(as_e ? 0.0f : r->aprev));
     nf_put64(b + 8, r->count);
     nf_put64(b + 16, order);
     if (r->form == NF_RES_TY)
@@ -460,7 +476,7 @@ static nf_status_t nf_ckpt_put_entry(nf_wfile_t *f, const nf_residual_t *r, uint
     if (st == NF_OK)
         st = nf_ckpt_put(f, r->name, namelen, &h);
     if (st == NF_OK)
-        st = nf_ckpt_put_floats(f, r->buf[r->cur], r->count, &h);
+        st = as_e ? nf_ckpt_put_e(f, r, &h) : nf_ckpt_put_floats(f, r->buf[r->cur], r->count, &h);
     nf_put64(sum, h);
     return st == NF_OK && fwrite(sum, 1, sizeof(sum), f->fp) == sizeof(sum) ? NF_OK : NF_ERR_IO;
 }

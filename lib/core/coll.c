@@ -52,8 +52,10 @@ typedef struct nf_shape {
     size_t lines;     /* low-bit lines of all low-bit segments */
     size_t slines;    /* lines the scales take after them */
     unsigned nlow;    /* low-bit segments */
-    unsigned nsc;     /* doubles per rank in the scale exchange: nlow, or with
-                         health 2 * nlow + 1 (the ef ratios, the loss) */
+    unsigned nscale;  /* their scales: one per segment, binary with scale_block
+                         one per block (nf_seg_t.sc0, .nsc) */
+    unsigned nsc;     /* doubles per rank in the scale exchange: nscale, or with
+                         health nscale + nlow + 1 (the ef ratios, the loss) */
     size_t fp32;      /* elements of fp32 segments */
     size_t bf16;      /* elements of bf16 segments (a pass of their own) */
     int small;        /* one node, and everything fits a control block's area */
@@ -67,6 +69,15 @@ static int nf_lowbit(const nf_seg_t *g) { return nf_route_lowbit(g->route); }
 static size_t nf_seg_lines(const nf_seg_t *g)
 {
     return g->route == NF_ROUTE_TERNARY ? 2 * nf_lines(g->m) : nf_lines(g->m);
+}
+
+/* Elements per scale: binary's scale_block (whole lines, so each block's
+ * bits and counts start on a line), else the whole segment. */
+static size_t nf_seg_block(const nf_seg_t *g)
+{
+    return g->route == NF_ROUTE_BINARY && g->scale_block > 0 && (size_t)g->scale_block < g->m
+               ? (size_t)g->scale_block
+               : g->m;
 }
 
 /* Lay the low-bit segments' lines out one after the other, the scales after
@@ -87,9 +98,12 @@ static void nf_layout(const nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
         }
         g->line0 = sh->lines;
         sh->lines += nf_seg_lines(g);
+        g->sc0 = sh->nscale;
+        g->nsc = g->m > 0 ? (unsigned)((g->m + nf_seg_block(g) - 1) / nf_seg_block(g)) : 1;
+        sh->nscale += g->nsc;
         sh->nlow++;
     }
-    sh->nsc = call->health && sh->nlow > 0 ? 2 * sh->nlow + 1 : sh->nlow;
+    sh->nsc = call->health && sh->nlow > 0 ? sh->nscale + sh->nlow + 1 : sh->nscale;
     sh->slines = nf_up64(sh->nsc * sizeof(double)) / NF_LINE_BYTES;
     size_t bytes = (sh->lines + sh->slines) * NF_LINE_BYTES + sh->fp32 * sizeof(float);
     sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES && sh->bf16 == 0;
@@ -130,6 +144,8 @@ static uint64_t nf_layout_hash(const nf_call_t *call)
     for (size_t s = 0; s < call->nseg; s++) {
         const nf_seg_t *g = &call->seg[s];
         h = nf_hash_u64(nf_hash_u64(nf_hash_u64(nf_hash_u64(h, g->off), g->m), g->route), g->tag);
+        if (nf_lowbit(g) && nf_seg_block(g) < g->m) /* the scale exchange's shape */
+            h = nf_hash_u64(h, nf_seg_block(g));
     }
     return h;
 }
@@ -193,29 +209,46 @@ static int nf_binary_e(const nf_seg_t *g)
  * as the same call whole does (docs/design.md, "Streaming stores"). */
 static int nf_stream(const nf_call_t *call) { return call->m >= NF_STREAM_MIN; }
 
-/* Binary pass 1: sign lines into bits, a_i back (NaN when non-finite).
- * stream: nf_stream() of the call. */
-static double nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits, int stream)
+/* Binary pass 1 over elements [o, o + n) of the segment (o on a line):
+ * their sign lines into bits, the lane sum of |y| back. aprev: their a_i
+ * of the previous call (Y form). stream: nf_stream() of the call. */
+static double nf_pack_binary_part(const nf_seg_t *g, const float *x, uint64_t *bits, size_t o,
+                                  size_t n, float aprev, int stream)
 {
     const nf_kernels_t *k = nf_ctx.k;
     nf_residual_t *res = g->res;
-    double sum;
-    if (res != NULL && res->form == NF_RES_TY)
-        nf_residual_e(res); /* after ternary calls */
-    if (res == NULL) {
-        sum = k->bin_pack(x, NULL, g->m, bits);
-    } else if (nf_binary_e(g)) {
-        sum = k->bin_pack(x, res->buf[res->cur], g->m, bits);
-    } else if (res->form == NF_RES_E) {
-        float *y = res->buf[res->cur ^ 1u];
-        k->ter_y_ef(x, res->buf[res->cur], INFINITY, 0.0f, nf_decay(g), y, g->m, stream);
-        sum = k->bin_pack(y, NULL, g->m, bits);
-    } else {
-        sum = k->bin_pack_ef(x, res->buf[res->cur], res->aprev, nf_decay(g),
-                             res->buf[res->cur ^ 1u], g->m, bits, stream);
+    bits += o / NF_LINE_BITS * NF_LINE_WORDS;
+    x += o;
+    if (res == NULL)
+        return k->bin_pack(x, NULL, n, bits);
+    if (nf_binary_e(g))
+        return k->bin_pack(x, res->buf[res->cur] + o, n, bits);
+    if (res->form == NF_RES_E) {
+        float *y = res->buf[res->cur ^ 1u] + o;
+        k->ter_y_ef(x, res->buf[res->cur] + o, INFINITY, 0.0f, nf_decay(g), y, n, stream);
+        return k->bin_pack(y, NULL, n, bits);
     }
-    double ai = sum / (double)g->m;
-    return isfinite(ai) ? ai : NAN;
+    return k->bin_pack_ef(x, res->buf[res->cur] + o, aprev, nf_decay(g),
+                          res->buf[res->cur ^ 1u] + o, n, bits, stream);
+}
+
+/* Binary pass 1: sign lines into bits, each block's a_i into ai[0, nsc)
+ * (NaN when non-finite). One block is the segment: one a_i, as without
+ * scale_block. */
+static void nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits, double *ai,
+                           int stream)
+{
+    nf_residual_t *res = g->res;
+    size_t B = nf_seg_block(g);
+    if (res != NULL && (res->form == NF_RES_TY || (res->form == NF_RES_Y && res->block > 0 &&
+                                                   res->block != B)))
+        nf_residual_e(res); /* after ternary calls, or another block size */
+    for (unsigned b = 0; b < g->nsc; b++) {
+        size_t o = (size_t)b * B, n = g->m - o < B ? g->m - o : B;
+        float aprev = res == NULL ? 0.0f : res->block > 0 ? res->ablk[b] : res->aprev;
+        double a = nf_pack_binary_part(g, x, bits, o, n, aprev, stream) / (double)n;
+        ai[b] = isfinite(a) ? a : NAN;
+    }
 }
 
 /* Ternary pass 1: the lane sum of |y| (with error feedback, writing y into
@@ -260,8 +293,9 @@ static double nf_ef_ratio(const nf_seg_t *g, const float *x)
     return gx > 0.0 && isfinite(gx) ? nf_residual_l1(g->res) / gx : 0.0;
 }
 
-/* Pack every low-bit segment into my lines; its scale goes to c->mine[j]
- * and after the lines (segment order), its gate (ternary) to c->gate[j].
+/* Pack every low-bit segment into my lines; its scales go to
+ * c->mine[sc0, sc0 + nsc) and after the lines (segment order), its gate
+ * (ternary) to c->gate[j], j counting low-bit segments.
  * Touches only my lines and the residuals' next buffers: harmless when the
  * call then runs fp32. */
 static void nf_pack_all(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *sh)
@@ -275,15 +309,16 @@ static void nf_pack_all(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *s
             continue;
         uint64_t *lines = slot + g->line0 * NF_LINE_WORDS;
         c->gate[j] = 0.0f;
-        c->mine[j] = g->route == NF_ROUTE_BINARY
-                         ? nf_pack_binary(g, call->x + g->off, lines, stream)
-                         : nf_pack_ternary(g, call->x + g->off, lines, &c->gate[j], stream);
+        if (g->route == NF_ROUTE_BINARY)
+            nf_pack_binary(g, call->x + g->off, lines, c->mine + g->sc0, stream);
+        else
+            c->mine[g->sc0] = nf_pack_ternary(g, call->x + g->off, lines, &c->gate[j], stream);
         if (call->health)
-            c->mine[sh->nlow + j] = nf_ef_ratio(g, call->x + g->off);
+            c->mine[sh->nscale + j] = nf_ef_ratio(g, call->x + g->off);
         j++;
     }
     if (call->health)
-        c->mine[2 * sh->nlow] = call->loss;
+        c->mine[sh->nscale + sh->nlow] = call->loss;
     memcpy(nf_scales_of(c, sh, c->lrank), c->mine, sh->nsc * sizeof(double));
 }
 
@@ -320,9 +355,9 @@ static void nf_health_agree(const nf_comm_t *c, nf_call_t *call, const nf_shape_
     double ls = 0.0;
     for (size_t s = 0; s < call->nseg; s++)
         if (nf_lowbit(&call->seg[s]))
-            call->seg[s].ef_ratio = nf_mean_scale(c, sh->nsc, sh->nlow + j++);
+            call->seg[s].ef_ratio = nf_mean_scale(c, sh->nsc, sh->nscale + j++);
     for (int i = 0; i < c->size; i++) {
-        double l = c->scales[(size_t)i * sh->nsc + 2 * sh->nlow];
+        double l = c->scales[(size_t)i * sh->nsc + sh->nscale + sh->nlow];
         if (!isnan(l))
             ls += l, nl++;
     }
@@ -347,24 +382,40 @@ static void nf_count_lines(nf_comm_t *c, const nf_shape_t *sh, uint64_t *cnt)
     nf_place_reducer_leave(&pin);
 }
 
+/* Binary's final pass, block by block: the ranks' mean a of the block
+ * times its sign counts, and (E form) my residual against my own a_i of
+ * the block; a Y-form residual keeps the blocks' a_i. */
 static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
-                             const uint64_t *cnt, double a, double ai)
+                             const uint64_t *cnt, const nf_shape_t *sh)
 {
     nf_residual_t *res = g->res;
     const float *x = call->x + g->off;
-    float *r = call->r + g->off;
-    if (nf_binary_e(g)) {
-        nf_ctx.k->bin_finish(r, x, res->buf[res->cur], cnt, c->k, g->m, (unsigned)c->size, a,
-                             (float)ai, nf_stream(call));
-        return;
+    float *r = call->r + g->off, *e = nf_binary_e(g) ? res->buf[res->cur] : NULL;
+    size_t B = nf_seg_block(g);
+    for (unsigned b = 0; b < g->nsc; b++) {
+        size_t o = (size_t)b * B, n = g->m - o < B ? g->m - o : B;
+        double a = nf_mean_scale(c, sh->nsc, g->sc0 + b), ai = c->mine[g->sc0 + b];
+        nf_ctx.k->bin_finish(r + o, e != NULL ? x + o : NULL, e != NULL ? e + o : NULL,
+                             cnt + o / NF_LINE_BITS * c->k * NF_LINE_WORDS, c->k, n,
+                             (unsigned)c->size, a, (float)ai, nf_stream(call));
+        if (res != NULL && e == NULL && B < g->m)
+            res->ablk[b] = (float)ai;
     }
-    nf_ctx.k->bin_finish(r, NULL, NULL, cnt, c->k, g->m, (unsigned)c->size, a, (float)ai,
-                         nf_stream(call));
-    if (res != NULL) { /* the new y becomes the state */
+    if (res != NULL && e == NULL) { /* the new y becomes the state */
         res->cur ^= 1u;
         res->form = NF_RES_Y;
-        res->aprev = (float)ai;
+        res->block = B < g->m ? B : 0;
+        res->aprev = B < g->m ? 0.0f : (float)c->mine[g->sc0];
     }
+}
+
+/* Whether every block's scale is finite on every rank. */
+static int nf_scales_finite(const nf_comm_t *c, const nf_shape_t *sh, const nf_seg_t *g)
+{
+    for (unsigned b = 0; b < g->nsc; b++)
+        if (!isfinite(nf_mean_scale(c, sh->nsc, g->sc0 + b)))
+            return 0;
+    return 1;
 }
 
 static void nf_finish_ternary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
@@ -394,14 +445,14 @@ static int nf_finish_all(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
         nf_seg_t *g = &call->seg[s];
         if (!nf_lowbit(g))
             continue;
-        double mean = nf_mean_scale(c, sh->nsc, j);
         const uint64_t *gc = cnt + g->line0 * c->k * NF_LINE_WORDS;
-        if (!isfinite(mean))
+        if (!nf_scales_finite(c, sh, g))
             g->nonfinite = marked = 1;
         else if (g->route == NF_ROUTE_BINARY)
-            nf_finish_binary(c, call, g, gc, mean, c->mine[j]);
+            nf_finish_binary(c, call, g, gc, sh);
         else
-            nf_finish_ternary(c, call, g, gc, mean, c->mine[j], c->gate[j]);
+            nf_finish_ternary(c, call, g, gc, nf_mean_scale(c, sh->nsc, g->sc0),
+                              c->mine[g->sc0], c->gate[j]);
         j++;
     }
     return marked;
@@ -416,8 +467,9 @@ static nf_status_t nf_lowbit_shared(nf_comm_t *c, nf_call_t *call, const nf_shap
     if (st != NF_OK)
         return st;
     for (size_t s = 0; s < call->nseg && c->nnodes > 1; s++)
-        if (nf_lowbit(&call->seg[s])) /* a scale to each rank on the other nodes */
-            nf_stats_internode(call->seg[s].route, (uint64_t)(c->size - c->lsize) * 8);
+        if (nf_lowbit(&call->seg[s])) /* its scales to each rank on the other nodes */
+            nf_stats_internode(call->seg[s].route,
+                               (uint64_t)(c->size - c->lsize) * 8 * call->seg[s].nsc);
     nf_count_lines(c, sh, c->cnt);
     nf_node_barrier(c);
     if (c->nnodes > 1) {

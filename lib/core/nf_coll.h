@@ -14,8 +14,9 @@ static inline int nf_route_lowbit(nf_route_t r)
     return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY;
 }
 
-/* One part of a call that shares one scale and one route. A call without
- * bound regions is one segment; a fused buffer is one per region and gap. */
+/* One part of a call that shares one route and one scale (binary with
+ * scale_block: one per block of it). A call without bound regions is one
+ * segment; a fused buffer is one per region and gap. */
 typedef struct nf_seg {
     size_t off, m;        /* elements, from the call's first */
     nf_route_t route;     /* NF_ROUTE_FP32, NF_ROUTE_BINARY or NF_ROUTE_TERNARY */
@@ -24,6 +25,8 @@ typedef struct nf_seg {
     int ef;               /* error feedback for this segment: 1/0 (run.c) */
     double ef_decay;      /* the residual's factor when the next call adds it, in
                              [0, 1] (run.c: < 0 inherits NFCOLL_EF_DECAY) */
+    long scale_block;     /* binary: elements per scale, a multiple of 512; 0: one
+                             scale per segment (run.c: < 0 inherits NFCOLL_SCALE_BLOCK) */
     const char *name;     /* bound region (its interned name), or NULL (a gap, or no
                              regions) */
     uint32_t id;          /* that region's interned id (nf_intern.h), 0 with no name:
@@ -40,6 +43,7 @@ typedef struct nf_seg {
     /* set by nf_coll_run: */
     int nonfinite;        /* some rank had a NaN or Inf: this segment ran fp32 */
     size_t line0;         /* low-bit: first line in the slots */
+    unsigned sc0, nsc;    /* low-bit: its scales in the exchange, one per block */
 } nf_seg_t;
 
 typedef struct nf_call {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nf_settings.h"
 #include "nfcoll.h"
 
 /*
@@ -44,6 +45,10 @@ typedef struct nf_residual {
     unsigned cur;         /* buffer holding the state */
     nf_res_form_t form;
     float aprev;          /* NF_RES_Y: the previous call's a_i; NF_RES_TY: b_i (as float) */
+    size_t block;         /* NF_RES_Y: 0, one a_i (aprev); else elements per scale
+                             block, a_i of block b in ablk[b] (binary's scale_block) */
+    float *ablk;          /* nf_residual_blocks(count) floats, allocated with the
+                             buffers (any scale_block fits: it is >= 512) */
     float tprev;          /* NF_RES_TY: the previous call's gate */
     double resident_frac;
     uint64_t first;       /* order of first use in its table: an unbound
@@ -94,6 +99,15 @@ nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, 
                                nf_status_t *why);
 /* e for the E-form kernels, converting a Y- or TY-form residual exactly. */
 float *nf_residual_e(nf_residual_t *r);
+/* e of elements [j0, j0 + n) into out, whatever the form, without
+ * converting (a checkpoint writes a blocked Y form as E form). */
+void nf_residual_e_copy(const nf_residual_t *r, size_t j0, size_t n, float *out);
+/* Scale blocks a residual of count elements can hold: one per 512 elements
+ * (NF_SCALE_BLOCK_UNIT), the smallest scale_block. */
+static inline size_t nf_residual_blocks(size_t count)
+{
+    return (count + NF_SCALE_BLOCK_UNIT - 1) / NF_SCALE_BLOCK_UNIT;
+}
 /* Sum |e| over the residual, whatever its form (health's error-feedback
  * signal; a plain pass, only when health is on). */
 double nf_residual_l1(const nf_residual_t *r);

@@ -11,6 +11,9 @@
 #include "nf_traffic.h"
 
 void nf_stats_count(nf_route_t route, uint64_t bytes, unsigned n, unsigned k);
+/* The same with nsc scales per rank (nf_traffic_model_scales). */
+void nf_stats_count_scales(nf_route_t route, uint64_t bytes, unsigned n, unsigned k,
+                           uint64_t nsc);
 void nf_stats_fallback(nf_fallback_t reason);
 /* Bytes this rank handed to inter-node PMPI calls for a route's data (the
  * leaders' exchanges, scales sent to ranks on other nodes). */

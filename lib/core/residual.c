@@ -43,11 +43,13 @@ static size_t nf_res_page(void)
     return page;
 }
 
-/* Both buffers as mapped: what a residual costs the node. */
+/* Both buffers as mapped, and the block scales: what a residual costs the
+ * node. */
 static uint64_t nf_res_footprint(size_t bytes)
 {
     size_t pg = nf_res_page();
-    return 2 * (uint64_t)((bytes + pg - 1) / pg * pg);
+    return 2 * (uint64_t)((bytes + pg - 1) / pg * pg) +
+           nf_residual_blocks(bytes / sizeof(float)) * sizeof(float);
 }
 
 /* Resolved at the first need, when placement knows its node: auto is a
@@ -83,6 +85,8 @@ static void nf_residual_release(nf_residual_t *r)
     nf_place_free(r->buf[0], r->bytes);
     nf_place_free(r->buf[1], r->bytes);
     r->buf[0] = r->buf[1] = NULL;
+    free(r->ablk);
+    r->ablk = NULL;
 }
 
 /* Both buffers mapped, neither touched: a new residual is zero, and its
@@ -94,8 +98,9 @@ static nf_status_t nf_residual_alloc(nf_residual_t *r, size_t count)
     size_t bytes = count * sizeof(float);
     r->buf[0] = nf_place_map(bytes);
     r->buf[1] = r->buf[0] != NULL ? nf_place_map(bytes) : NULL;
+    r->ablk = calloc(nf_residual_blocks(count) + 1, sizeof(float));
     r->bytes = bytes;
-    if (r->buf[1] == NULL) {
+    if (r->buf[1] == NULL || r->ablk == NULL) {
         nf_residual_release(r);
         return NF_ERR_NO_MEMORY;
     }
@@ -105,6 +110,7 @@ static nf_status_t nf_residual_alloc(nf_residual_t *r, size_t count)
     r->touched[0] = r->touched[1] = 0;
     r->form = NF_RES_Y; /* zero y with a = 0 is the zero residual */
     r->aprev = r->tprev = 0.0f;
+    r->block = 0;
     r->resident_frac = 1.0;
     return NF_OK;
 }
@@ -143,9 +149,16 @@ static void nf_res_destroy(nf_residual_t *r)
     free(r);
 }
 
+/* The Y form's a_i of element j: the segment's, or its block's. */
+static inline float nf_res_a(const nf_residual_t *r, size_t j)
+{
+    return r->block > 0 ? r->ablk[j / r->block] : r->aprev;
+}
+
 /* Y form to E form: e = y - a where y's sign bit is clear, y + a where set,
- * the update the binary route would have stored; TY form: y - b above the
- * gate, y + b below minus it, else y, the ternary route's. Exact, in place. */
+ * the update the binary route would have stored (a: the segment's a_i, or
+ * with scale_block the element's block's); TY form: y - b above the gate,
+ * y + b below minus it, else y, the ternary route's. Exact, in place. */
 double nf_residual_l1(const nf_residual_t *r)
 {
     const float *b = r->buf[r->cur];
@@ -153,7 +166,7 @@ double nf_residual_l1(const nf_residual_t *r)
     for (size_t j = 0; j < r->count; j++) {
         float y = b[j], a = fabsf(y);
         if (r->form == NF_RES_Y) /* e = y -+ a: | |y| - a | */
-            sum += fabs((double)a - (double)r->aprev);
+            sum += fabs((double)a - (double)nf_res_a(r, j));
         else if (r->form == NF_RES_TY) /* gated in: | |y| - b |, else |y| */
             sum += y > r->tprev || y < -r->tprev ? fabs((double)a - (double)r->aprev) : a;
         else
@@ -169,25 +182,42 @@ void nf_residual_zero(nf_residual_t *r)
     r->form = NF_RES_Y; /* zero y with a = 0 is the zero residual */
     r->aprev = 0.0f;
     r->tprev = 0.0f;
+    r->block = 0;
 }
 
 float *nf_residual_e(nf_residual_t *r)
 {
-    float *b = r->buf[r->cur], a = r->aprev, t = r->tprev;
+    float *b = r->buf[r->cur];
     if (!r->touched[r->cur]) {
         /* never written: y = 0 and a = 0, so e = 0 already. The E form's
          * in-place update touches it first (nf_res_prepare, next call; the
          * only E-form writer in this call is a route that writes the other
          * buffer). */
-    } else if (r->form == NF_RES_Y) {
-        for (size_t j = 0; j < r->count; j++)
-            b[j] = signbit(b[j]) ? b[j] + a : b[j] - a;
-    } else if (r->form == NF_RES_TY) {
-        for (size_t j = 0; j < r->count; j++)
-            b[j] = b[j] > t ? b[j] - a : b[j] < -t ? b[j] + a : b[j];
+    } else if (r->form == NF_RES_Y || r->form == NF_RES_TY) {
+        nf_residual_e_copy(r, 0, r->count, b);
     }
     r->form = NF_RES_E;
+    r->block = 0;
     return b;
+}
+
+void nf_residual_e_copy(const nf_residual_t *r, size_t j0, size_t n, float *out)
+{
+    const float *b = r->buf[r->cur] + j0;
+    float a = r->aprev, t = r->tprev;
+    if (!r->touched[r->cur]) { /* never written: zero */
+        memset(out, 0, n * sizeof(float));
+    } else if (r->form == NF_RES_Y) {
+        for (size_t j = 0; j < n; j++) {
+            a = nf_res_a(r, j0 + j);
+            out[j] = signbit(b[j]) ? b[j] + a : b[j] - a;
+        }
+    } else if (r->form == NF_RES_TY) {
+        for (size_t j = 0; j < n; j++)
+            out[j] = b[j] > t ? b[j] - a : b[j] < -t ? b[j] + a : b[j];
+    } else if (out != b) {
+        memcpy(out, b, n * sizeof(float));
+    }
 }
 
 /* ---------------------------------------------------------------- tables */

@@ -142,10 +142,12 @@ static void nf_seg_stats(const nf_comm_t *c, nf_call_t *call)
             nf_log_info(1, "NaN or Inf in some rank's input: this segment runs fp32");
             nf_stats_fallback(NF_FALLBACK_NONFINITE);
         }
-        nf_stats_count(ran, g->m * sizeof(float), (unsigned)c->size, c->k);
+        uint64_t bytes = g->m * sizeof(float);
+        uint64_t nsc = nf_traffic_scales(ran, bytes, (uint64_t)g->scale_block);
+        nf_stats_count_scales(ran, bytes, (unsigned)c->size, c->k, nsc);
         if (g->id != 0) {
             nf_traffic_t t;
-            nf_traffic_model(ran, g->m * sizeof(float), (unsigned)c->size, c->k, &t);
+            nf_traffic_model_scales(ran, bytes, (unsigned)c->size, c->k, nsc, &t);
             nf_regstats_add(g->id, ran, g->m, t.upstream, t.total, g->fallback);
         }
     }
@@ -199,6 +201,8 @@ static void nf_seg_defaults(nf_seg_t *g)
         g->ef = s->ef;
     if (g->ef_decay < 0.0)
         g->ef_decay = s->ef_decay;
+    if (g->scale_block < 0)
+        g->scale_block = (long)s->scale_block;
 }
 
 static void nf_seg_ran(nf_seg_t *seg, size_t nseg, nf_route_t ran, int fallback)
@@ -255,6 +259,6 @@ nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_s
 nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int ef, double gamma)
 {
     nf_seg_t seg = {.off = 0, .m = a->count > 0 ? (size_t)a->count : 0, .route = route,
-                    .gamma = gamma, .ef = ef, .ef_decay = -1.0};
+                    .gamma = gamma, .ef = ef, .ef_decay = -1.0, .scale_block = -1};
     return nf_run_plan(c, a, &seg, 1);
 }

@@ -32,8 +32,14 @@ static __thread uint64_t nf_thread_calls;
 
 void nf_stats_count(nf_route_t route, uint64_t bytes, unsigned n, unsigned k)
 {
+    nf_stats_count_scales(route, bytes, n, k, 1);
+}
+
+void nf_stats_count_scales(nf_route_t route, uint64_t bytes, unsigned n, unsigned k,
+                           uint64_t nsc)
+{
     nf_traffic_t t;
-    nf_traffic_model(route, bytes, n, k, &t);
+    nf_traffic_model_scales(route, bytes, n, k, nsc, &t);
     nf_route_ctr_t *c = &nf_ctr[route];
     NF_ADD(c->calls, 1);
     NF_ADD(c->bytes, bytes);

@@ -124,6 +124,16 @@ static void nf_lint_warmup(const nf_lint_t *l, const nf_rule_t *r)
                      nf_route_name(r->route));
 }
 
+/* Rules and [default] alike: only binary has scales to cut into blocks
+ * (auto may pick binary). */
+static void nf_lint_block(const nf_lint_t *l, const nf_rule_t *r)
+{
+    if (r->scale_block >= 0 && r->route != NF_ROUTE_BINARY && !r->route_auto)
+        nf_lint_warn(l, r->key_line[K_SCALE_BLOCK],
+                     "scale_block has no effect on route %s (only binary has one scale per block)",
+                     nf_route_name(r->route));
+}
+
 static void nf_lint_rule(const nf_lint_t *l, int j)
 {
     const nf_rule_t *b = &l->p->rules[j], *a;
@@ -135,6 +145,7 @@ static void nf_lint_rule(const nf_lint_t *l, int j)
                      nf_route_name(b->route));
     nf_lint_decay(l, b);
     nf_lint_warmup(l, b);
+    nf_lint_block(l, b);
     if ((b->route == NF_ROUTE_BINARY || b->route == NF_ROUTE_TERNARY || b->route == NF_ROUTE_BF16) &&
         ((b->datatypes != 0 && !(b->datatypes & (NF_BIT(NF_DT_FLOAT) | NF_BIT(NF_DT_REAL)))) ||
          (b->ops != 0 && !(b->ops & NF_BIT(NF_OP_SUM)))))
@@ -159,6 +170,7 @@ void nf_pol_lint(const nf_policy_t *p, nf_policy_diag_fn fn, void *arg)
         nf_lint_auto(&l, &p->dflt);
         nf_lint_decay(&l, &p->dflt);
         nf_lint_warmup(&l, &p->dflt);
+        nf_lint_block(&l, &p->dflt);
     }
 }
 
@@ -243,6 +255,8 @@ static void nf_explain_action(nf_buf_t *b, const nf_policy_action_t *a)
     nf_bprintf(b, ", segment %s", seg[a->segment]);
     if (a->warmup > 0)
         nf_bprintf(b, ", warmup %llu", (unsigned long long)a->warmup);
+    if (a->scale_block >= 0) /* version 3: shown when set */
+        nf_bprintf(b, ", scale_block %ld", a->scale_block);
     nf_bprintf(b, ") from ");
     if (a->line > 0 && a->index < 0)
         nf_bprintf(b, "[default] (%s:%d)\n", a->file, a->line);

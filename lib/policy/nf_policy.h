@@ -23,10 +23,10 @@
 typedef struct nf_policy nf_policy_t;
 
 /** Versions of the file format this library reads: 1; 2, which adds the
- * rule key ef_decay; 3, which adds warmup. A file that uses a key must say
- * the version that brought it, so that a library without the key refuses
- * the whole file (every call pmpi) rather than dropping those rules and
- * running the rest. */
+ * rule key ef_decay; 3, which adds warmup and scale_block. A file that uses
+ * a key must say at least the version that brought it, so that a library
+ * without the key refuses the whole file (every call pmpi) rather than
+ * dropping those rules and running the rest. */
 #define NF_POLICY_VERSION 3
 #define NF_POLICY_VERSION_MIN 1
 #define NF_POLICY_VERSIONS "1, 2 or 3"
@@ -74,6 +74,9 @@ typedef struct nf_policy_action {
     int index;                   /**< rule index in file order; -1 for a default */
     const char *file;            /**< file the rule came from; "" for built-in */
     int line;                    /**< line of the rule's header; 0 for built-in */
+    long scale_block;            /**< binary: elements per scale (a multiple of 512), 0
+                                      one per segment; < 0: inherit (NFCOLL_SCALE_BLOCK,
+                                      default 0). Policy version 3. */
 } nf_policy_action_t;
 
 /** Diagnostic severities, least to most severe. */

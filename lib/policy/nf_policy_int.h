@@ -35,6 +35,7 @@ typedef enum nf_key {
     K_REGION, K_COMM, K_COMM_SIZE, K_DATATYPE, K_OP, K_BYTES, K_CALLS,
     K_NMATCH,
     K_ROUTE = K_NMATCH, K_EF, K_EF_DECAY, K_GAMMA, K_SEGMENT, K_WARMUP,
+    K_SCALE_BLOCK,
     K_NKEYS
 } nf_key_t;
 
@@ -52,6 +53,7 @@ typedef struct nf_rule {
     int route_auto;
     int ef;
     double ef_decay;
+    long scale_block;             /* < 0 inherit */
     double gamma;
     nf_policy_segment_t segment;
     uint64_t warmup;              /* calls a low-bit segment runs fp32 first */

@@ -23,10 +23,12 @@
 #include "nf_file.h"
 #include "nf_log.h"
 #include "nf_policy_int.h"
+#include "nf_settings.h"
 #include "nf_util.h"
 
-#define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment|warmup"
-#define NF_DEFAULT_KEYS "route|ef|ef_decay|gamma|segment|warmup"
+#define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment|" \
+    "warmup|scale_block"
+#define NF_DEFAULT_KEYS "route|ef|ef_decay|gamma|segment|warmup|scale_block"
 #define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|" \
     "admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth"
 #define NF_ROUTES "pmpi|fp32|binary|ternary|bf16|auto"
@@ -314,6 +316,7 @@ static void nf_rule_init(nf_rule_t *r)
     r->route = NF_ROUTE_PMPI;
     r->ef = -1;
     r->ef_decay = -1.0;
+    r->scale_block = -1;
     r->gamma = -1.0;
 }
 
@@ -393,6 +396,14 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
         if (nf_pol_parse_u64(v, 0, &r->warmup) != NF_OK || r->warmup > NF_POLICY_WARMUP_MAX)
             nf_rule_bad(ps, "bad warmup '%s' (expected a number of calls from 0 to %u)", v,
                         NF_POLICY_WARMUP_MAX);
+        break;
+    case K_SCALE_BLOCK:
+        if (nf_parse_long(v, 0, NF_SCALE_BLOCK_MAX, &r->scale_block) != 0 ||
+            r->scale_block % NF_SCALE_BLOCK_UNIT != 0) {
+            r->scale_block = -1;
+            nf_rule_bad(ps, "bad scale_block '%s' (expected 0 or a multiple of 512 up to 2^30, "
+                        "such as 512)", v);
+        }
         break;
     }
 }
@@ -860,6 +871,8 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
     }
     if (r->warmup > 0)                  /* as ef_decay: older hashes stand */
         h = nf_hash_u64(nf_hash_u64(h, K_WARMUP), r->warmup);
+    if (r->scale_block >= 0)            /* likewise */
+        h = nf_hash_u64(nf_hash_u64(h, K_SCALE_BLOCK), (uint64_t)r->scale_block);
     return h;
 }
 
@@ -890,27 +903,33 @@ static uint64_t nf_hash_policy(const nf_policy_t *p)
     return h != 0 ? h : 1;
 }
 
-/* Keys newer than version 1, with the version that brought them, disable
- * their rule in an older file: the version is known only at the end
- * ([policy] may come last). */
+/* Keys newer than version 1, and the version that brought each. */
 static const struct {
-    int key, version;
-} nf_key_since[] = {{K_EF_DECAY, 2}, {K_WARMUP, 3}};
+    nf_key_t key;
+    int version;
+} nf_key_since[] = {
+    {K_EF_DECAY, 2},
+    {K_WARMUP, 3},
+    {K_SCALE_BLOCK, 3},
+};
 
+/* Keys newer than the file's version disable their rule: the version is
+ * known only at the end ([policy] may come last). */
 static void nf_since_version(nf_parser_t *ps, nf_rule_t *r)
 {
     for (size_t i = 0; i < sizeof(nf_key_since) / sizeof(nf_key_since[0]) && !r->disabled; i++) {
-        int k = nf_key_since[i].key, need = nf_key_since[i].version;
-        if (!(r->set & (1u << k)) || ps->version >= need)
+        nf_key_t k = nf_key_since[i].key;
+        int v = nf_key_since[i].version;
+        if (!(r->set & (1u << k)) || ps->version >= v)
             continue;
         if (r == &ps->pol->dflt)
             nf_diag(ps, NF_POLICY_DISABLED, r->key_line[k],
                     "%s needs version = %d in [policy] (this file says %d); [default] disabled (route pmpi)",
-                    nf_pol_key_names[k], need, ps->version);
+                    nf_pol_key_names[k], v, ps->version);
         else
             nf_diag(ps, NF_POLICY_DISABLED, r->key_line[k],
                     "%s needs version = %d in [policy] (this file says %d); rule '%s' disabled",
-                    nf_pol_key_names[k], need, ps->version, r->name);
+                    nf_pol_key_names[k], v, ps->version, r->name);
         r->disabled = 1;
     }
 }

@@ -13,6 +13,7 @@
 typedef enum nf_setting_id {
     NF_SET_EF = 0,
     NF_SET_EF_DECAY,
+    NF_SET_SCALE_BLOCK,
     NF_SET_TERNARY_GAMMA,
     NF_SET_SIMD,
     NF_SET_CXL,
@@ -47,6 +48,8 @@ typedef enum nf_progress { NF_PROGRESS_THREAD = 0, NF_PROGRESS_OFF } nf_progress
 typedef struct nf_settings {
     int ef;              /* error feedback on low-bit routes: 1/0 */
     double ef_decay;     /* the residual's factor on reuse, in [0, 1] */
+    uint64_t scale_block; /* binary: elements per scale, a multiple of NF_SCALE_BLOCK_UNIT;
+                             0: one scale per segment */
     double gamma;        /* ternary gate factor, >= 0 */
     int simd_cap;        /* highest nf_isa_t allowed */
     nf_cxl_mode_t cxl;
@@ -64,6 +67,11 @@ typedef struct nf_settings {
     nf_progress_t progress; /* NFCOLL_PROGRESS */
     int progress_cpu;    /* the progress thread's CPU (OS index), -1: the caller's CPUs */
 } nf_settings_t;
+
+/* A binary scale block is whole 512-bit lines: a multiple of this many
+ * elements (docs/design.md, "Protocol"). */
+#define NF_SCALE_BLOCK_UNIT 512
+#define NF_SCALE_BLOCK_MAX (1L << 30) /* elements: larger is one scale per segment anyway */
 
 #define NF_RESIDUAL_MAX_AUTO 0
 #define NF_RESIDUAL_MAX_OFF UINT64_MAX

@@ -16,10 +16,19 @@ typedef struct nf_traffic {
 /* Bytes per rank for a call of `bytes` of user data on n ranks whose
  * counters have k planes (nf_count_planes(n)). */
 void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, nf_traffic_t *t);
+/* The same with nsc scales per rank instead of one (binary's scale_block:
+ * nf_traffic_scales). */
+void nf_traffic_model_scales(nf_route_t route, uint64_t bytes, unsigned n, unsigned k,
+                             uint64_t nsc, nf_traffic_t *t);
+/* Scales a segment of bytes sends on route with scale_block block (0: one
+ * per segment; only binary cuts it into blocks). */
+uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
 
 /* Count one call of bytes on route into s[route], as NFCOLL_STATS does. */
 void nf_traffic_count(nf_route_stats_t s[NF_ROUTE_COUNT], nf_route_t route, uint64_t bytes,
                       unsigned n, unsigned k);
+void nf_traffic_count_scales(nf_route_stats_t s[NF_ROUTE_COUNT], nf_route_t route,
+                             uint64_t bytes, unsigned n, unsigned k, uint64_t nsc);
 
 /* The stats' writers (stats.c; nfcoll_replay): the route table, a line per
  * route, with an internode column when internode is not NULL and an "all"

@@ -14,6 +14,10 @@ static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
     [NF_SET_EF_DECAY] = {"NFCOLL_EF_DECAY", "1", "number in [0, 1]",
                          "error-feedback decay: the next call adds ef_decay * e, not e "
                          "(1: the whole residual; a rule's ef_decay wins)"},
+    [NF_SET_SCALE_BLOCK] = {"NFCOLL_SCALE_BLOCK", "0", "0|multiple of 512",
+                            "binary: one scale per block of this many elements (whole "
+                            "512-bit lines), not one per segment (0; a rule's scale_block "
+                            "wins)"},
     [NF_SET_TERNARY_GAMMA] = {"NFCOLL_TERNARY_GAMMA", "1.0", "number >= 0",
                               "ternary gate factor: |y| > gamma * mean|y| sends +-1"},
     [NF_SET_SIMD] = {"NFCOLL_SIMD", "avx512", "scalar|avx2|avx512",
@@ -112,6 +116,18 @@ static void nf_load_ef_decay(nf_settings_t *s)
         nf_settings_bad(NF_SET_EF_DECAY, v);
     else
         s->ef_decay = d;
+}
+
+static void nf_load_scale_block(nf_settings_t *s)
+{
+    const char *v = nf_setting_raw(NF_SET_SCALE_BLOCK);
+    long b;
+    if (v == NULL)
+        return;
+    if (nf_parse_long(v, 0, NF_SCALE_BLOCK_MAX, &b) != 0 || b % NF_SCALE_BLOCK_UNIT != 0)
+        nf_settings_bad(NF_SET_SCALE_BLOCK, v);
+    else
+        s->scale_block = (uint64_t)b;
 }
 
 static void nf_load_simd(nf_settings_t *s)
@@ -224,6 +240,7 @@ const nf_settings_t *nf_settings_load(void)
         nf_load_ef(&s);
         nf_load_gamma(&s);
         nf_load_ef_decay(&s);
+        nf_load_scale_block(&s);
         nf_load_simd(&s);
         nf_load_cxl(&s);
         nf_load_residual_max(&s);

@@ -13,10 +13,23 @@
  * contribution into the shared buffer (upstream) and read the result lines
  * back (downstream): fp32 full floats; binary one sign line per 512
  * elements up and k count planes down; ternary two planes up, 2k down; one
- * double of scale up and n down.
+ * double of scale up and n down (binary with scale_block: one per block).
  */
 void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, nf_traffic_t *t)
 {
+    nf_traffic_model_scales(route, bytes, n, k, 1, t);
+}
+
+uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block)
+{
+    uint64_t m = bytes / sizeof(float);
+    return route == NF_ROUTE_BINARY && block > 0 && block < m ? (m + block - 1) / block : 1;
+}
+
+void nf_traffic_model_scales(nf_route_t route, uint64_t bytes, unsigned n, unsigned k,
+                             uint64_t nsc, nf_traffic_t *t)
+{
+    uint64_t sc = nsc * sizeof(double);
     uint64_t fp32 = bytes;
     uint64_t lines = nf_lines(bytes / sizeof(float)) * NF_LINE_BYTES;
     uint64_t ring_up = n > 1 ? fp32 * (n - 1) / n : 0;
@@ -27,12 +40,12 @@ void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, 
         t->total = 2 * t->upstream;
         break;
     case NF_ROUTE_BINARY:
-        t->upstream = lines + sizeof(double);
-        t->total = t->upstream + k * lines + n * sizeof(double);
+        t->upstream = lines + sc;
+        t->total = t->upstream + k * lines + n * sc;
         break;
     case NF_ROUTE_TERNARY:
-        t->upstream = 2 * lines + sizeof(double);
-        t->total = t->upstream + 2 * k * lines + n * sizeof(double);
+        t->upstream = 2 * lines + sc;
+        t->total = t->upstream + 2 * k * lines + n * sc;
         break;
     case NF_ROUTE_BF16: /* half of fp32's up, float results back */
         t->upstream = n > 1 ? fp32 / 2 : 0;
@@ -49,8 +62,14 @@ void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, 
 void nf_traffic_count(nf_route_stats_t s[NF_ROUTE_COUNT], nf_route_t route, uint64_t bytes,
                       unsigned n, unsigned k)
 {
+    nf_traffic_count_scales(s, route, bytes, n, k, 1);
+}
+
+void nf_traffic_count_scales(nf_route_stats_t s[NF_ROUTE_COUNT], nf_route_t route,
+                             uint64_t bytes, unsigned n, unsigned k, uint64_t nsc)
+{
     nf_traffic_t t;
-    nf_traffic_model(route, bytes, n, k, &t);
+    nf_traffic_model_scales(route, bytes, n, k, nsc, &t);
     nf_route_stats_t *c = &s[route];
     c->calls++, c->bytes += bytes, c->upstream_bytes += t.upstream;
     c->total_bytes += t.total, c->fp32_ring_bytes += t.ring;

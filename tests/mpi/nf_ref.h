@@ -96,6 +96,38 @@ static inline void ref_binary_d(float *r, const float *xs, float *es, int n, siz
     free(ai);
 }
 
+/* NFCOLL_SCALE_BLOCK, which the library's binary segments take (0: none). */
+static inline size_t ref_block_env(void)
+{
+    const char *v = getenv("NFCOLL_SCALE_BLOCK");
+    return v != NULL && v[0] != '\0' ? (size_t)strtoul(v, NULL, 10) : 0;
+}
+
+/* G-Binary with one scale per block of `block` elements (scale_block; 0:
+ * one per segment): ref_binary_d on each block, as its own segment. */
+static inline void ref_binary_b(float *r, const float *xs, float *es, int n, size_t m, float decay,
+                                size_t block)
+{
+    if (block == 0 || block >= m) {
+        ref_binary_d(r, xs, es, n, m, decay);
+        return;
+    }
+    float *sx = malloc((size_t)n * block * sizeof(float)), *se = malloc((size_t)n * block * sizeof(float));
+    for (size_t o = 0; o < m; o += block) {
+        size_t nb = m - o < block ? m - o : block;
+        for (int i = 0; i < n; i++) {
+            memcpy(sx + (size_t)i * nb, xs + (size_t)i * m + o, nb * sizeof(float));
+            if (es != NULL)
+                memcpy(se + (size_t)i * nb, es + (size_t)i * m + o, nb * sizeof(float));
+        }
+        ref_binary_d(r + o, sx, es != NULL ? se : NULL, n, nb, decay);
+        for (int i = 0; es != NULL && i < n; i++)
+            memcpy(es + (size_t)i * m + o, se + (size_t)i * nb, nb * sizeof(float));
+    }
+    free(sx);
+    free(se);
+}
+
 static inline void ref_binary(float *r, const float *xs, float *es, int n, size_t m)
 {
     ref_binary_d(r, xs, es, n, m, 1.0f);

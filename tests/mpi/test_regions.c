@@ -5,7 +5,8 @@
  * nf_ref.h on its own, with error feedback, over several calls; then unbind,
  * rebind with another count, a bucket moved to a new address, ranks with
  * different layouts, and the binding API's errors (one name at two
- * addresses, a base not aligned to a float).
+ * addresses, a base not aligned to a float). Binary parts follow
+ * NFCOLL_SCALE_BLOCK as the library does.
  * With --pmpi-default (tests/policy_shim/regions_pmpi.policy): ranks whose
  * layouts make one run the call whole on pmpi and another cut it into the
  * protocol agree on pmpi, with no hang and the exact sum; --bytes-only
@@ -43,7 +44,7 @@ static void ref_part(float *ref, const float *xs, part_t *p, size_t m)
     if (p->route == NF_ROUTE_FP32)
         ref_fp32(ref + p->off, sub, n, p->m);
     else if (p->route == NF_ROUTE_BINARY)
-        ref_binary(ref + p->off, sub, p->es, n, p->m);
+        ref_binary_b(ref + p->off, sub, p->es, n, p->m, 1.0f, ref_block_env());
     else
         ref_ternary(ref + p->off, sub, p->es, n, p->m, 1.0);
     free(sub);

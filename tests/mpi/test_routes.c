@@ -3,9 +3,10 @@
  * every rank, error feedback over several calls, MPI_IN_PLACE, counts 0 to
  * 1M+3, and one buffer whose calls change route (the residual changes
  * form), and bf16 on the special values. Honours NFCOLL_EF,
- * NFCOLL_EF_DECAY and NFCOLL_TERNARY_GAMMA like the library does.
- * With -p (under tests/policy_shim/ef_decay.policy): the policy's ef_decay
- * rules instead, by communicator name and by region (see policy_cases).
+ * NFCOLL_EF_DECAY, NFCOLL_SCALE_BLOCK and NFCOLL_TERNARY_GAMMA like the
+ * library does. With -p (under tests/policy_shim/ef_decay.policy): the
+ * policy's ef_decay and scale_block rules instead, by communicator name and
+ * by region (see policy_cases).
  * Usage: test_routes [-p] [-c COUNT]...   (default counts 0 1 7 513 1048579;
  * with -p: 1 513 70001)
  */
@@ -53,7 +54,7 @@ static void expect(const tcase_t *t, float *ref, const float *xs, float *es, int
     else if (t->route == NF_ROUTE_BF16)
         ref_bf16_sum(ref, xs, n, t->m);
     else if (t->route == NF_ROUTE_BINARY)
-        ref_binary_d(ref, xs, es, n, t->m, decay_env());
+        ref_binary_b(ref, xs, es, n, t->m, decay_env(), ref_block_env());
     else
         ref_ternary_d(ref, xs, es, n, t->m, gamma_env(), decay_env());
 }
@@ -156,7 +157,8 @@ static int run_case(const tcase_t *t, int rank, int n)
 enum { PCALLS = 7 };
 
 /* A communicator of that name, or (region != NULL) one buffer in two bound
- * regions, region and region2, each half of it; decay < 0: the setting's. */
+ * regions, region and region2, each half of it; decay < 0: the setting's;
+ * block (region's and binary's scale_block) < 0: the setting's. */
 typedef struct pcase {
     const char *comm;
     nf_route_t route[PCALLS]; /* per call: the policy's calls ranges */
@@ -164,19 +166,28 @@ typedef struct pcase {
     const char *region, *region2;
     nf_route_t route2;        /* region2's, every call */
     float decay2;
+    long block;
 } pcase_t;
 
 #define B NF_ROUTE_BINARY
 #define T NF_ROUTE_TERNARY
 static const pcase_t policy_cases[] = {
-    {"nokey", {B, B, B, B, B, B, B}, -1.0f, NULL, NULL, B, 0},
-    {"one", {B, B, B, B, B, B, B}, 1.0f, NULL, NULL, B, 0},
-    {"half", {B, B, B, B, B, B, B}, 0.5f, NULL, NULL, B, 0},
-    {"zero", {B, B, B, B, B, B, B}, 0.0f, NULL, NULL, B, 0},
-    {"ter", {T, T, T, T, T, T, T}, 0.3f, NULL, NULL, B, 0},
+    {"nokey", {B, B, B, B, B, B, B}, -1.0f, NULL, NULL, B, 0, -1},
+    {"one", {B, B, B, B, B, B, B}, 1.0f, NULL, NULL, B, 0, -1},
+    {"half", {B, B, B, B, B, B, B}, 0.5f, NULL, NULL, B, 0, -1},
+    {"zero", {B, B, B, B, B, B, B}, 0.0f, NULL, NULL, B, 0, -1},
+    {"ter", {T, T, T, T, T, T, T}, 0.3f, NULL, NULL, B, 0, -1},
     /* binary after ternary: the E form, decayed */
-    {"switch", {T, T, B, B, T, B, B}, 0.5f, NULL, NULL, B, 0},
-    {"fused", {B, B, B, B, B, B, B}, 0.5f, "rhalf", "rter", T, 0.3f},
+    {"switch", {T, T, B, B, T, B, B}, 0.5f, NULL, NULL, B, 0, -1},
+    {"fused", {B, B, B, B, B, B, B}, 0.5f, "rhalf", "rter", T, 0.3f, -1},
+    /* scale_block (version 3): blocks, the rule's 0 against the setting,
+     * blocked Y form into ternary and back, blocks with the whole residual,
+     * a blocked region beside a ternary one */
+    {"block", {B, B, B, B, B, B, B}, 0.5f, NULL, NULL, B, 0, 512},
+    {"block0", {B, B, B, B, B, B, B}, 0.5f, NULL, NULL, B, 0, 0},
+    {"bswitch", {T, T, B, B, T, B, B}, 0.5f, NULL, NULL, B, 0, 1024},
+    {"bone", {B, B, B, B, B, B, B}, 1.0f, NULL, NULL, B, 0, 512},
+    {"bfused", {B, B, B, B, B, B, B}, 0.5f, "rblock", "rter", T, 0.3f, 512},
 };
 #undef B
 #undef T
@@ -184,7 +195,7 @@ static const pcase_t policy_cases[] = {
 
 /* The expected result of part [off, off + pm) of every rank's m inputs. */
 static void ref_part(float *ref, const float *xs, float *es, int n, size_t m, size_t off, size_t pm,
-                     nf_route_t route, float decay)
+                     nf_route_t route, float decay, long block)
 {
     float *sub = malloc((size_t)n * pm * sizeof(float) + 1);
     for (int i = 0; i < n; i++)
@@ -192,7 +203,7 @@ static void ref_part(float *ref, const float *xs, float *es, int n, size_t m, si
     if (decay < 0.0f)
         decay = decay_env();
     if (route == NF_ROUTE_BINARY)
-        ref_binary_d(ref + off, sub, es, n, pm, decay);
+        ref_binary_b(ref + off, sub, es, n, pm, decay, block < 0 ? ref_block_env() : (size_t)block);
     else
         ref_ternary_d(ref + off, sub, es, n, pm, gamma_env(), decay);
     free(sub);
@@ -225,9 +236,9 @@ static int run_policy_case(const pcase_t *p, size_t m, int inplace, int rank, in
             ref_input(xs + (size_t)i * m, m, i, c, 4242);
         memcpy(buf, xs + (size_t)rank * m, m * sizeof(float));
         int rc = NF_Allreduce(inplace ? MPI_IN_PLACE : send, recv, (int)m, MPI_FLOAT, MPI_SUM, comm);
-        ref_part(ref, xs, es1, n, m, 0, m1, p->route[c], p->decay);
+        ref_part(ref, xs, es1, n, m, 0, m1, p->route[c], p->decay, p->block);
         if (p->region != NULL)
-            ref_part(ref, xs, es2, n, m, m1, m - m1, p->route2, p->decay2);
+            ref_part(ref, xs, es2, n, m, m1, m - m1, p->route2, p->decay2, -1);
         char what[160];
         snprintf(what, sizeof(what), "policy comm %s count %zu %s call %d (%s)", p->comm, m,
                  inplace ? "in-place" : "out-of-place", c, nf_route_name(p->route[c]));
@@ -271,6 +282,13 @@ static int run_policy(const size_t *counts, int ncounts, int rank, int n)
         snprintf(what, sizeof(what), "count %zu: ef_decay = 0.5 against 1", m);
         if (m > 1 && ef_on()) /* the decay must change something after the first call */
             fails += compare_cases(out[1], out[2], m, 0, what);
+        snprintf(what, sizeof(what), "count %zu: scale_block = 512 against none", m);
+        if (m > 512) /* several blocks: other scales from the first call */
+            fails += compare_cases(out[7], out[8], m, 0, what);
+        snprintf(what, sizeof(what), "count %zu: scale_block = 0 against the setting %zu", m,
+                 ref_block_env());
+        if (ref_block_env() == 0 || ref_block_env() >= m) /* one scale either way */
+            fails += compare_cases(out[2], out[8], m, 1, what);
         for (size_t i = 0; i < NPCASES; i++)
             free(out[i]);
     }
