@@ -13,22 +13,22 @@ Every configuration runs once per seed; the table gives the mean final
 accuracy, its spread (half the range over the seeds) and each seed's.
 
 Configurations (policies in bench/train/policies/, copied next to the
-results); the default set is the first seven:
+results); the default set is the first eight:
 
     fp32           no policy: every gradient through Open MPI's allreduce (pmpi)
     bf16-all       every parameter on the bf16 route
     binary-all     every parameter G-Binary, each with its own scale
     binary-decay   binary-all with ef_decay = 0.5 (the residual halved on reuse)
-    binary-block   binary-decay with one scale per 512 elements (scale_block)
     head-fp32      head.* exact, every other parameter G-Binary
-    auto           a calibration run (ef_decay = 0.5) writes calib.profile; the
-                   run uses route = auto with ef_decay = 0.5
+    auto           a calibration run (ef_decay = 0.25) writes calib.profile; the
+                   run uses route = auto with ef_decay = 0.25
     auto-health    auto with health = on, the loss reported every step
-    ternary-all    every parameter G-Ternary
-    binary-health  binary-all with health = on, the loss reported every step
     auto-warmup    auto-health with warmup = 120: each region's first 120
                    calls fp32 (8.5 % of a 3-epoch run at 2 ranks: what a 12 %
                    byte budget leaves beside binary)
+    ternary-all    every parameter G-Ternary
+    binary-block   binary-decay with one scale per 512 elements (scale_block)
+    binary-health  binary-all with health = on, the loss reported every step
 
 auto, auto-health and auto-warmup of one model and seed share one
 calibration run.
@@ -69,7 +69,7 @@ CONFIGS = {  # name: (policy, train.py arguments, a function it needs)
     "auto-warmup": ("auto-warmup.policy", ["--health"], "NF_Health_report"),
 }
 DEFAULT_CONFIGS = ("fp32", "bf16-all", "binary-all", "binary-decay", "head-fp32", "auto",
-                   "auto-health")
+                   "auto-health", "auto-warmup")
 CALIBRATED = ("auto", "auto-health", "auto-warmup")  # configurations that read calib.profile
 CALIBRATION = ("calibrate.policy", "calib.profile")
 # train.py settings compare.py passes on when given (else train.py's defaults)
