@@ -24,6 +24,7 @@
 #include "nf_traffic.h"
 #include "nf_util.h"
 #include "replay_rules.h"
+#include "replay_why.h"
 #include "trace_calls.h"
 
 enum { EXIT_OK = 0, EXIT_PROBLEM = 1, EXIT_USAGE = 2 };
@@ -60,14 +61,6 @@ static void *xrealloc(void *p, size_t n)
 
 /* ---- what a replay counts ---- */
 
-/* Per region, the last reason the decision gave (the stats' "admission"). */
-typedef struct rp_why {
-    char *region;
-    nf_route_t route;
-    nf_decide_reason_t why;
-    nf_policy_action_t act;
-} rp_why_t;
-
 typedef struct replay {
     nf_decide_ctx_t x;
     nf_decide_t d;
@@ -78,32 +71,8 @@ typedef struct replay {
     replay_rules_t rules;      /* decisions per rule */
     uint64_t calls;
     trace_calls_t in;          /* the traces' records, gathered into calls */
-    rp_why_t *why;             /* regions, in the order first seen */
-    size_t nwhy, capwhy, hint;
+    replay_whys_t why;         /* per region, why (replay_why.h) */
 } replay_t;
-
-/* A region segment's reason. Segments come in the same order call after
- * call: the search starts after the last one found. */
-static void rp_why(replay_t *rp, const nf_decide_t *d, const nf_decide_seg_t *g)
-{
-    rp_why_t *w = NULL;
-    for (size_t k = 0; k < rp->nwhy && w == NULL; k++) {
-        size_t i = (rp->hint + k) % rp->nwhy;
-        if (strcmp(rp->why[i].region, g->name) == 0)
-            w = &rp->why[i], rp->hint = i + 1;
-    }
-    if (w == NULL) {
-        if (rp->nwhy == rp->capwhy)
-            rp->why = xrealloc(rp->why, (rp->capwhy = rp->capwhy ? 2 * rp->capwhy : 16) *
-                                            sizeof(*rp->why));
-        w = &rp->why[rp->nwhy++];
-        if ((w->region = strdup(g->name)) == NULL) {
-            fprintf(stderr, "nfcoll_replay: out of memory\n");
-            exit(EXIT_PROBLEM);
-        }
-    }
-    w->route = d->calibrate ? NF_ROUTE_FP32 : g->route, w->why = g->why, w->act = g->act;
-}
 
 /* A call of bytes that ran on ran under action a: binary counts a scale
  * per block of the action's scale_block (inherit: NFCOLL_SCALE_BLOCK here,
@@ -161,7 +130,7 @@ static void rp_segments(replay_t *rp, const trace_call_t *c, const nf_decide_cal
         int same = traced && (c->seg[s].route == r || c->seg[s].route == g->route);
         replay_rules_add(&rp->rules, &g->act, sent, g->m * sizeof(float));
         if (g->name != NULL)
-            rp_why(rp, d, g);
+            replay_whys_note(&rp->why, d, g);
         if (!whole_pmpi)
             rp_count(rp, same ? c->seg[s].ran : r, g->m * sizeof(float), c->comm_size, &g->act);
     }
@@ -203,9 +172,7 @@ static void rp_replay(void *arg, const trace_call_t *c)
 
 static void rp_free(replay_t *rp)
 {
-    for (size_t i = 0; i < rp->nwhy; i++)
-        free(rp->why[i].region);
-    free(rp->why);
+    replay_whys_free(&rp->why);
     trace_calls_free(&rp->in);
     free(rp->rules.rule);
     free(rp->part);
@@ -221,47 +188,6 @@ typedef struct rp_opts {
     const nf_policy_t *pol;
     const nf_profile_t *prof;
 } rp_opts_t;
-
-/* "file:line" as a JSON string ("" for the built-in default). */
-static void rp_json_where(FILE *fp, const char *file, int line)
-{
-    char *buf = xrealloc(NULL, strlen(file) + 16);
-    sprintf(buf, "%s:%d", file, line);
-    nf_json_str(fp, file[0] != '\0' ? buf : "");
-    free(buf);
-}
-
-/* "admission" as the stats JSON writes its decision fields (which keep the
- * last 191 bytes of a longer file:line). */
-static void rp_json_why(FILE *fp, const replay_t *rp, const rp_opts_t *o)
-{
-    char b[48];
-    fprintf(fp, "{");
-    for (size_t i = 0; i < rp->nwhy; i++) {
-        const rp_why_t *w = &rp->why[i];
-        const nf_profile_entry_t *pe = w->why.pe;
-        fprintf(fp, "%s\n    ", i ? "," : "");
-        nf_json_str(fp, w->region);
-        fprintf(fp, ": {\"route\": \"%s\", \"by\": \"%s\", \"rule\": ",
-                nf_route_name(w->route), nf_decide_why_name(w->why.why));
-        nf_json_str(fp, w->act.rule);
-        fprintf(fp, ", \"where\": ");
-        rp_json_where(fp, w->act.file, w->act.line);
-        fprintf(fp, ", \"entry\": ");
-        if (pe != NULL) {
-            rp_json_where(fp, nf_profile_file(o->prof), nf_profile_line(o->prof, pe));
-            fprintf(fp, ", \"entry_elements\": %llu, \"cos_binary\": %s",
-                    (unsigned long long)pe->elements,
-                    nf_format_fixed4(b, sizeof(b), pe->cos_binary));
-            fprintf(fp, ", \"cos_ternary\": %s", nf_format_fixed4(b, sizeof(b), pe->cos_ternary));
-        } else {
-            fprintf(fp, "null, \"cos_binary\": null, \"cos_ternary\": null");
-        }
-        fprintf(fp, ", \"admit_cosine\": %s}",
-                nf_format_fixed4(b, sizeof(b), nf_policy_admit_cosine(o->pol)));
-    }
-    fprintf(fp, "%s}", rp->nwhy ? "\n  " : "");
-}
 
 static void rp_text(FILE *fp, const replay_t *rp, const rp_opts_t *o)
 {
@@ -292,7 +218,7 @@ static void rp_json(FILE *fp, const replay_t *rp, const rp_opts_t *o)
     fprintf(fp, "\n  },\n  \"rules\": {");
     replay_rules_json(fp, &rp->rules);
     fprintf(fp, "%s},\n  \"admission\": ", rp->rules.n ? "\n  " : "");
-    rp_json_why(fp, rp, o);
+    replay_whys_json(fp, &rp->why, o->prof, o->pol);
     fprintf(fp, "\n}\n");
 }
 
