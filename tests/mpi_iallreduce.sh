@@ -83,6 +83,12 @@ fi
 out "$tmp/o" 2 NFCOLL_STATS=$tmp/l.json $prog lifetime
 [ "$(grep -c '^ok rank' "$tmp/o")" = 2 ] && ok "MPI_Comm_free and MPI_Finalize with requests outstanding" ||
   { bad "lifetime"; cat "$tmp/o"; }
+out "$tmp/o" 2 NFCOLL_STATS=$tmp/ck.json $prog ckpt "$tmp/ck"
+if [ "$(grep -c '^ok rank' "$tmp/o")" = 2 ] && [ "$(fallback "$tmp/ck.json" no-progress)" = 0 ]; then
+  ok "NF_Residuals_save with a nonblocking call in flight on the thread waits for it"
+else
+  bad "ckpt (no-progress '$(fallback "$tmp/ck.json" no-progress)')"; cat "$tmp/o"
+fi
 out "$tmp/o" 2 NFCOLL_STATS=$tmp/e.json NFCOLL_RANKS_PER_NODE=1 $prog error
 [ "$(grep -c '^ok rank' "$tmp/o")" = 2 ] && ok "PMPI failures complete every rank's request with the code" ||
   { bad "error"; cat "$tmp/o"; }

@@ -208,8 +208,13 @@ static int nf_api_residuals(MPI_Comm comm, const char *prefix, int load)
     nf_status_t st = nf_init() == NF_OK && nf_ctx_ready() ? NF_OK : NF_ERR_UNSUPPORTED;
     if (st == NF_OK)
         st = nf_api_comm(comm, &c);
-    if (st == NF_OK)
+    if (st == NF_OK) {
+        /* the nonblocking calls issued before it (as nf_api_run): the thread's
+         * call would meet the checkpoint's collectives on c->priv, and a
+         * load replaces the residuals that call holds */
+        nf_comm_async_wait(c);
         st = load ? nf_ckpt_load(c, prefix) : nf_ckpt_save(c, prefix);
+    }
     if (st == NF_OK)
         return MPI_SUCCESS;
     return nf_status_raised(st) ? nf_status_to_mpi(st) : nf_api_raise(comm, nf_status_to_mpi(st));

@@ -250,6 +250,9 @@ class Request:
         self._x, self._req, self._function, self._detail = x, req, function, detail
         self._lock = threading.Lock()  # one MPI completion call at a time on the request
         self._rc = None                # the call's MPI code once finished
+        # a real MPI_Status, not MPI_STATUS_IGNORE: NULL under Open MPI but
+        # (MPI_Status *)1 under MPICH, whose MPI_Test refuses a NULL status
+        self._status = ctypes.create_string_buffer(MPI._sizeof(MPI.Status))
 
     def _finish(self, rc):
         self._rc = rc
@@ -279,7 +282,7 @@ class Request:
         try:
             if self._rc is None:
                 flag = ctypes.c_int()
-                rc = _lib.lib.MPI_Test(ctypes.byref(self._req), ctypes.byref(flag), None)
+                rc = _lib.lib.MPI_Test(ctypes.byref(self._req), ctypes.byref(flag), self._status)
                 if flag.value or rc != 0:
                     self._finish(rc)
             return self._rc is not None
