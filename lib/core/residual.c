@@ -43,13 +43,15 @@ static size_t nf_res_page(void)
     return page;
 }
 
-/* Both buffers as mapped, and the block scales: what a residual costs the
- * node. */
+/* Both buffers as mapped: what a residual costs the node, and what
+ * NFCOLL_RESIDUAL_MAX bounds. The block scales (ablk: one float per 512
+ * elements, 1/256 of the buffers, on the process heap) are bounded by the
+ * buffers they go with and not counted, so that a bound of twice a
+ * buffer's pages still holds that buffer's residual. */
 static uint64_t nf_res_footprint(size_t bytes)
 {
     size_t pg = nf_res_page();
-    return 2 * (uint64_t)((bytes + pg - 1) / pg * pg) +
-           nf_residual_blocks(bytes / sizeof(float)) * sizeof(float);
+    return 2 * (uint64_t)((bytes + pg - 1) / pg * pg);
 }
 
 /* Resolved at the first need, when placement knows its node: auto is a
