@@ -143,6 +143,10 @@ def fail(t):
 
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "policy"
+    # one intra-op thread per rank, as bench/train/train.py: the runs compared
+    # bit for bit must not depend on how busy the machine is (a check-full
+    # run once saw the synchronous reference of "async" differ)
+    torch.set_num_threads(1)
     comm = MPI.COMM_WORLD
     t = nfref.Tap(comm)
     nfcoll.torch.init_process_group()
