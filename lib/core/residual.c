@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "nf_ctx.h"
@@ -45,7 +46,7 @@ static size_t nf_res_page(void)
 
 /* Both buffers as mapped: what a residual costs the node, and what
  * NFCOLL_RESIDUAL_MAX bounds. The block scales (ablk: one float per 512
- * elements, 1/256 of the buffers, on the process heap) are bounded by the
+ * elements, 1/256 of the buffers, mapped apart) are bounded by the
  * buffers they go with and not counted, so that a bound of twice a
  * buffer's pages still holds that buffer's residual. */
 static uint64_t nf_res_footprint(size_t bytes)
@@ -82,12 +83,21 @@ static void nf_res_account(uint64_t add, uint64_t sub)
     nf_stats_residual_held(nf_res_held);
 }
 
+/* The block scales of a residual of bytes: mapped apart from the heap, so
+ * that a program dropping residuals every step returns them to the system
+ * at once (a heap keeps freed blocks: ASan's quarantine held megabytes). */
+static size_t nf_res_ablk_bytes(size_t bytes)
+{
+    return (nf_residual_blocks(bytes / sizeof(float)) + 1) * sizeof(float);
+}
+
 static void nf_residual_release(nf_residual_t *r)
 {
     nf_place_free(r->buf[0], r->bytes);
     nf_place_free(r->buf[1], r->bytes);
     r->buf[0] = r->buf[1] = NULL;
-    free(r->ablk);
+    if (r->ablk != NULL)
+        munmap(r->ablk, nf_res_ablk_bytes(r->bytes));
     r->ablk = NULL;
 }
 
@@ -100,7 +110,9 @@ static nf_status_t nf_residual_alloc(nf_residual_t *r, size_t count)
     size_t bytes = count * sizeof(float);
     r->buf[0] = nf_place_map(bytes);
     r->buf[1] = r->buf[0] != NULL ? nf_place_map(bytes) : NULL;
-    r->ablk = calloc(nf_residual_blocks(count) + 1, sizeof(float));
+    void *ab = mmap(NULL, nf_res_ablk_bytes(bytes), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); /* zero, as calloc */
+    r->ablk = ab != MAP_FAILED ? ab : NULL;
     r->bytes = bytes;
     if (r->buf[1] == NULL || r->ablk == NULL) {
         nf_residual_release(r);
