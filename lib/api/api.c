@@ -19,6 +19,7 @@
 #include "nf_export.h"
 #include "nf_placement.h"
 #include "nf_region.h"
+#include "nf_residual.h"
 #include "nf_stats.h"
 
 int nf_api_check(const nf_run_args_t *a)
@@ -141,6 +142,8 @@ NF_EXPORT int NF_Region_bind(const void *base, int count, MPI_Datatype datatype,
     if (count <= 0)
         return MPI_ERR_COUNT;
     nf_status_t st = nf_region_bind(base, (size_t)count, name);
+    if (st == NF_OK) /* new contents: no residual of a buffer freed there carries over */
+        nf_residual_forget(base, (size_t)count * sizeof(float));
     return st == NF_OK ? MPI_SUCCESS : st == NF_ERR_INVALID ? MPI_ERR_ARG : MPI_ERR_NO_MEM;
 }
 

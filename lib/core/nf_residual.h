@@ -56,6 +56,8 @@ typedef struct nf_residual {
     uint64_t stamp;       /* last use, on the process-wide clock (LRU) */
     int pending;          /* unbound, loaded from a checkpoint, waiting for the
                              next new unbound buffer of its count */
+    int stale;            /* unbound, and a region was bound over its buffer since
+                             its last call (nf_residual_forget): restarts at zero */
     int refused;          /* NFCOLL_CXL=require refused its memory: no buffers;
                              kept in its table so that later lookups of the key
                              and count neither retry nor drop others for it */
@@ -75,6 +77,8 @@ typedef struct nf_residual_table {
     nf_residual_t **v;    /* pointers stay valid while the table grows */
     size_t n, cap;
     size_t last;          /* index of the last hit (unbound buffers) */
+    size_t unbound;       /* residuals of unbound buffers in v (nf_residual_forget
+                             passes over a table without any) */
     nf_residual_t **by_id; /* named residuals by interned id */
     uint32_t by_id_cap;
     uint64_t next_first;  /* the next residual's first */
@@ -113,6 +117,13 @@ static inline size_t nf_residual_blocks(size_t count)
 double nf_residual_l1(const nf_residual_t *r);
 /* Start the residual over at zero (health, after error-feedback growth). */
 void nf_residual_zero(nf_residual_t *r);
+/* NF_Region_bind(base, ...) over [base, base + bytes): the memory holds new
+ * contents. The residual of every unbound buffer overlapping it belonged to
+ * a buffer that is gone (a DDP bucket rebuilt where a freed one was), and
+ * restarts from zero at its next call, so that no run depends on where the
+ * allocator put a new buffer. Passes over the tables holding an unbound
+ * buffer's residual only (a program of named regions binds at no cost). */
+void nf_residual_forget(const void *base, size_t bytes);
 void nf_residual_table_free(nf_residual_table_t *t);
 
 /* ---- for checkpoints (checkpoint.c) ---- */

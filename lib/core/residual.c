@@ -270,6 +270,7 @@ static void nf_res_remove(nf_residual_table_t *t, const nf_residual_t *r)
     t->v[i] = t->v[--t->n];
     t->v[i]->slot = i;
     t->last = t->n; /* no shortcut until the next hit */
+    t->unbound -= r->name[0] == '\0';
     if (r->id != 0 && r->id < t->by_id_cap && t->by_id[r->id] == r)
         t->by_id[r->id] = NULL;
 }
@@ -410,6 +411,7 @@ static nf_residual_t *nf_res_new(nf_residual_table_t *t, const nf_res_key_t *key
     }
     nf_res_account(nf_res_footprint(r->bytes), 0);
     r->addr = key->name == NULL ? key->addr : NULL;
+    t->unbound += key->name == NULL;
     if (key->name != NULL) { /* once per region: the checkpoint's key */
         snprintf(r->name, sizeof(r->name), "%s", key->name);
         r->id = key->id, r->hash = nf_intern_hash(key->id);
@@ -466,6 +468,9 @@ nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, 
     nf_status_t st = NF_OK;
     if (r != NULL) {
         r->stamp = ++nf_res_clock;
+        if (r->stale && !r->refused)
+            nf_residual_zero(r);
+        r->stale = 0;
         if (r->refused && r->count == count)
             st = NF_ERR_CAPACITY; /* refused before: the same answer, no retry */
         else if (r->count != count)
@@ -481,6 +486,21 @@ nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, 
     }
     pthread_mutex_unlock(&nf_res_lock);
     return r;
+}
+
+void nf_residual_forget(const void *base, size_t bytes)
+{
+    uintptr_t lo = (uintptr_t)base, hi = lo + bytes;
+    pthread_mutex_lock(&nf_res_lock);
+    for (nf_residual_table_t *t = nf_res_tables; t != NULL; t = t->next) {
+        for (size_t i = 0; t->unbound > 0 && i < t->n; i++) {
+            nf_residual_t *r = t->v[i];
+            uintptr_t a = (uintptr_t)r->addr;
+            if (r->name[0] == '\0' && !r->pending && a < hi && lo < a + r->count * sizeof(float))
+                r->stale = 1; /* not zeroed here: a call in flight may hold it */
+        }
+    }
+    pthread_mutex_unlock(&nf_res_lock);
 }
 
 void nf_residual_table_free(nf_residual_table_t *t)
@@ -553,12 +573,13 @@ void nf_residual_table_replace(nf_residual_table_t *t, nf_residual_t **v, size_t
         nf_res_destroy(t->v[i]);
     free(t->v);
     t->v = v, t->n = n, t->cap = cap, t->last = n;
-    t->next_first = 0;
+    t->next_first = 0, t->unbound = 0;
     if (t->by_id_cap > 0)
         memset(t->by_id, 0, t->by_id_cap * sizeof(*t->by_id));
     for (size_t i = 0; i < n; i++) {
         v[i]->slot = i;
         v[i]->id = 0;
+        t->unbound += v[i]->name[0] == '\0';
         /* A name interned without memory, or no room to index it: found
          * by no lookup (its region restarts from zero, as if dropped). */
         if (v[i]->name[0] != '\0' && (v[i]->id = nf_intern(v[i]->name)) != 0 &&

@@ -211,7 +211,9 @@ def ddp_hook(model, route=None, comm=None, sync=False):
     regions. route None: the policy's admission decides per region (the
     usual choice). A route name forces it (NF_Allreduce_route) on the whole
     bucket: one scale and residual for the bucket, no per-region routes or
-    per-region stats. comm: the mpi4py communicator (default COMM_WORLD),
+    per-region stats; the residual restarts when DDP rebuilds the bucket
+    (binding its regions there marks it, NF_Region_bind(3)), wherever the
+    new buffer lands. comm: the mpi4py communicator (default COMM_WORLD),
     whose ranks must be DDP's.
 
     The hook starts each bucket's allreduce (NF_Iallreduce, on libnfcoll's

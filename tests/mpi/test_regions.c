@@ -5,7 +5,8 @@
  * nf_ref.h on its own, with error feedback, over several calls; then unbind,
  * rebind with another count, a bucket moved to a new address, ranks with
  * different layouts, and the binding API's errors (one name at two
- * addresses, a base not aligned to a float). Binary parts follow
+ * addresses, a base not aligned to a float), a forced route's residual
+ * restarted by regions bound over its buffer. Binary parts follow
  * NFCOLL_SCALE_BLOCK as the library does.
  * With --pmpi-default (tests/policy_shim/regions_pmpi.policy): ranks whose
  * layouts make one run the call whole on pmpi and another cut it into the
@@ -56,9 +57,10 @@ static void reset_part(part_t *p)
     p->es = p->route == NF_ROUTE_FP32 ? NULL : calloc((size_t)n * p->m, sizeof(float));
 }
 
-/* calls NF_Allreduce on buf (in place) with the parts' references. */
-static int run_calls(float *buf, size_t m, part_t *parts, int np, int calls, int seed,
-                     const char *what)
+/* calls NF_Allreduce (route < 0) or NF_Allreduce_route on buf (in place)
+ * with the parts' references. */
+static int run_route(float *buf, size_t m, part_t *parts, int np, int calls, int seed,
+                     int route, const char *what)
 {
     float *xs = malloc((size_t)n * m * sizeof(float)), *ref = malloc(m * sizeof(float));
     int fails = 0;
@@ -66,7 +68,10 @@ static int run_calls(float *buf, size_t m, part_t *parts, int np, int calls, int
         for (int i = 0; i < n; i++)
             ref_input(xs + (size_t)i * m, m, i, c, (unsigned)seed);
         memcpy(buf, xs + (size_t)rank * m, m * sizeof(float));
-        int rc = NF_Allreduce(MPI_IN_PLACE, buf, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        int rc = route < 0 ? NF_Allreduce(MPI_IN_PLACE, buf, (int)m, MPI_FLOAT, MPI_SUM,
+                                          MPI_COMM_WORLD)
+                           : NF_Allreduce_route(MPI_IN_PLACE, buf, (int)m, MPI_FLOAT, MPI_SUM,
+                                                MPI_COMM_WORLD, (nf_route_t)route);
         for (int p = 0; p < np; p++)
             ref_part(ref, xs, &parts[p], m);
         char w[160];
@@ -83,6 +88,12 @@ static int run_calls(float *buf, size_t m, part_t *parts, int np, int calls, int
     free(xs);
     free(ref);
     return fails;
+}
+
+static int run_calls(float *buf, size_t m, part_t *parts, int np, int calls, int seed,
+                     const char *what)
+{
+    return run_route(buf, m, parts, np, calls, seed, -1, what);
 }
 
 static int bind_all(float *buf, part_t *parts, int np)
@@ -384,6 +395,22 @@ int main(int argc, char **argv)
     reset_part(&again[3]);
     fails += bind_all(moved, again, 5);
     fails += run_calls(moved, m, again, 5, 2, 4, "moved bucket");
+
+    /* A forced route keeps one residual for the buffer, by address. Binding
+     * regions over it says the memory holds something new (DDP rebuilds a
+     * bucket where a freed one was): the residual restarts, so the result
+     * does not depend on where the allocator put the new buffer. */
+    part_t all = {NULL, 0, m, NF_ROUTE_BINARY, NULL};
+    reset_part(&all);
+    fails += run_route(buf, m, &all, 1, 2, 6, NF_ROUTE_BINARY, "forced binary");
+    unbind_all(moved, again, 5);
+    fails += bind_all(buf, again, 5);
+    reset_part(&all);
+    fails += run_route(buf, m, &all, 1, 2, 7, NF_ROUTE_BINARY,
+                       "forced binary, regions bound over it since: a fresh residual");
+    unbind_all(buf, again, 5);
+    fails += bind_all(moved, again, 5);
+    free(all.es);
 
     /* Different layouts: rank 0 binds one more region. The call runs fp32
      * everywhere, no hang, one fallback counted on every rank. */
