@@ -26,6 +26,7 @@ nf_tier 3 && run 3 NFCOLL_POLICY=$pol NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_r
 # in descending order and unbinds in ascending order (a sorted array's worst
 # cases), each well within a generous time.
 run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_regions --scale
+run 2 ./tests/mpi/test_regions --forced
 export NF_TEST_TIMEOUT=${NF_TEST_TIMEOUT:-120}
 for np in 2 3; do
   nf_tier $np || continue

@@ -5,14 +5,14 @@
  * nf_ref.h on its own, with error feedback, over several calls; then unbind,
  * rebind with another count, a bucket moved to a new address, ranks with
  * different layouts, and the binding API's errors (one name at two
- * addresses, a base not aligned to a float), a forced route's residual
- * restarted by regions bound over its buffer. Binary parts follow
+ * addresses, a base not aligned to a float). Binary parts follow
  * NFCOLL_SCALE_BLOCK as the library does.
  * With --pmpi-default (tests/policy_shim/regions_pmpi.policy): ranks whose
  * layouts make one run the call whole on pmpi and another cut it into the
  * protocol agree on pmpi, with no hang and the exact sum; --bytes-only
  * (regions_bytes.policy) the same where a cut changes segments' sizes.
- * With --scale: 20 000 four-float regions in one call, 100 000 binds in
+ * With --forced: a forced route's residual restarted by regions bound over
+ * its buffer. With --scale: 20 000 four-float regions in one call, 100 000 binds in
  * descending address order and their unbinds in ascending order, each
  * under a generous time bound (quadratic costs take seconds to minutes).
  */
@@ -322,6 +322,30 @@ static void bind_half_rank0(float *b, size_t m)
 /* A policy on bytes alone: a binary-sized call whose halves are pmpi-sized
  * runs whole on pmpi on rank 0 and binary elsewhere: pmpi everywhere. A
  * small call is pmpi on every rank however it is cut: no fallback. */
+/* --forced: NF_Allreduce_route keeps one residual for the buffer, by
+ * address. Binding regions over it says the memory holds something new
+ * (DDP rebuilds a bucket where a freed one was): the residual restarts, so
+ * the result does not depend on where the allocator put the new buffer.
+ * Apart from the main run: forced calls are not admitted, so the trace
+ * tests/replay.sh replays has none of them. */
+static int forced(void)
+{
+    const size_t m = 4000;
+    float *buf = nft_keep(malloc(m * sizeof(float)));
+    part_t all = {NULL, 0, m, NF_ROUTE_BINARY, NULL};
+    part_t two[2] = {{"f.a", 0, 1000, NF_ROUTE_BINARY, NULL},
+                     {"f.b", 1000, 3000, NF_ROUTE_BINARY, NULL}};
+    reset_part(&all);
+    int fails = run_route(buf, m, &all, 1, 2, 6, NF_ROUTE_BINARY, "forced binary");
+    fails += bind_all(buf, two, 2);
+    reset_part(&all);
+    fails += run_route(buf, m, &all, 1, 2, 7, NF_ROUTE_BINARY,
+                       "forced binary, regions bound over it since: a fresh residual");
+    unbind_all(buf, two, 2);
+    free(all.es);
+    return nft_finish(fails, "test_regions --forced");
+}
+
 static int bytes_only(void)
 {
     int f = 0;
@@ -353,6 +377,8 @@ int main(int argc, char **argv)
         return pmpi_default();
     if (argc > 1 && strcmp(argv[1], "--bytes-only") == 0)
         return bytes_only();
+    if (argc > 1 && strcmp(argv[1], "--forced") == 0)
+        return forced();
     const size_t m = 9777;
     part_t parts[NSEG] = {
         {"body", 0, 5000, NF_ROUTE_BINARY, NULL},
@@ -396,21 +422,6 @@ int main(int argc, char **argv)
     fails += bind_all(moved, again, 5);
     fails += run_calls(moved, m, again, 5, 2, 4, "moved bucket");
 
-    /* A forced route keeps one residual for the buffer, by address. Binding
-     * regions over it says the memory holds something new (DDP rebuilds a
-     * bucket where a freed one was): the residual restarts, so the result
-     * does not depend on where the allocator put the new buffer. */
-    part_t all = {NULL, 0, m, NF_ROUTE_BINARY, NULL};
-    reset_part(&all);
-    fails += run_route(buf, m, &all, 1, 2, 6, NF_ROUTE_BINARY, "forced binary");
-    unbind_all(moved, again, 5);
-    fails += bind_all(buf, again, 5);
-    reset_part(&all);
-    fails += run_route(buf, m, &all, 1, 2, 7, NF_ROUTE_BINARY,
-                       "forced binary, regions bound over it since: a fresh residual");
-    unbind_all(buf, again, 5);
-    fails += bind_all(moved, again, 5);
-    free(all.es);
 
     /* Different layouts: rank 0 binds one more region. The call runs fp32
      * everywhere, no hang, one fallback counted on every rank. */
