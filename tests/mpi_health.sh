@@ -122,11 +122,28 @@ else
   echo "FAIL - the trace: rec.body '$got', want '$want'; why '$whys', want '$wantw'"; nf_failed=1
 fi
 # warmup = N: the first N calls of each segment fp32, then its route; the
-# trace names the warm-up.
+# trace names the warm-up, and the stats' admission record counts it (summed
+# over ranks) with the call it last ran: the whole buffer calls 0-2, w.a
+# (warmup 2) calls 6-7, the gap between (rule all, warmup 3) calls 6-8.
 for np in 2 3; do
   nf_tier $np || continue
   out "$tmp/w.$np" $np NFCOLL_POLICY=$srcdir/tests/policy_shim/warmup.policy \
-    NFCOLL_TRACE=$tmp/wt.$np.%r ./tests/mpi/test_health --warmup
+    NFCOLL_TRACE=$tmp/wt.$np.%r NFCOLL_STATS=$tmp/w.$np.json ./tests/mpi/test_health --warmup
+  if python3 - "$tmp/w.$np.json" $np <<'PY'
+import json, sys
+a, n = json.load(open(sys.argv[1]))["admission"], int(sys.argv[2])
+got = {r: (a[r].get("warmup"), a[r]["warmup_calls"], a[r]["last_warmup_call"])
+       for r in ("buffer:12000", "w.a", "buffer:2000", "w.b") if r in a}
+want = {"buffer:12000": (None, 3 * n, 2), "w.a": (2, 2 * n, 7), "buffer:2000": (None, 3 * n, 8),
+        "w.b": (0, 0, None)}
+if got != want:
+    sys.exit("got %s, want %s" % (got, want))
+PY
+  then
+    echo "ok - $np ranks: the stats' admission record counts each segment's warm-up"
+  else
+    echo "FAIL - $np ranks: the stats' admission record of the warm-up"; nf_failed=1
+  fi
   w=$(awk '!/^#/ && $(NF - 2) == "warmup"' "$tmp/wt.$np.0" | wc -l)
   if [ "$w" -eq 8 ]; then
     echo "ok - $np ranks: the trace names 8 warm-up segments"

@@ -73,8 +73,9 @@ void replay_whys_json(FILE *fp, const replay_whys_t *t, const nf_profile_t *prof
         } else {
             fprintf(fp, "null, \"cos_binary\": null, \"cos_ternary\": null");
         }
-        fprintf(fp, ", \"admit_cosine\": %s}",
-                nf_format_fixed4(b, sizeof(b), nf_policy_admit_cosine(pol)));
+        fprintf(fp, ", \"admit_cosine\": %s, \"warmup\": %llu}",
+                nf_format_fixed4(b, sizeof(b), nf_policy_admit_cosine(pol)),
+                (unsigned long long)w->act.warmup);
     }
     fprintf(fp, "%s}", t->n ? "\n  " : "");
 }

@@ -324,7 +324,7 @@ static void nf_adm_record(const nf_seg_t *g, const nf_policy_action_t *a,
 {
     nf_rs_why_t w = {.route = r->why == NF_WHY_CALIBRATE ? NF_ROUTE_FP32 : g->route,
                      .cos_binary = NAN, .cos_ternary = NAN,
-                     .admit_cosine = nf_policy_admit_cosine(nf_pol)};
+                     .admit_cosine = nf_policy_admit_cosine(nf_pol), .warmup = a->warmup};
     if (g->id == 0)
         return;
     snprintf(w.by, sizeof(w.by), "%s", nf_decide_why_name(r->why));
@@ -511,7 +511,7 @@ static void nf_adm_health(nf_adm_comm_t *s, nf_decision_t *d, const nf_policy_ac
     if (d->calibrate || d->route == NF_ROUTE_PMPI)
         return;
     if (warm && (s->warmup != NULL || (s->warmup = nf_warmup_comm_new()) != NULL))
-        nf_warmup_apply(s->warmup, d->seg, d->note, act, d->nseg);
+        nf_warmup_apply(s->warmup, d->seg, d->note, act, d->nseg, d->call);
     /* without memory for the counts, the segments run their routes */
     if (!nf_health_on())
         return;

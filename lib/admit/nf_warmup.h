@@ -8,6 +8,7 @@
 #define NF_WARMUP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nf_coll.h"
 #include "nf_health.h" /* nf_seg_note_t, nf_seg_key */
@@ -19,10 +20,11 @@ void nf_warmup_comm_free(nf_warmup_comm_t *w);
 
 /* Before a call: each low-bit segment whose action (act[i]) asks for a
  * warm-up and has run fewer calls than it asks for runs fp32 and counts
- * one (note->warmup). Every rank sees the same calls and segments, so
+ * one (note->warmup; the stats' record counts it at the communicator's
+ * call index call). Every rank sees the same calls and segments, so
  * every rank counts alike. Past NF_WARMUP_MAX segments per communicator,
  * further ones run their route without a warm-up (on every rank alike). */
 void nf_warmup_apply(nf_warmup_comm_t *w, nf_seg_t *seg, nf_seg_note_t *note,
-                     const nf_policy_action_t *act, size_t n);
+                     const nf_policy_action_t *act, size_t n, uint64_t call);
 
 #endif

@@ -1,9 +1,11 @@
 /* Warm-up on fp32 (nf_warmup.h). */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "nf_intern.h"
+#include "nf_regstats.h"
 #include "nf_warmup.h"
 
 #define NF_WARMUP_MAX 4096 /* segments counted per communicator */
@@ -50,8 +52,9 @@ static uint64_t *nf_warmup_count(nf_warmup_comm_t *w, const nf_seg_t *seg, size_
 }
 
 void nf_warmup_apply(nf_warmup_comm_t *w, nf_seg_t *seg, nf_seg_note_t *note,
-                     const nf_policy_action_t *act, size_t n)
+                     const nf_policy_action_t *act, size_t n, uint64_t call)
 {
+    char buf[40];
     for (size_t i = 0; i < n; i++) {
         if (act[i].warmup == 0 ||
             !(seg[i].route == NF_ROUTE_BINARY || seg[i].route == NF_ROUTE_TERNARY))
@@ -62,5 +65,9 @@ void nf_warmup_apply(nf_warmup_comm_t *w, nf_seg_t *seg, nf_seg_note_t *note,
         ++*k;
         seg[i].route = NF_ROUTE_FP32;
         note[i].warmup = 1;
+        /* named as health and calibration name it: the region, else buffer:BYTES */
+        if (seg[i].name == NULL)
+            snprintf(buf, sizeof(buf), "buffer:%zu", seg[i].m * sizeof(float));
+        nf_regstats_warmup(seg[i].name != NULL ? seg[i].name : buf, call);
     }
 }

@@ -31,6 +31,7 @@ typedef struct nf_rs_why {
     uint64_t entry_elements; /* its element count */
     double cos_binary, cos_ternary; /* its figures (NAN without an entry) */
     double admit_cosine;     /* the policy's admit_cosine */
+    uint64_t warmup;         /* the rule's warmup (calls on fp32 first; 0: none) */
 } nf_rs_why_t;
 void nf_regstats_why(uint32_t id, const nf_rs_why_t *w);
 
@@ -46,6 +47,8 @@ const char *nf_health_signal_name(nf_health_signal_t s);
  * and the segment runs its route again (re-enters) at call. */
 void nf_regstats_health(const char *name, nf_health_signal_t signal, uint64_t call);
 void nf_regstats_reentry(const char *name, uint64_t call);
+/* The segment ran call on fp32 for its rule's warm-up. */
+void nf_regstats_warmup(const char *name, uint64_t call);
 
 /* Collective over comm: rank 0 gets every rank's counters summed by name.
  * Then the table's text and JSON (an object keyed by region name) on fp. */

@@ -23,6 +23,7 @@ enum { NF_RS_CALLS, NF_RS_ELEMS, NF_RS_UP, NF_RS_TOTAL, NF_RS_N };
 typedef struct nf_rs_when {
     uint64_t first_cool, last_cool; /* the first and last cool-down's start */
     uint64_t reentries, reentry;    /* re-entries, and the last one's call */
+    uint64_t warmups, warmup;       /* calls run fp32 for a warm-up, the last one */
     int signal;                     /* of the last cool-down */
 } nf_rs_when_t;
 
@@ -148,6 +149,15 @@ void nf_regstats_reentry(const char *name, uint64_t call)
     pthread_mutex_unlock(&nf_rs_lock);
 }
 
+void nf_regstats_warmup(const char *name, uint64_t call)
+{
+    pthread_mutex_lock(&nf_rs_lock);
+    nf_rs_entry_t *e = nf_rs_named(name);
+    if (e != NULL)
+        e->when.warmups++, e->when.warmup = call + 1;
+    pthread_mutex_unlock(&nf_rs_lock);
+}
+
 /* This process's used entries, packed. */
 static size_t nf_rs_pack(nf_rs_entry_t **out)
 {
@@ -182,6 +192,8 @@ static void nf_rs_merge_why(nf_rs_entry_t *e, const nf_rs_entry_t *v)
         w->last_cool = o->last_cool, w->signal = o->signal;
     w->reentries += o->reentries;
     w->reentry = o->reentry > w->reentry ? o->reentry : w->reentry;
+    w->warmups += o->warmups;
+    w->warmup = o->warmup > w->warmup ? o->warmup : w->warmup;
 }
 
 static void nf_rs_merge(const nf_rs_entry_t *v, size_t n)
@@ -336,7 +348,8 @@ void nf_regstats_json(FILE *fp) { nf_rs_json_object(fp, nf_rs_any_calls, nf_rs_r
 
 static int nf_rs_any_why(const nf_rs_entry_t *e)
 {
-    int any = e->has_why || e->when.first_cool != 0 || e->when.reentries != 0;
+    int any = e->has_why || e->when.first_cool != 0 || e->when.reentries != 0 ||
+              e->when.warmups != 0;
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         any |= e->fallback[f] != 0;
     return any;
@@ -384,6 +397,7 @@ static void nf_rs_why_json_one(FILE *fp, const nf_rs_entry_t *e)
         nf_rs_json_num(fp, "cos_binary", w->cos_binary);
         nf_rs_json_num(fp, "cos_ternary", w->cos_ternary);
         nf_rs_json_num(fp, "admit_cosine", w->admit_cosine);
+        fprintf(fp, ", \"warmup\": %llu", (unsigned long long)w->warmup);
     } else {
         fprintf(fp, "\"route\": null, \"by\": null");
     }
@@ -396,6 +410,8 @@ static void nf_rs_why_json_one(FILE *fp, const nf_rs_entry_t *e)
     nf_rs_json_call(fp, "last_cooldown_call", t->last_cool);
     fprintf(fp, ", \"reentries\": %llu", (unsigned long long)t->reentries);
     nf_rs_json_call(fp, "last_reentry_call", t->reentry);
+    fprintf(fp, ", \"warmup_calls\": %llu", (unsigned long long)t->warmups);
+    nf_rs_json_call(fp, "last_warmup_call", t->warmup);
     fprintf(fp, ", \"fallbacks\": {");
     for (int f = 0, first = 1; f < NF_FALLBACK_COUNT; f++) {
         if (e->fallback[f] == 0)
@@ -424,7 +440,12 @@ static void nf_rs_why_line(FILE *fp, const nf_rs_entry_t *e)
                     nf_format_fixed4(tb, sizeof(tb), w->cos_ternary),
                     nf_format_fixed4(a, sizeof(a), w->admit_cosine));
         fprintf(fp, ", rule %s %s", w->rule, w->where[0] ? w->where : "(built-in)");
+        if (w->warmup != 0)
+            fprintf(fp, " (warmup %llu)", (unsigned long long)w->warmup);
     }
+    if (t->warmups != 0)
+        fprintf(fp, "; warm-up on fp32 %llu calls, last at call %llu",
+                (unsigned long long)t->warmups, (unsigned long long)(t->warmup - 1));
     if (t->last_cool != 0)
         fprintf(fp, "; cool-downs from call %llu, last at call %llu (%s)",
                 (unsigned long long)(t->first_cool - 1), (unsigned long long)(t->last_cool - 1),
