@@ -7,6 +7,8 @@
 #    Testall, interleaved with blocking calls, or freed (MPI_Request_free);
 #    the stats show the progress thread ran them (no no-progress fallback)
 #    and count every call on its route;
+#  - one rank per node: the leaders' exchanges on the thread (polled
+#    nonblocking PMPI calls), bit for bit;
 #  - NFCOLL_PROGRESS=off: the same results, each nonblocking call counted
 #    once under the no-progress fallback;
 #  - NFCOLL_PROGRESS_CPU pins the thread, or warns once when it cannot;
@@ -55,6 +57,22 @@ for np in 1 2 3 4; do
   else
     bad "NFCOLL_PROGRESS=off, $np ranks: no-progress '$np_' (want $((30 * np)))"; cat "$tmp/o"
   fi
+done
+
+# One rank per node (NFCOLL_RANKS_PER_NODE=1): every call crosses nodes, and
+# on the thread the leaders' exchanges and agreements are nonblocking PMPI
+# calls polled with sleeps (nf_pwait.h), bit for bit the blocking ones.
+for np in 2 3; do
+  nf_tier $np || continue
+  for r in binary fp32; do
+    out "$tmp/o" $np NFCOLL_RANKS_PER_NODE=1 $prog same $r
+    nb=$(sed -n 's/^nonblocking calls: //p' "$tmp/o" | head -1)
+    if [ "$nb" = 30 ] && ! grep -q FAIL "$tmp/o"; then
+      ok "$r, $np ranks on $np nodes: nonblocking calls bit for bit the blocking ones"
+    else
+      bad "$r, $np ranks on $np nodes: nonblocking '$nb'"; cat "$tmp/o" "$tmp/o.err"
+    fi
+  done
 done
 
 # NFCOLL_PROGRESS_CPU: pinned to CPU 0, silently; to a CPU this machine
