@@ -12,6 +12,8 @@
 #  - NFCOLL_PROGRESS=off: the same results, each nonblocking call counted
 #    once under the no-progress fallback;
 #  - NFCOLL_PROGRESS_CPU pins the thread, or warns once when it cannot;
+#  - MPI_Wait and MPI_Waitall on the thread's calls sleep (the waiting
+#    thread's CPU time under a tenth of a 300 ms wait);
 #  - MPI_Comm_free and MPI_Finalize with requests outstanding; a PMPI failure
 #    (stand-ins, every rank) completes the requests with its code;
 #  - test_ishim, an ordinary program calling MPI_Iallreduce: plain, preloaded
@@ -101,6 +103,12 @@ fi
 out "$tmp/o" 2 NFCOLL_STATS=$tmp/l.json $prog lifetime
 [ "$(grep -c '^ok rank' "$tmp/o")" = 2 ] && ok "MPI_Comm_free and MPI_Finalize with requests outstanding" ||
   { bad "lifetime"; cat "$tmp/o"; }
+out "$tmp/o" 2 NFCOLL_STATS=$tmp/sw.json $prog sleepwait
+if [ "$(grep -c '^ok rank' "$tmp/o")" = 2 ] && [ "$(fallback "$tmp/sw.json" no-progress)" = 0 ]; then
+  ok "MPI_Wait, MPI_Waitall on the thread's calls sleep: $(grep -m1 waited "$tmp/o")"
+else
+  bad "sleepwait (no-progress '$(fallback "$tmp/sw.json" no-progress)')"; cat "$tmp/o"
+fi
 out "$tmp/o" 2 NFCOLL_STATS=$tmp/ck.json $prog ckpt "$tmp/ck"
 if [ "$(grep -c '^ok rank' "$tmp/o")" = 2 ] && [ "$(fallback "$tmp/ck.json" no-progress)" = 0 ]; then
   ok "NF_Residuals_save with a nonblocking call in flight on the thread waits for it"

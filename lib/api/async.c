@@ -38,6 +38,7 @@ typedef struct nf_job {
     int route;
     int rc;          /* the call's MPI code, for its status */
     MPI_Request req;
+    uint64_t seq;    /* its place in the queue's order, from 1 */
     struct nf_job *next;
     atomic_int refs; /* the request's free_fn and the thread's run: the last frees */
 } nf_job_t;
@@ -45,6 +46,10 @@ typedef struct nf_job {
 static pthread_mutex_t nf_q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t nf_q_work = PTHREAD_COND_INITIALIZER; /* the thread: a job, or stop */
 static nf_job_t *nf_q_head, *nf_q_tail; /* the head stays queued while it runs */
+static pthread_cond_t nf_q_done = PTHREAD_COND_INITIALIZER; /* nf_async_wait's waiters */
+static uint64_t nf_q_issued, nf_q_completed; /* seq of the last job queued, completed */
+static unsigned nf_q_waiters;
+static atomic_int nf_q_pending; /* jobs queued and not completed: MPI_Wait's fast path */
 static int nf_q_stop;
 static int nf_q_state; /* 0: no thread, 1: running, -1: could not start */
 static pthread_t nf_q_thread;
@@ -147,10 +152,15 @@ static void *nf_async_main(void *arg)
         if (nf_q_head == NULL)
             nf_q_tail = NULL;
         pthread_mutex_unlock(&nf_q_lock);
+        uint64_t seq = j->seq;
         nf_comm_async_done(c); /* c may be freed from here on */
         PMPI_Grequest_complete(req);
         nf_job_put(j); /* last: the thread's hold (free_fn may have let go already) */
         pthread_mutex_lock(&nf_q_lock);
+        nf_q_completed = seq;
+        atomic_fetch_sub(&nf_q_pending, 1);
+        if (nf_q_waiters > 0)
+            pthread_cond_broadcast(&nf_q_done);
     }
     pthread_mutex_unlock(&nf_q_lock);
     return NULL;
@@ -187,6 +197,25 @@ void nf_async_finalize(void)
     pthread_mutex_lock(&nf_q_lock);
     nf_q_state = 0;
     nf_q_stop = 0;
+    pthread_mutex_unlock(&nf_q_lock);
+}
+
+/* ---- the program's wait ---- */
+
+void nf_async_wait(const MPI_Request *reqs, int n)
+{
+    if (atomic_load(&nf_q_pending) == 0 || reqs == NULL)
+        return;
+    pthread_mutex_lock(&nf_q_lock);
+    uint64_t last = 0; /* the latest of the queued jobs among reqs */
+    for (const nf_job_t *j = nf_q_head; j != NULL; j = j->next)
+        for (int i = 0; i < n; i++)
+            if (reqs[i] != MPI_REQUEST_NULL && reqs[i] == j->req && j->seq > last)
+                last = j->seq;
+    nf_q_waiters++;
+    while (nf_q_completed < last) /* jobs complete in queue order */
+        pthread_cond_wait(&nf_q_done, &nf_q_lock);
+    nf_q_waiters--;
     pthread_mutex_unlock(&nf_q_lock);
 }
 
@@ -251,6 +280,8 @@ static void nf_async_enqueue(nf_job_t *j)
     else
         nf_q_head = j;
     nf_q_tail = j;
+    j->seq = ++nf_q_issued;
+    atomic_fetch_add(&nf_q_pending, 1);
     atomic_fetch_add(&j->c->async_issued, 1);
     pthread_cond_signal(&nf_q_work);
     pthread_mutex_unlock(&nf_q_lock);

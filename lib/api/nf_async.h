@@ -14,6 +14,12 @@
  * failure is the request's. */
 int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request);
 
+/* Sleep until the progress thread has completed every queued call among
+ * reqs[0..n) (MPI_Wait and MPI_Waitall through the shim, before PMPI's
+ * wait, which would busy-poll against the thread for its core). Returns at
+ * once when none of them is queued: other requests, calls run at issue. */
+void nf_async_wait(const MPI_Request *reqs, int n);
+
 /* Run what is queued, stop the progress thread and join it. Before
  * PMPI_Finalize (and again, doing nothing, at the MPI_COMM_SELF attribute's
  * deletion). */

@@ -189,6 +189,24 @@ __attribute__((noinline)) int nf_shim_iallreduce(const void *sendbuf, void *recv
     return rc;
 }
 
+/* MPI_Wait and MPI_Waitall on a nonblocking call the progress thread runs
+ * sleep until the thread completes it (nf_async_wait), instead of Open
+ * MPI's busy poll, which on a machine with one core per rank took the core
+ * the thread needs. Any other request: PMPI's wait at once (one atomic load). */
+NF_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    if (request != NULL)
+        nf_async_wait(request, 1);
+    return PMPI_Wait(request, status);
+}
+
+NF_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    if (count > 0)
+        nf_async_wait(requests, count);
+    return PMPI_Waitall(count, requests, statuses);
+}
+
 NF_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                              MPI_Request *request)

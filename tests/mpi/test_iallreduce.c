@@ -16,6 +16,9 @@
  *     request outstanding (the request completes with the right result),
  *     then MPI_Finalize with a request outstanding: the buffer holds the
  *     result after it.
+ *   test_iallreduce sleepwait     MPI_Wait and MPI_Waitall on calls the
+ *     thread runs sleep: waiting 300 ms for a late rank, the caller's
+ *     thread uses under a tenth of that in CPU time.
  *   test_iallreduce error         PMPI_Allgather (and the thread's
  *     PMPI_Iallgather) and PMPI_Allreduce stand-ins
  *     (as in test_errcode) fail on every rank: an fp32 call (2 pretend
@@ -32,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nfcoll.h"
 #include "nf_ref.h"
@@ -275,6 +279,59 @@ static int lifetime(void)
     return bad || off;
 }
 
+/* The calling thread's CPU seconds. */
+static double thread_cpu(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* MPI_Wait and MPI_Waitall on a call the thread runs sleep (nf_async_wait)
+ * rather than poll: the last rank issues its call 300 ms late, so the others'
+ * waits last that long; their calling threads may use a tenth of it. */
+static int sleepwait(void)
+{
+    enum { M = 4099 };
+    static float x[M], y[M], want[M];
+    MPI_Request req[2];
+    int bad = 0;
+    /* the first call on the communicator agrees on the thread at its issue */
+    NF_Iallreduce_route(MPI_IN_PLACE, y, M, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32,
+                        &req[0]);
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    for (int k = 0; k < 2; k++) {
+        ref_input(x, M, rank, 3, 61);
+        expect_fp32(want, M, 3);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == nranks - 1)
+            nanosleep(&(struct timespec){0, 300000000L}, NULL);
+        NF_Iallreduce_route(MPI_IN_PLACE, x, M, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                            NF_ROUTE_FP32, &req[0]);
+        NF_Iallreduce_route(MPI_IN_PLACE, y, M, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                            NF_ROUTE_FP32, &req[1]);
+        double w0 = MPI_Wtime(), c0 = thread_cpu();
+        int rc = k == 0 ? MPI_Wait(&req[0], MPI_STATUS_IGNORE) | MPI_Wait(&req[1], MPI_STATUS_IGNORE)
+                        : MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+        double wall = MPI_Wtime() - w0, cpu = thread_cpu() - c0;
+        const char *how = k == 0 ? "MPI_Wait" : "MPI_Waitall";
+        int off = 0;
+        for (int j = 0; j < M; j++)
+            off += fabsf(x[j] - want[j]) > 1e-4f * (1.0f + fabsf(want[j]));
+        bad |= nft_check(rc == MPI_SUCCESS && off == 0, how, "failed, or %d elements wrong", off);
+        if (rank != nranks - 1) {
+            printf("rank %d: %s waited %.0f ms, its thread used %.1f ms of CPU\n", rank, how,
+                   1e3 * wall, 1e3 * cpu);
+            bad |= nft_check(wall > 0.2 && cpu < 0.1 * wall, how,
+                             "waited %.0f ms using %.0f ms of CPU: it polled", 1e3 * wall,
+                             1e3 * cpu);
+        }
+    }
+    if (!bad)
+        printf("ok rank %d: waits on the thread's calls sleep\n", rank);
+    return bad;
+}
+
 /* Whether a status in MPI_Waitall's array carries want. MPICH 4.0 puts an
  * error code of its own there (0x3c03f80f for 0x7f000001: it wraps what
  * the request's query_fn returned), while MPI_Wait returns the code as is;
@@ -416,12 +473,14 @@ int main(int argc, char **argv)
         MPI_Comm_free(&Y);
     } else if (strcmp(mode, "lifetime") == 0) {
         return lifetime() || bad;
+    } else if (strcmp(mode, "sleepwait") == 0) {
+        bad |= sleepwait();
     } else if (strcmp(mode, "error") == 0) {
         bad |= error_case();
     } else if (strcmp(mode, "ckpt") == 0 && argc > 2) {
         bad |= ckpt_case(argv[2]);
     } else {
-        fprintf(stderr, "usage: test_iallreduce same ROUTE|lifetime|error|ckpt PREFIX\n");
+        fprintf(stderr, "usage: test_iallreduce same ROUTE|lifetime|sleepwait|error|ckpt PREFIX\n");
         bad = 2;
     }
     MPI_Finalize();
