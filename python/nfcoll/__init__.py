@@ -261,14 +261,14 @@ class Request:
     def wait(self):
         """Block until the allreduce finished; return its array, or raise
         nfcoll.Error with the call's error. It polls MPI_Test, sleeping
-        between tries (20 us, doubling to 1 ms; the GIL released), rather
+        between tries (20 us, doubling to 200 us; the GIL released), rather
         than block in MPI_Wait: Open MPI's MPI_Wait spins in its progress
         engine, against the library's progress thread that does the work
         (a 16 MiB fp32 call on 2 ranks took 10x longer; docs/benchmarks.md)."""
         nap = 2e-5
         while not self.done():
             time.sleep(nap)
-            nap = min(nap * 2, 1e-3)
+            nap = min(nap * 2, 2e-4)
         _check(self._function, self._rc, self._detail)
         return self._x
 
