@@ -3,14 +3,12 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "nf_health.h"
-#include "nf_intern.h"
 #include "nf_log.h"
 #include "nf_regstats.h"
+#include "nf_segtab.h"
 
 static nf_policy_health_t nf_hcfg;
 static pthread_mutex_t nf_hloss_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -40,15 +38,9 @@ double nf_health_take_loss(void)
     return v;
 }
 
-/* One segment's state, by a key of integers (no name is formatted or
- * hashed per call): a region by its interned id; a gap by the regions on
- * either side of it and its size, so that two gaps of one size are two
- * records; a whole unbound buffer by its size, as calibration names it
- * (buffer:BYTES). Each segment maps to its own record on each rank; ids
- * are per process, so keys are not comparable across ranks (and are never
- * exchanged: the signals are agreed per segment index). */
+/* One segment's state (nf_segtab.h: each segment maps to its own record on
+ * each rank; the signals are agreed per segment index). */
 typedef struct nf_hseg {
-    uint64_t a, b;        /* the key: (id, 0), or (prev id << 32 | next id, bytes + 1) */
     uint32_t id;          /* the region, 0 for a gap or a whole buffer */
     size_t bytes;
     unsigned left;        /* calls of fp32 still to run */
@@ -61,72 +53,40 @@ typedef struct nf_hseg {
 #define NF_HSEG_MAX 4096 /* segments watched per communicator */
 
 struct nf_health_comm {
-    nf_hseg_t *v;
-    size_t n, cap;
-    nf_keymap_t index;    /* key -> index in v */
+    nf_segtab_t segs;     /* nf_hseg_t */
     double *losses;       /* the last loss_window agreed losses, a ring */
     unsigned nloss, at;
 };
 
-nf_health_comm_t *nf_health_comm_new(void) { return calloc(1, sizeof(nf_health_comm_t)); }
+nf_health_comm_t *nf_health_comm_new(void)
+{
+    nf_health_comm_t *h = calloc(1, sizeof(*h));
+    if (h != NULL)
+        h->segs.size = sizeof(nf_hseg_t), h->segs.max = NF_HSEG_MAX;
+    return h;
+}
 
 void nf_health_comm_free(nf_health_comm_t *h)
 {
     if (h == NULL)
         return;
-    free(h->v);
-    nf_keymap_free(&h->index);
+    nf_segtab_free(&h->segs);
     free(h->losses);
     free(h);
-}
-
-void nf_seg_key(const nf_seg_t *seg, size_t n, size_t i, uint64_t *a, uint64_t *b)
-{
-    const nf_seg_t *g = &seg[i];
-    if (g->id != 0) {
-        *a = g->id, *b = 0;
-        return;
-    }
-    uint64_t prev = i > 0 ? seg[i - 1].id : 0, next = i + 1 < n ? seg[i + 1].id : 0;
-    *a = prev << 32 | next;
-    *b = (uint64_t)g->m * sizeof(float) + 1;
 }
 
 static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *seg, size_t n, size_t i,
                           int make)
 {
-    uint64_t a, b;
-    nf_seg_key(seg, n, i, &a, &b);
-    uint32_t at = nf_keymap_get(&h->index, a, b);
-    if (at != UINT32_MAX)
-        return &h->v[at];
-    if (!make || h->n >= NF_HSEG_MAX)
-        return NULL;
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 32;
-        nf_hseg_t *v = realloc(h->v, cap * sizeof(*v));
-        if (v == NULL)
-            return NULL;
-        h->v = v, h->cap = cap;
-    }
-    if (nf_keymap_put(&h->index, a, b, (uint32_t)h->n) != 0)
-        return NULL;
-    nf_hseg_t *s = &h->v[h->n++];
-    memset(s, 0, sizeof(*s));
-    s->a = a, s->b = b, s->id = seg[i].id, s->bytes = seg[i].m * sizeof(float);
+    nf_hseg_t *s = nf_segtab_get(&h->segs, seg, n, i, make);
+    if (s != NULL && s->bytes == 0) /* new */
+        s->id = seg[i].id, s->bytes = seg[i].m * sizeof(float);
     return s;
 }
 
-/* The segment's name as calibration and the stats name it: its region,
- * else buffer:BYTES. */
 static const char *nf_hseg_name(const nf_hseg_t *s, char *buf, size_t len)
 {
-    const char *name = s->id != 0 ? nf_intern_name(s->id) : NULL;
-    if (name == NULL) {
-        snprintf(buf, len, "buffer:%zu", s->bytes);
-        name = buf;
-    }
-    return name;
+    return nf_seg_name(s->id, s->bytes, buf, len);
 }
 
 void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, size_t n,
@@ -221,9 +181,11 @@ void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, const nf_seg_note_t *
     int spike = nf_health_spike(h, loss);
     /* A loss spike affects every low-bit segment of the communicator: the
      * ones this call reduced below, and every one seen before. */
-    for (size_t i = 0; spike && i < h->n; i++)
-        if (h->v[i].left == 0)
-            nf_health_start(&h->v[i], NF_HEALTH_LOSS_SPIKE, call);
+    for (size_t k = 0; spike && k < h->segs.n; k++) {
+        nf_hseg_t *s = nf_segtab_at(&h->segs, k);
+        if (s->left == 0)
+            nf_health_start(s, NF_HEALTH_LOSS_SPIKE, call);
+    }
     for (size_t i = 0; i < n; i++) {
         nf_seg_t *g = &seg[i];
         if (!(g->route == NF_ROUTE_BINARY || g->route == NF_ROUTE_TERNARY) || note[i].cooling)

@@ -34,13 +34,6 @@ typedef struct nf_seg_note {
     nf_decide_reason_t why; /* why admission gave it its route (kept with a plan) */
 } nf_seg_note_t;
 
-/* Segment i's key for per-segment state, integers only (no name is
- * formatted or hashed per call): a region by its interned id, (id, 0); a
- * gap or a whole unbound buffer by the regions on either side of it and
- * its size, (prev id << 32 | next id, bytes + 1), so that two gaps of one
- * size are two records. Ids are per process: keys are never exchanged. */
-void nf_seg_key(const nf_seg_t *seg, size_t n, size_t i, uint64_t *a, uint64_t *b);
-
 typedef struct nf_health_comm nf_health_comm_t;
 nf_health_comm_t *nf_health_comm_new(void);
 void nf_health_comm_free(nf_health_comm_t *h);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "nf_coll.h"
-#include "nf_health.h" /* nf_seg_note_t, nf_seg_key */
+#include "nf_health.h" /* nf_seg_note_t */
 #include "nf_policy.h"
 
 typedef struct nf_warmup_comm nf_warmup_comm_t;

@@ -1,0 +1,43 @@
+/*
+ * Per-communicator records of segments (segtab.c), for the state admission
+ * keeps per segment across calls: health's cool-downs, the warm-up's
+ * counts. docs/design.md, "Health" and "Warm-up".
+ */
+#ifndef NF_SEGTAB_H
+#define NF_SEGTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nf_coll.h"
+#include "nf_intern.h"
+
+/* Segment i's key, integers only (no name is formatted or hashed per
+ * call): a region by its interned id, (id, 0); a gap or a whole unbound
+ * buffer by the regions on either side of it and its size, (prev id << 32 |
+ * next id, bytes + 1), so that two gaps of one size are two records. Ids
+ * are per process: keys are never exchanged (what ranks agree on is per
+ * segment index). */
+void nf_seg_key(const nf_seg_t *seg, size_t n, size_t i, uint64_t *a, uint64_t *b);
+
+/* A segment's name as calibration and the stats name it: its region (id),
+ * else buffer:BYTES in buf. */
+const char *nf_seg_name(uint32_t id, size_t bytes, char *buf, size_t len);
+
+/* Records of `size` bytes, one per segment key, at most `max` (beyond it,
+ * further segments have none: on every rank alike, since every rank sees
+ * the same calls). A zero-filled table with size and max set is empty. */
+typedef struct nf_segtab {
+    unsigned char *v;     /* n records */
+    size_t size, max;
+    size_t n, cap;
+    nf_keymap_t index;    /* key -> index in v */
+} nf_segtab_t;
+
+/* The record of seg[i]; a new zero-filled one when make (NULL when the
+ * table is full or out of memory, or when !make and none exists). */
+void *nf_segtab_get(nf_segtab_t *t, const nf_seg_t *seg, size_t n, size_t i, int make);
+static inline void *nf_segtab_at(const nf_segtab_t *t, size_t k) { return t->v + k * t->size; }
+void nf_segtab_free(nf_segtab_t *t);
+
+#endif
