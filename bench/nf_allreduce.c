@@ -22,6 +22,8 @@
 
 #include <nfcoll.h>
 
+#include "bench_args.h"
+
 #define LARGE_MESSAGE (64 * 1024)
 
 typedef struct opts {
@@ -52,24 +54,6 @@ static void usage(FILE *fp)
             "Environment: NFCOLL_EF, NFCOLL_SIMD, NFCOLL_CXL... (see libnfcoll(7)).\n");
 }
 
-static int parse_size(const char *s, size_t *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 0)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v *= 1024; end++; break;
-    case 'm': case 'M': v *= 1024 * 1024; end++; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    if (*end != '\0')
-        return -1;
-    *out = (size_t)v;
-    return 0;
-}
-
 static int parse_routes(char *s, opts_t *o)
 {
     memset(o->routes, 0, sizeof(o->routes));
@@ -90,7 +74,6 @@ static int parse_routes(char *s, opts_t *o)
 static int parse_args(int argc, char **argv, opts_t *o)
 {
     int c;
-    char *colon;
     *o = (opts_t){.min = 4, .max = 4 << 20, .iters = 1000, .warmup = 10, .repeats = 1};
     for (int i = 0; i < NF_ROUTE_COUNT; i++)
         o->routes[i] = 1;
@@ -101,11 +84,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 return rank == 0 ? fprintf(stderr, "nf_allreduce: bad route list '%s'\n", optarg), -1 : -1;
             break;
         case 'm':
-            colon = strchr(optarg, ':');
-            if (colon != NULL)
-                *colon = '\0';
-            if ((colon != NULL && parse_size(optarg, &o->min) != 0) ||
-                parse_size(colon != NULL ? colon + 1 : optarg, &o->max) != 0 || o->max < o->min) {
+            if (bench_range(optarg, &o->min, &o->max) != 0) {
                 if (rank == 0)
                     fprintf(stderr, "nf_allreduce: bad size range for -m\n");
                 return -1;

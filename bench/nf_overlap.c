@@ -30,6 +30,8 @@
 
 #include <nfcoll.h>
 
+#include "bench_args.h"
+
 enum { ROUTE_MPI = -2, ROUTE_AUTO = -1, MAX_ROUTES = NF_ROUTE_COUNT + 2 };
 
 typedef struct opts {
@@ -47,28 +49,12 @@ static void usage(FILE *fp)
             "  -r ROUTES    comma list of mpi (PMPI_Iallreduce), auto (NF_Iallreduce, the\n"
             "               policy decides) and libnfcoll routes (pmpi,fp32,binary,...);\n"
             "               default mpi,fp32,binary\n"
-            "  -m [MIN:]MAX message sizes in bytes, powers of two; K/M suffixes (default 1M:16M)\n"
+            "  -m [MIN:]MAX message sizes in bytes, powers of two; K/M/G suffixes (default 1M:16M)\n"
             "  -i ITERS     iterations per size (default 20)\n"
             "  -x WARMUP    warm-up iterations per size (default 3)\n"
             "  -R REPEATS   repeat each size, report the median repeat (default 1)\n"
             "  -h           this help\n"
             "Columns as osu_iallreduce's: Overall, Compute, Pure Comm. (us), Overlap (%%).\n");
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 0)
-        return -1;
-    if (*end == 'k' || *end == 'K')
-        v *= 1024, end++;
-    else if (*end == 'm' || *end == 'M')
-        v *= 1024 * 1024, end++;
-    if (*end != '\0')
-        return -1;
-    *out = (size_t)v;
-    return 0;
 }
 
 static int parse_routes(char *s, opts_t *o)
@@ -92,7 +78,6 @@ static int parse_routes(char *s, opts_t *o)
 static int parse_args(int argc, char **argv, opts_t *o)
 {
     int c;
-    char *colon;
     char def[] = "mpi,fp32,binary";
     *o = (opts_t){.min = 1 << 20, .max = 16 << 20, .iters = 20, .warmup = 3, .repeats = 1};
     parse_routes(def, o);
@@ -106,11 +91,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
             }
             break;
         case 'm':
-            colon = strchr(optarg, ':');
-            if (colon != NULL)
-                *colon = '\0';
-            if ((colon != NULL && parse_size(optarg, &o->min) != 0) ||
-                parse_size(colon != NULL ? colon + 1 : optarg, &o->max) != 0 || o->max < o->min) {
+            if (bench_range(optarg, &o->min, &o->max) != 0) {
                 if (rank == 0)
                     fprintf(stderr, "nf_overlap: bad size range for -m\n");
                 return -1;
