@@ -76,6 +76,28 @@ CALIBRATION = ("calibrate.policy", "calib.profile")
 TRAIN_SETTINGS = ("optimizer", "lr", "momentum", "weight_decay", "warmup", "schedule")
 
 
+def runner_args(ap, timeout):
+    """The arguments Runner reads, on an argparse parser."""
+    ap.add_argument("--build", help="a build tree: its libnfcoll.so and nfcoll_policy")
+    ap.add_argument("--src", help="a source tree: its python/ package")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--mpirun-args", default=os.environ.get("NF_MPIRUN_EXTRA", ""))
+    ap.add_argument("--timeout", type=int, default=timeout, help="seconds per mpirun")
+
+
+class Checks:
+    """TAP lines for --check: ok(cond, what) prints one and counts it when
+    it failed (failed)."""
+
+    def __init__(self):
+        self.failed = 0
+
+    def ok(self, cond, what):
+        print(("ok - " if cond else "not ok - ") + what, flush=True)
+        self.failed += not cond
+
+
 class Runner:
     """Runs train.py under mpirun with the library, tools and package chosen."""
 
@@ -431,13 +453,8 @@ def plot(entries, a, path):
 
 def check(entries, a):
     """make check-full's assertions; returns the number that failed."""
-    failed = 0
-
-    def ok(cond, what):
-        nonlocal failed
-        print(("ok - " if cond else "not ok - ") + what, flush=True)
-        failed += not cond
-
+    t = Checks()
+    ok = t.ok
     for model, seed in ((m, x) for m in a.models for x in a.seeds):
         by = {e["config"]: e for e in entries if e["model"] == model and e["seed"] == seed}
         base = by.get("fp32", {}).get("result")
@@ -502,7 +519,7 @@ def check(entries, a):
                "so (%s)%s" % (model, thr, ", ".join("%s %s" % (k, p["route"]) for k, p in
                                                     e["profile"].items()),
                               "; " + "; ".join(bad) if bad else ""))
-    return failed
+    return t.failed
 
 
 SETTINGS = ("np", "epochs", "train_subset") + TRAIN_SETTINGS
@@ -546,12 +563,7 @@ def main():
                     "optimizer's)")
     ap.add_argument("--schedule", choices=("cosine", "constant"), help="default cosine")
     ap.add_argument("--out", default="train-check")
-    ap.add_argument("--build", help="a build tree: its libnfcoll.so and nfcoll_policy")
-    ap.add_argument("--src", help="a source tree: its python/ package")
-    ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--mpirun", default="mpirun")
-    ap.add_argument("--mpirun-args", default=os.environ.get("NF_MPIRUN_EXTRA", ""))
-    ap.add_argument("--timeout", type=int, default=1800, help="seconds per mpirun")
+    runner_args(ap, 1800)
     ap.add_argument("--check", action="store_true", help="assert make check-full's claims")
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--merge", metavar="SUMMARY_JSON",

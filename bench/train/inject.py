@@ -31,7 +31,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import HERE, Runner  # noqa: E402
+from compare import HERE, Checks, Runner, runner_args  # noqa: E402
 
 POLICY = "binary-decay-health.policy"
 
@@ -108,13 +108,8 @@ def line(e):
 
 
 def check(runs, a):
-    failed = 0
-
-    def ok(cond, what):
-        nonlocal failed
-        print(("ok - " if cond else "not ok - ") + what, flush=True)
-        failed += not cond
-
+    t = Checks()
+    ok = t.ok
     h = runs["healthy"]
     ok(h["fp32_pct"] < 5.0, "healthy: %.2f %% of the gradient bytes on fp32 (under 5)"
        % h["fp32_pct"])
@@ -129,7 +124,7 @@ def check(runs, a):
            "ternary (at least 90)" % (name, e["reentry_step"],
                                      "-" if e.get("lowbit_pct_after") is None
                                      else "%.2f" % e["lowbit_pct_after"]))
-    return failed
+    return t.failed
 
 
 def main():
@@ -144,12 +139,7 @@ def main():
     ap.add_argument("--train-subset", type=int, default=12000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="inject-check")
-    ap.add_argument("--build", help="a build tree: its libnfcoll.so and nfcoll_policy")
-    ap.add_argument("--src", help="a source tree: its python/ package")
-    ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--mpirun", default="mpirun")
-    ap.add_argument("--mpirun-args", default=os.environ.get("NF_MPIRUN_EXTRA", ""))
-    ap.add_argument("--timeout", type=int, default=900, help="seconds per mpirun")
+    runner_args(ap, 900)
     ap.add_argument("--check", action="store_true", help="assert the claims above")
     a = ap.parse_args()
     for k in ("optimizer", "lr", "momentum", "weight_decay", "warmup", "schedule"):
