@@ -7,8 +7,7 @@
 #    Testall, interleaved with blocking calls, or freed (MPI_Request_free);
 #    the stats show the progress thread ran them (no no-progress fallback)
 #    and count every call on its route;
-#  - one rank per node: the leaders' exchanges on the thread (polled
-#    nonblocking PMPI calls), bit for bit;
+#  - one rank per node: the leaders' exchanges on the thread, bit for bit;
 #  - NFCOLL_PROGRESS=off: the same results, each nonblocking call counted
 #    once under the no-progress fallback;
 #  - NFCOLL_PROGRESS_CPU pins the thread, or warns once when it cannot;
@@ -61,9 +60,8 @@ for np in 1 2 3 4; do
   fi
 done
 
-# One rank per node (NFCOLL_RANKS_PER_NODE=1): every call crosses nodes, and
-# on the thread the leaders' exchanges and agreements are nonblocking PMPI
-# calls polled with sleeps (nf_pwait.h), bit for bit the blocking ones.
+# One rank per node (NFCOLL_RANKS_PER_NODE=1): every call crosses nodes, the
+# leaders' exchanges on the thread, bit for bit the blocking calls.
 for np in 2 3; do
   nf_tier $np || continue
   for r in binary fp32; do

@@ -29,7 +29,6 @@
 #include "nf_ctx.h"
 #include "nf_export.h"
 #include "nf_log.h"
-#include "nf_pwait.h"
 #include "nf_stats.h"
 
 typedef struct nf_job {
@@ -135,7 +134,6 @@ static void *nf_async_main(void *arg)
 {
     (void)arg;
     nf_async_pin();
-    nf_pwait_thread(1); /* its waits sleep: the rank's computation keeps the core */
     pthread_mutex_lock(&nf_q_lock);
     for (;;) {
         while (nf_q_head == NULL && !nf_q_stop) /* sleeps: an idle thread costs no CPU */

@@ -3,12 +3,11 @@
 
 #include "nf_agree.h"
 #include "nf_ctx.h"
-#include "nf_pwait.h"
 
 nf_status_t nf_agree_status(MPI_Comm comm, nf_status_t mine)
 {
     int bad = mine != NF_OK, any = 1;
-    nf_status_t st = nf_mpi_status(nf_pmpi_allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm));
+    nf_status_t st = nf_mpi_status(PMPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm));
     if (st != NF_OK)
         return st;
     return any == 0 ? NF_OK : (mine != NF_OK ? mine : NF_ERR_NO_MEMORY);
@@ -16,7 +15,7 @@ nf_status_t nf_agree_status(MPI_Comm comm, nf_status_t mine)
 
 nf_status_t nf_agree_any(MPI_Comm comm, unsigned mine, unsigned *any)
 {
-    return nf_mpi_status(nf_pmpi_allreduce(&mine, any, 1, MPI_UNSIGNED, MPI_BOR, comm));
+    return nf_mpi_status(PMPI_Allreduce(&mine, any, 1, MPI_UNSIGNED, MPI_BOR, comm));
 }
 
 /* One allreduce: a hash and its complement under MAX tell whether every
@@ -28,7 +27,7 @@ nf_status_t nf_agree_comm(MPI_Comm comm, const nf_agree_comm_in_t *in,
     uint64_t v[6] = {in->policy_hash, ~in->policy_hash, in->name_hash, ~in->name_hash,
                      !in->lanes_fit, !in->alloc_ok};
     uint64_t w[6];
-    nf_status_t st = nf_mpi_status(nf_pmpi_allreduce(v, w, 6, MPI_UINT64_T, MPI_MAX, comm));
+    nf_status_t st = nf_mpi_status(PMPI_Allreduce(v, w, 6, MPI_UINT64_T, MPI_MAX, comm));
     if (st != NF_OK)
         return st;
     out->same_policy = w[0] == in->policy_hash && ~w[1] == in->policy_hash;
@@ -45,7 +44,7 @@ nf_status_t nf_agree_worst(MPI_Comm comm, int rank, unsigned severity, uint64_t 
 {
     uint64_t v[3] = {(uint64_t)severity << 32 | (UINT32_MAX - (uint32_t)rank), value, ~value};
     uint64_t w[3];
-    nf_status_t st = nf_mpi_status(nf_pmpi_allreduce(v, w, 3, MPI_UINT64_T, MPI_MAX, comm));
+    nf_status_t st = nf_mpi_status(PMPI_Allreduce(v, w, 3, MPI_UINT64_T, MPI_MAX, comm));
     if (st != NF_OK)
         return st;
     out->severity = (unsigned)(w[0] >> 32);
@@ -58,5 +57,5 @@ nf_status_t nf_agree_worst(MPI_Comm comm, int rank, unsigned severity, uint64_t 
 nf_status_t nf_agree_code(MPI_Comm comm, int mine, int *code)
 {
     int v = mine > 0 ? mine : mine != MPI_SUCCESS ? MPI_ERR_OTHER : MPI_SUCCESS;
-    return nf_mpi_status(nf_pmpi_allreduce(&v, code, 1, MPI_INT, MPI_MAX, comm));
+    return nf_mpi_status(PMPI_Allreduce(&v, code, 1, MPI_INT, MPI_MAX, comm));
 }

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "nf_ctx.h"
-#include "nf_pwait.h"
 #include "nf_stats.h"
 #include "nf_xnode.h"
 
@@ -47,7 +46,7 @@ size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk)
 nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v)
 {
     uint64_t *all = c->xnode;
-    nf_status_t st = nf_mpi_status(nf_pmpi_allgather(node, NF_HDR_WORDS, MPI_UINT64_T, all,
+    nf_status_t st = nf_mpi_status(PMPI_Allgather(node, NF_HDR_WORDS, MPI_UINT64_T, all,
                                                   NF_HDR_WORDS, MPI_UINT64_T, c->leaders));
     if (st != NF_OK)
         return st;
@@ -71,7 +70,7 @@ static nf_status_t nf_fp32_whole(nf_comm_t *c, float *res, size_t len)
     const float **in = (const float **)c->ptrs;
     float *x = c->xnode;
     nf_status_t st = nf_mpi_status(
-        nf_pmpi_allgather(res, (int)len, MPI_FLOAT, x, (int)len, MPI_FLOAT, c->leaders));
+        PMPI_Allgather(res, (int)len, MPI_FLOAT, x, (int)len, MPI_FLOAT, c->leaders));
     if (st != NF_OK)
         return st;
     for (int j = 0; j < c->nnodes; j++)
@@ -107,13 +106,13 @@ static nf_status_t nf_fp32_split(nf_comm_t *c, float *res, size_t len)
     for (int j = 0; j < p; j++)
         rc[j] = sc[me], rd[j] = (int)((size_t)j * bmax);
     nf_status_t st = nf_mpi_status(
-        nf_pmpi_alltoallv(res, sc, sd, MPI_FLOAT, x, rc, rd, MPI_FLOAT, c->leaders));
+        PMPI_Alltoallv(res, sc, sd, MPI_FLOAT, x, rc, rd, MPI_FLOAT, c->leaders));
     if (st != NF_OK)
         return st;
     for (int j = 0; j < p; j++)
         in[j] = x + rd[j];
     nf_ctx.k->sum_f32(res + sd[me], in, (unsigned)p, (size_t)sc[me]);
-    st = nf_mpi_status(nf_pmpi_allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, res, sc, sd, MPI_FLOAT,
+    st = nf_mpi_status(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_FLOAT, res, sc, sd, MPI_FLOAT,
                                        c->leaders));
     if (st == NF_OK)
         nf_stats_internode(NF_ROUTE_FP32,
@@ -181,7 +180,7 @@ static nf_status_t nf_counts_whole(nf_comm_t *c, const nf_call_t *call, uint64_t
     uint64_t *send = c->xnode, *recv = send + w, *tmp = recv + (size_t)c->nnodes * w;
     nf_narrow(c, cnt, 0, nlines, send);
     int n = (int)(nlines * c->kn);
-    nf_status_t st = nf_mpi_status(nf_pmpi_allgather(send, n, nf_ctx.line_type, recv, n,
+    nf_status_t st = nf_mpi_status(PMPI_Allgather(send, n, nf_ctx.line_type, recv, n,
                                                   nf_ctx.line_type, c->leaders));
     if (st != NF_OK)
         return st;
@@ -203,7 +202,7 @@ static nf_status_t nf_counts_split(nf_comm_t *c, const nf_call_t *call, uint64_t
     nf_narrow(c, cnt, 0, nlines, send);
     for (int j = 0; j < p; j++)
         rc[j] = sc[me], rd[j] = (int)((size_t)j * bmax * c->kn);
-    nf_status_t st = nf_mpi_status(nf_pmpi_alltoallv(send, sc, sd, nf_ctx.line_type, recv, rc, rd,
+    nf_status_t st = nf_mpi_status(PMPI_Alltoallv(send, sc, sd, nf_ctx.line_type, recv, rc, rd,
                                                   nf_ctx.line_type, c->leaders));
     if (st != NF_OK)
         return st;
@@ -212,7 +211,7 @@ static nf_status_t nf_counts_split(nf_comm_t *c, const nf_call_t *call, uint64_t
     uint64_t sent = ((uint64_t)(nlines - mn) * c->kn + (uint64_t)(p - 1) * mn * c->k) *
                     NF_LINE_BYTES;
     nf_blocks(c, nlines, c->k, sc, sd, &bmax);
-    st = nf_mpi_status(nf_pmpi_allgatherv(MPI_IN_PLACE, 0, nf_ctx.line_type, cnt, sc, sd,
+    st = nf_mpi_status(PMPI_Allgatherv(MPI_IN_PLACE, 0, nf_ctx.line_type, cnt, sc, sd,
                                        nf_ctx.line_type, c->leaders));
     if (st == NF_OK)
         nf_count_bytes(call, nlines, sent);

@@ -19,8 +19,7 @@
  *   test_iallreduce sleepwait     MPI_Wait and MPI_Waitall on calls the
  *     thread runs sleep: waiting 300 ms for a late rank, the caller's
  *     thread uses under a tenth of that in CPU time.
- *   test_iallreduce error         PMPI_Allgather (and the thread's
- *     PMPI_Iallgather) and PMPI_Allreduce stand-ins
+ *   test_iallreduce error         PMPI_Allgather and PMPI_Allreduce stand-ins
  *     (as in test_errcode) fail on every rank: an fp32 call (2 pretend
  *     nodes: its first exchange is a PMPI_Allgather) and a pmpi call
  *     complete with the stand-in's code in MPI_Waitall's statuses (and
@@ -51,50 +50,25 @@ static long nonblocking;
 #define CODE_USER 0x7ffffffe
 static atomic_int armed_allgather, armed_allreduce, late_allgather;
 typedef int allgather_fn(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
-typedef int iallgather_fn(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
-                          MPI_Request *);
 typedef int allreduce_fn(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 
 /* Exported: the tests build with -fvisibility=hidden, and MPICH's mpi.h,
  * unlike Open MPI's, does not declare PMPI_* with default visibility. */
 #define NFT_EXPORT __attribute__((visibility("default")))
 
-/* Armed: the next exchange fails at once, on this rank. Armed late: the
- * n-th exchange from now takes place, and fails here only (after it). */
-static int late_code(int code)
-{
-    int n = atomic_load(&late_allgather);
-    if (n > 0 && atomic_fetch_sub(&late_allgather, 1) == 1)
-        return CODE_PRIVATE;
-    return code;
-}
-
-NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
-                              MPI_Datatype rt, MPI_Comm comm)
+NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                   MPI_Comm comm)
 {
     static allgather_fn *next;
     if (atomic_exchange(&armed_allgather, 0))
         return CODE_PRIVATE;
     if (next == NULL && (next = (allgather_fn *)dlsym(RTLD_NEXT, "PMPI_Allgather")) == NULL)
         abort();
-    return late_code(next(sb, sc, st, rb, rc, rt, comm));
-}
-
-/* The progress thread's exchanges are nonblocking (nf_pwait.h): the same
- * failures. A late one completes the exchange before it fails. */
-NFT_EXPORT int PMPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
-                               MPI_Datatype rt, MPI_Comm comm, MPI_Request *req)
-{
-    static iallgather_fn *next;
-    if (atomic_exchange(&armed_allgather, 0))
+    int code = next(sb, sc, st, rb, rc, rt, comm);
+    /* armed late: the n-th exchange from now took place, and fails here only */
+    int n = atomic_load(&late_allgather);
+    if (n > 0 && atomic_fetch_sub(&late_allgather, 1) == 1)
         return CODE_PRIVATE;
-    if (next == NULL && (next = (iallgather_fn *)dlsym(RTLD_NEXT, "PMPI_Iallgather")) == NULL)
-        abort();
-    int code = next(sb, sc, st, rb, rc, rt, comm, req);
-    if (code == MPI_SUCCESS && late_code(code) != code) {
-        PMPI_Wait(req, MPI_STATUS_IGNORE);
-        return CODE_PRIVATE;
-    }
     return code;
 }
 
