@@ -59,11 +59,20 @@ nf_hosts_up() {
     fi
     h=$((h + 1))
   done
+  # Each host its own share of the cores, as real hosts have: host h gets
+  # CPUs [(h-1)C/N, hC/N) of C online (CPU (h-1) mod C when N > C). Without
+  # it every host's mpirun daemon binds its first rank to core 0, and all
+  # ranks share one core while the others idle.
+  ncpu=$(nproc 2>/dev/null || echo 1)
   cat > "$nf_tmp/nsrsh" <<AGENT
 #!/bin/sh
 h=\$1; shift
-ns=nfh${nf_id}h\${h##*.}
-exec ip netns exec \$ns unshare --uts /bin/sh -c "hostname \$ns; \$*"
+i=\${h##*.}
+ns=nfh${nf_id}h\$i
+n=$n c=$ncpu
+if [ \$n -le \$c ]; then lo=\$(( (i - 1) * c / n )); hi=\$(( i * c / n - 1 ));
+else lo=\$(( (i - 1) % c )); hi=\$lo; fi
+exec taskset -c \$lo-\$hi ip netns exec \$ns unshare --uts /bin/sh -c "hostname \$ns; \$*"
 AGENT
   chmod +x "$nf_tmp/nsrsh"
 }
@@ -82,6 +91,6 @@ nf_hosts_mpirun() {
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_orte_tmpdir_base="$nf_tmp" \
     timeout -k 10 "${NF_HOSTS_TIMEOUT:-600}" mpirun --mca plm_rsh_agent "$nf_tmp/nsrsh" \
     --mca btl tcp,self,vader --mca btl_tcp_if_include "$NF_NET.0/24" \
-    --mca oob_tcp_if_include "$NF_NET.0/24" --mca mpi_yield_when_idle 1 \
+    --mca oob_tcp_if_include "$NF_NET.0/24" --mca mpi_yield_when_idle 1 --bind-to none \
     -x ASAN_OPTIONS=detect_leaks=0 --host "$hl" -np "$np" "$@"
 }
