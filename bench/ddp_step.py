@@ -16,8 +16,9 @@ step over all its timed steps, taken per rank, then the slowest rank's;
 "exposed" is that minus the compute-only median: the communication the
 step does not hide. Ratios are to compute only, in the same run.
 
-Configurations: compute (the model without DDP), gloo (DDP's own
-allreduce), and per route R in --routes: sync:R (ddp_hook(sync=True),
+Configurations: compute (the model without DDP), nocomm (DDP with a hook
+that communicates nothing: what DDP's bucket copies cost, the floor of any
+hook), gloo (DDP's own allreduce), and per route R in --routes: sync:R (ddp_hook(sync=True),
 NF_Allreduce inside the hook) and async:R (ddp_hook(), NF_Iallreduce on
 libnfcoll's progress thread). R is a route name, or "policy" for the
 admission of NFCOLL_POLICY.
@@ -53,6 +54,13 @@ class Named(torch.nn.Module):
         return getattr(self, self.name)(x)
 
 
+def _no_comm(state, bucket):
+    """A comm hook that communicates nothing: the bucket back as it is."""
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
 def build(name, args):
     torch.manual_seed(1)
     model = Named(name.replace(":", "_"), args.width, args.depth, args.inputs, 10)
@@ -60,7 +68,9 @@ def build(name, args):
         return model, model, None
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
     state = None
-    if name != "gloo":
+    if name == "nocomm":  # DDP's own cost: the bucket copies, the hook's call
+        ddp.register_comm_hook(None, _no_comm)
+    elif name != "gloo":
         how, route = name.split(":")
         state, hook = nfcoll.torch.ddp_hook(model, route=None if route == "policy" else route,
                                             sync=how == "sync")
@@ -97,7 +107,7 @@ def main():
     torch.set_num_threads(args.threads)
     comm = MPI.COMM_WORLD
     nfcoll.torch.init_process_group()
-    names = ["compute", "gloo"]
+    names = ["compute", "nocomm", "gloo"]
     for r in args.routes.split(","):
         names += ["sync:" + r, "async:" + r]
     runs = {n: build(n, args) for n in names}
