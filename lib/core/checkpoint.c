@@ -530,7 +530,7 @@ static nf_status_t nf_ckpt_write(nf_comm_t *c, const char *path, uint64_t id, nf
     size_t n = 0;
     nf_status_t st = t->n > 0 && v == NULL ? NF_ERR_NO_MEMORY : NF_OK;
     for (size_t i = 0; st == NF_OK && i < t->n; i++)
-        if (!t->v[i]->refused && !t->v[i]->stale) /* stale: its buffer is gone */
+        if (!t->v[i]->refused && !atomic_load(&t->v[i]->stale)) /* stale: its buffer is gone */
             v[n++] = t->v[i];
     hd.nentries = (uint32_t)n;
     if (st == NF_OK)

@@ -3,6 +3,7 @@
 #ifndef NF_RESIDUAL_H
 #define NF_RESIDUAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,8 +57,9 @@ typedef struct nf_residual {
     uint64_t stamp;       /* last use, on the process-wide clock (LRU) */
     int pending;          /* unbound, loaded from a checkpoint, waiting for the
                              next new unbound buffer of its count */
-    int stale;            /* unbound, and a region was bound over its buffer since
+    atomic_int stale;     /* unbound, and a region was bound over its buffer since
                              its last call (nf_residual_forget): restarts at zero */
+    size_t ubslot;        /* unbound: index in its table's ub */
     int refused;          /* NFCOLL_CXL=require refused its memory: no buffers;
                              kept in its table so that later lookups of the key
                              and count neither retry nor drop others for it */
@@ -77,8 +79,9 @@ typedef struct nf_residual_table {
     nf_residual_t **v;    /* pointers stay valid while the table grows */
     size_t n, cap;
     size_t last;          /* index of the last hit (unbound buffers) */
-    size_t unbound;       /* residuals of unbound buffers in v (nf_residual_forget
-                             passes over a table without any) */
+    nf_residual_t **ub;   /* the residuals of unbound buffers among v, for
+                             nf_residual_forget (a bind passes over these only) */
+    size_t nub, ubcap;
     nf_residual_t **by_id; /* named residuals by interned id */
     uint32_t by_id_cap;
     uint64_t next_first;  /* the next residual's first */
@@ -121,8 +124,8 @@ void nf_residual_zero(nf_residual_t *r);
  * contents. The residual of every unbound buffer overlapping it belonged to
  * a buffer that is gone (a DDP bucket rebuilt where a freed one was), and
  * restarts from zero at its next call, so that no run depends on where the
- * allocator put a new buffer. Passes over the tables holding an unbound
- * buffer's residual only (a program of named regions binds at no cost). */
+ * allocator put a new buffer. Passes over unbound buffers' residuals only
+ * (a program of named regions binds at no cost). */
 void nf_residual_forget(const void *base, size_t bytes);
 void nf_residual_table_free(nf_residual_table_t *t);
 

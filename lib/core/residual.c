@@ -270,7 +270,11 @@ static void nf_res_remove(nf_residual_table_t *t, const nf_residual_t *r)
     t->v[i] = t->v[--t->n];
     t->v[i]->slot = i;
     t->last = t->n; /* no shortcut until the next hit */
-    t->unbound -= r->name[0] == '\0';
+    size_t u = r->ubslot;
+    if (r->name[0] == '\0' && u < t->nub && t->ub[u] == r) {
+        t->ub[u] = t->ub[--t->nub];
+        t->ub[u]->ubslot = u;
+    }
     if (r->id != 0 && r->id < t->by_id_cap && t->by_id[r->id] == r)
         t->by_id[r->id] = NULL;
 }
@@ -389,19 +393,27 @@ static nf_residual_t *nf_res_reshape(nf_residual_table_t *t, nf_residual_t *r, s
     return r;
 }
 
+/* Room in *v (capacity *cap) for one more than n pointers: 0, or -1 without memory. */
+static int nf_res_room_for(nf_residual_t ***v, size_t *cap, size_t n)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? 2 * *cap : 16;
+    nf_residual_t **w = realloc(*v, c * sizeof(*w));
+    if (w == NULL)
+        return -1;
+    *v = w, *cap = c;
+    return 0;
+}
+
 static nf_residual_t *nf_res_new(nf_residual_table_t *t, const nf_res_key_t *key,
                                  size_t count)
 {
     if (key->name != NULL && nf_res_by_id_grow(t, key->id) != 0)
         return NULL;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 16;
-        nf_residual_t **v = realloc(t->v, cap * sizeof(*v));
-        if (v == NULL)
-            return NULL;
-        t->v = v;
-        t->cap = cap;
-    }
+    if (nf_res_room_for(&t->v, &t->cap, t->n) != 0 ||
+        (key->name == NULL && nf_res_room_for(&t->ub, &t->ubcap, t->nub) != 0))
+        return NULL;
     if (nf_res_room(nf_res_footprint(count * sizeof(float))) != NF_OK)
         return NULL;
     nf_residual_t *r = calloc(1, sizeof(*r));
@@ -411,11 +423,14 @@ static nf_residual_t *nf_res_new(nf_residual_table_t *t, const nf_res_key_t *key
     }
     nf_res_account(nf_res_footprint(r->bytes), 0);
     r->addr = key->name == NULL ? key->addr : NULL;
-    t->unbound += key->name == NULL;
     if (key->name != NULL) { /* once per region: the checkpoint's key */
         snprintf(r->name, sizeof(r->name), "%s", key->name);
         r->id = key->id, r->hash = nf_intern_hash(key->id);
         t->by_id[key->id] = r;
+    }
+    if (key->name == NULL) {
+        r->ubslot = t->nub;
+        t->ub[t->nub++] = r;
     }
     r->first = t->next_first++;
     r->stamp = ++nf_res_clock;
@@ -468,9 +483,9 @@ nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, 
     nf_status_t st = NF_OK;
     if (r != NULL) {
         r->stamp = ++nf_res_clock;
-        if (r->stale && !r->refused)
-            nf_residual_zero(r);
-        r->stale = 0;
+        if (atomic_exchange_explicit(&r->stale, 0, memory_order_relaxed) && !r->refused &&
+            r->count == count)
+            nf_residual_zero(r); /* another count is started over below */
         if (r->refused && r->count == count)
             st = NF_ERR_CAPACITY; /* refused before: the same answer, no retry */
         else if (r->count != count)
@@ -493,11 +508,12 @@ void nf_residual_forget(const void *base, size_t bytes)
     uintptr_t lo = (uintptr_t)base, hi = lo + bytes;
     pthread_mutex_lock(&nf_res_lock);
     for (nf_residual_table_t *t = nf_res_tables; t != NULL; t = t->next) {
-        for (size_t i = 0; t->unbound > 0 && i < t->n; i++) {
-            nf_residual_t *r = t->v[i];
+        for (size_t i = 0; i < t->nub; i++) {
+            nf_residual_t *r = t->ub[i];
             uintptr_t a = (uintptr_t)r->addr;
-            if (r->name[0] == '\0' && !r->pending && a < hi && lo < a + r->count * sizeof(float))
-                r->stale = 1; /* not zeroed here: a call in flight may hold it */
+            if (!r->pending && a < hi && lo < a + r->count * sizeof(float))
+                atomic_store_explicit(&r->stale, 1, memory_order_relaxed); /* not zeroed
+                                           here: a call in flight may hold it */
         }
     }
     pthread_mutex_unlock(&nf_res_lock);
@@ -510,6 +526,7 @@ void nf_residual_table_free(nf_residual_table_t *t)
         nf_res_destroy(t->v[i]);
     free(t->v);
     free(t->by_id);
+    free(t->ub);
     nf_res_unlink(t);
     memset(t, 0, sizeof(*t));
     pthread_mutex_unlock(&nf_res_lock);
@@ -573,13 +590,21 @@ void nf_residual_table_replace(nf_residual_table_t *t, nf_residual_t **v, size_t
         nf_res_destroy(t->v[i]);
     free(t->v);
     t->v = v, t->n = n, t->cap = cap, t->last = n;
-    t->next_first = 0, t->unbound = 0;
+    t->next_first = 0, t->nub = 0;
+    if (n > t->ubcap) { /* without memory, the loaded unbound ones cannot be forgotten */
+        nf_residual_t **ub = realloc(t->ub, n * sizeof(*ub));
+        if (ub != NULL)
+            t->ub = ub, t->ubcap = n;
+    }
     if (t->by_id_cap > 0)
         memset(t->by_id, 0, t->by_id_cap * sizeof(*t->by_id));
     for (size_t i = 0; i < n; i++) {
         v[i]->slot = i;
         v[i]->id = 0;
-        t->unbound += v[i]->name[0] == '\0';
+        if (v[i]->name[0] == '\0' && t->nub < t->ubcap) {
+            v[i]->ubslot = t->nub;
+            t->ub[t->nub++] = v[i];
+        }
         /* A name interned without memory, or no room to index it: found
          * by no lookup (its region restarts from zero, as if dropped). */
         if (v[i]->name[0] != '\0' && (v[i]->id = nf_intern(v[i]->name)) != 0 &&

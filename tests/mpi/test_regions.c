@@ -229,6 +229,12 @@ static int test_scale(void)
     done = scale_bind(buf, SCALE_CALL, 0, 1, 60.0, &secs);
     f += nft_check(done == SCALE_CALL, "unbind 20000 regions", "%d unbound", done);
 
+    /* One unbound buffer's residual beside the 20000 regions' in the same
+     * table: a bind looks at unbound buffers' residuals only, not at all. */
+    static float one[64];
+    f += nft_check(NF_Allreduce_route(MPI_IN_PLACE, one, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                      NF_ROUTE_BINARY) == MPI_SUCCESS,
+                   "an unbound binary call", "failed");
     done = scale_bind(buf, SCALE_BIND, 1, 1, bind_bound, &secs);
     if (rank == 0)
         printf("100000 binds, descending: %d in %.3f s\n", done, secs);
