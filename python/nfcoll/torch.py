@@ -82,8 +82,10 @@ class HookState:
         self.where = {}     # parameter name -> its address in self.bound
         self.named = {}     # address in self.bound -> its parameter name
         self.calls = 0
-        self.rebinds = 0
+        self.rebinds = 0    # bucket layouts that changed (DDP's rebuild)
+        self.steps = 0      # backward passes seen (last buckets)
         self.waiter = None  # the asynchronous hook's _Waiter
+        self.again = set()  # buckets bound again at the second step
 
     def layout(self, bucket):
         buf = bucket.buffer()
@@ -102,8 +104,16 @@ class HookState:
         """Bind the bucket's parameters as regions unless already bound so."""
         index, buf = bucket.index(), bucket.buffer()
         lay = self.layout(bucket)
-        if self.layouts.get(index) != lay:
-            self.rebinds += 1
+        # DDP rebuilds its buckets before the second step, maybe at the very
+        # addresses it freed and in the same order: the layout then looks the
+        # same. Every bucket is bound again at that step, so that what is kept
+        # by address (a forced route's residual: binding restarts it,
+        # NF_Region_bind(3)) restarts wherever the new buffers landed.
+        again = self.steps == 1 and index not in self.again
+        if self.layouts.get(index) != lay or again:
+            self.rebinds += self.layouts.get(index) != lay
+            if again:
+                self.again.add(index)
             # this bucket's old regions, and any left inside its new buffer (freed by
             # the rebuild; a live buffer overlaps no other)
             start, end, size = lay[0], lay[0] + lay[1] * buf.element_size(), buf.element_size()
@@ -120,6 +130,7 @@ class HookState:
                     self.named[start + offset * size] = name
             self.layouts[index] = lay
         if bucket.is_last():  # buckets after the last are gone (a rebuild made fewer)
+            self.steps += 1
             self._unbind(lambda a, i, nb: i > index)
             for i in [i for i in self.layouts if i > index]:
                 del self.layouts[i]

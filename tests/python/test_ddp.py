@@ -162,13 +162,15 @@ def main():
         t.ok(got == ref, "asynchronous hook on fp32: weights bit-identical to DDP's own allreduce")
     elif mode == "async":
         # each run on its own communicator: its own residuals from the start;
-        # the whole model in one bucket, and many buckets (several calls in
-        # flight at once). The one-bucket binary case once differed between
-        # runs: DDP's rebuilt bucket landed at the freed bucket's address in
-        # some runs and inherited its residual (now restarted by the binding)
+        # the whole model in one bucket (DDP's defaults), then many buckets
+        # (several calls in flight at once). The one-bucket binary case once
+        # differed between runs: DDP's rebuilt bucket landed at the freed
+        # bucket's address in some runs and inherited its residual (now the
+        # hook binds every bucket again after the rebuild, which restarts it)
         state = None
-        dist._DEFAULT_FIRST_BUCKET_BYTES = 4096  # DDP's first bucket: 1 MB otherwise
         for route, cap in (("binary", 25.0), ("binary", 0.001), (None, 0.001)):
+            if cap < 1.0:
+                dist._DEFAULT_FIRST_BUCKET_BYTES = 4096  # DDP's first bucket: 1 MB otherwise
             if state is not None:
                 state.close()  # the regions: the next model binds the same names
             ref, state, _ = train(hooked=True, route=route, cap_mb=cap, sync=True, comm=comm.Dup())
