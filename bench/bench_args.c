@@ -1,4 +1,5 @@
 /* Command-line pieces the osu-style benchmarks share (bench_args.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,7 @@ int bench_size(const char *s, size_t *out)
     case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
     default: break;
     }
-    if (*end != '\0')
+    if (*end != '\0' || !isfinite(v) || v >= 0x1p63)
         return -1;
     *out = (size_t)v;
     return 0;

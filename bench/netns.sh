@@ -59,20 +59,41 @@ nf_hosts_up() {
     fi
     h=$((h + 1))
   done
-  # Each host its own share of the cores, as real hosts have: host h gets
-  # CPUs [(h-1)C/N, hC/N) of C online (CPU (h-1) mod C when N > C). Without
-  # it every host's mpirun daemon binds its first rank to core 0, and all
-  # ranks share one core while the others idle.
-  ncpu=$(nproc 2>/dev/null || echo 1)
+  # Each host its own share of the CPUs this shell may use, as real hosts
+  # have: host h gets the h-th of N equal slices of them (of C CPUs, one each,
+  # round robin, when N > C). Without it every host's mpirun daemon binds its
+  # first rank to core 0, and all ranks share one core while the others idle.
+  cpus=$(awk '/^Cpus_allowed_list/ {
+      n = split($2, r, ",")
+      for (i = 1; i <= n; i++) {
+        if (split(r[i], ab, "-") == 2) { for (c = ab[1]; c <= ab[2]; c++) printf "%d ", c }
+        else printf "%d ", r[i]
+      } }' /proc/self/status)
+  set -- $cpus
+  c=$#
+  [ "$c" -gt 0 ] || { echo "cannot read this process's CPUs"; return 1; }
+  h=1; slices=""
+  while [ "$h" -le "$n" ]; do
+    if [ "$n" -le "$c" ]; then lo=$(( (h - 1) * c / n )); hi=$(( h * c / n - 1 ))
+    else lo=$(( (h - 1) % c )); hi=$lo; fi
+    l=""; k=0
+    for cpu in $cpus; do
+      [ $k -ge $lo ] && [ $k -le $hi ] && l="$l${l:+,}$cpu"
+      k=$((k + 1))
+    done
+    slices="$slices  $h) cpus=$l ;;
+"
+    h=$((h + 1))
+  done
   cat > "$nf_tmp/nsrsh" <<AGENT
 #!/bin/sh
 h=\$1; shift
 i=\${h##*.}
 ns=nfh${nf_id}h\$i
-n=$n c=$ncpu
-if [ \$n -le \$c ]; then lo=\$(( (i - 1) * c / n )); hi=\$(( i * c / n - 1 ));
-else lo=\$(( (i - 1) % c )); hi=\$lo; fi
-exec taskset -c \$lo-\$hi ip netns exec \$ns unshare --uts /bin/sh -c "hostname \$ns; \$*"
+case \$i in
+$slices  *) exit 1 ;;
+esac
+exec taskset -c \$cpus ip netns exec \$ns unshare --uts /bin/sh -c "hostname \$ns; \$*"
 AGENT
   chmod +x "$nf_tmp/nsrsh"
 }

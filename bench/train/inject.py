@@ -31,7 +31,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import HERE, Checks, Runner, runner_args  # noqa: E402
+from compare import HERE, TRAIN_SETTINGS, Checks, Runner, runner_args  # noqa: E402
 
 POLICY = "binary-decay-health.policy"
 
@@ -142,7 +142,7 @@ def main():
     runner_args(ap, 900)
     ap.add_argument("--check", action="store_true", help="assert the claims above")
     a = ap.parse_args()
-    for k in ("optimizer", "lr", "momentum", "weight_decay", "warmup", "schedule"):
+    for k in TRAIN_SETTINGS:
         setattr(a, k, None)  # train.py's defaults: momentum SGD, cosine
     os.makedirs(os.path.join(a.out, "policies"), exist_ok=True)
     shutil.copy(os.path.join(HERE, "policies", POLICY), os.path.join(a.out, "policies"))

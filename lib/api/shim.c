@@ -192,7 +192,8 @@ __attribute__((noinline)) int nf_shim_iallreduce(const void *sendbuf, void *recv
 /* MPI_Wait and MPI_Waitall on a nonblocking call the progress thread runs
  * sleep until the thread completes it (nf_async_wait), instead of Open
  * MPI's busy poll, which on a machine with one core per rank took the core
- * the thread needs. Any other request: PMPI's wait at once (one atomic load). */
+ * the thread needs. Any other request: PMPI's wait, after one atomic load
+ * when nothing is queued (else a look through the queue). */
 NF_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     if (request != NULL)
