@@ -269,6 +269,7 @@ static int sleepwait(void)
     enum { M = 4099 };
     static float x[M], y[M], want[M];
     MPI_Request req[2];
+    MPI_Status st[2];
     int bad = 0;
     /* the first call on the communicator agrees on the thread at its issue */
     NF_Iallreduce_route(MPI_IN_PLACE, y, M, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32,
@@ -286,7 +287,8 @@ static int sleepwait(void)
                             NF_ROUTE_FP32, &req[1]);
         double w0 = MPI_Wtime(), c0 = thread_cpu();
         int rc = k == 0 ? MPI_Wait(&req[0], MPI_STATUS_IGNORE) | MPI_Wait(&req[1], MPI_STATUS_IGNORE)
-                        : MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+                        : MPI_Waitall(2, req, st); /* not MPI_STATUSES_IGNORE: gcc
+                                                       sizes MPICH's (MPI_Status *)1 */
         double wall = MPI_Wtime() - w0, cpu = thread_cpu() - c0;
         const char *how = k == 0 ? "MPI_Wait" : "MPI_Waitall";
         int off = 0;
