@@ -20,10 +20,14 @@ enum { NF_RS_CALLS, NF_RS_ELEMS, NF_RS_UP, NF_RS_TOTAL, NF_RS_N };
 #define NF_RS_OTHER "(other)"
 
 /* Call indices are kept + 1: 0 is "never". */
+typedef struct nf_rs_tally {
+    uint64_t n, last;               /* events, and the last one's call */
+} nf_rs_tally_t;
+
 typedef struct nf_rs_when {
     uint64_t first_cool, last_cool; /* the first and last cool-down's start */
-    uint64_t reentries, reentry;    /* re-entries, and the last one's call */
-    uint64_t warmups, warmup;       /* calls run fp32 for a warm-up, the last one */
+    nf_rs_tally_t reentry;          /* re-entries after a cool-down */
+    nf_rs_tally_t warmup;           /* calls run fp32 for a warm-up */
     int signal;                     /* of the last cool-down */
 } nf_rs_when_t;
 
@@ -140,23 +144,21 @@ void nf_regstats_health(const char *name, nf_health_signal_t signal, uint64_t ca
     pthread_mutex_unlock(&nf_rs_lock);
 }
 
-void nf_regstats_reentry(const char *name, uint64_t call)
+/* One more event of a tally (reentry: 1, warm-up: 0) of name, at call. */
+static void nf_rs_tally(const char *name, int reentry, uint64_t call)
 {
     pthread_mutex_lock(&nf_rs_lock);
     nf_rs_entry_t *e = nf_rs_named(name);
-    if (e != NULL)
-        e->when.reentries++, e->when.reentry = call + 1;
+    if (e != NULL) {
+        nf_rs_tally_t *t = reentry ? &e->when.reentry : &e->when.warmup;
+        t->n++, t->last = call + 1;
+    }
     pthread_mutex_unlock(&nf_rs_lock);
 }
 
-void nf_regstats_warmup(const char *name, uint64_t call)
-{
-    pthread_mutex_lock(&nf_rs_lock);
-    nf_rs_entry_t *e = nf_rs_named(name);
-    if (e != NULL)
-        e->when.warmups++, e->when.warmup = call + 1;
-    pthread_mutex_unlock(&nf_rs_lock);
-}
+void nf_regstats_reentry(const char *name, uint64_t call) { nf_rs_tally(name, 1, call); }
+
+void nf_regstats_warmup(const char *name, uint64_t call) { nf_rs_tally(name, 0, call); }
 
 /* This process's used entries, packed. */
 static size_t nf_rs_pack(nf_rs_entry_t **out)
@@ -190,10 +192,12 @@ static void nf_rs_merge_why(nf_rs_entry_t *e, const nf_rs_entry_t *v)
         w->first_cool = o->first_cool;
     if (o->last_cool > w->last_cool)
         w->last_cool = o->last_cool, w->signal = o->signal;
-    w->reentries += o->reentries;
-    w->reentry = o->reentry > w->reentry ? o->reentry : w->reentry;
-    w->warmups += o->warmups;
-    w->warmup = o->warmup > w->warmup ? o->warmup : w->warmup;
+    nf_rs_tally_t *wt[2] = {&w->reentry, &w->warmup};
+    const nf_rs_tally_t *ot[2] = {&o->reentry, &o->warmup};
+    for (int i = 0; i < 2; i++) {
+        wt[i]->n += ot[i]->n;
+        wt[i]->last = ot[i]->last > wt[i]->last ? ot[i]->last : wt[i]->last;
+    }
 }
 
 static void nf_rs_merge(const nf_rs_entry_t *v, size_t n)
@@ -348,8 +352,8 @@ void nf_regstats_json(FILE *fp) { nf_rs_json_object(fp, nf_rs_any_calls, nf_rs_r
 
 static int nf_rs_any_why(const nf_rs_entry_t *e)
 {
-    int any = e->has_why || e->when.first_cool != 0 || e->when.reentries != 0 ||
-              e->when.warmups != 0;
+    int any = e->has_why || e->when.first_cool != 0 || e->when.reentry.n != 0 ||
+              e->when.warmup.n != 0;
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         any |= e->fallback[f] != 0;
     return any;
@@ -408,10 +412,10 @@ static void nf_rs_why_json_one(FILE *fp, const nf_rs_entry_t *e)
         fprintf(fp, "null");
     nf_rs_json_call(fp, "first_cooldown_call", t->first_cool);
     nf_rs_json_call(fp, "last_cooldown_call", t->last_cool);
-    fprintf(fp, ", \"reentries\": %llu", (unsigned long long)t->reentries);
-    nf_rs_json_call(fp, "last_reentry_call", t->reentry);
-    fprintf(fp, ", \"warmup_calls\": %llu", (unsigned long long)t->warmups);
-    nf_rs_json_call(fp, "last_warmup_call", t->warmup);
+    fprintf(fp, ", \"reentries\": %llu", (unsigned long long)t->reentry.n);
+    nf_rs_json_call(fp, "last_reentry_call", t->reentry.last);
+    fprintf(fp, ", \"warmup_calls\": %llu", (unsigned long long)t->warmup.n);
+    nf_rs_json_call(fp, "last_warmup_call", t->warmup.last);
     fprintf(fp, ", \"fallbacks\": {");
     for (int f = 0, first = 1; f < NF_FALLBACK_COUNT; f++) {
         if (e->fallback[f] == 0)
@@ -443,16 +447,16 @@ static void nf_rs_why_line(FILE *fp, const nf_rs_entry_t *e)
         if (w->warmup != 0)
             fprintf(fp, " (warmup %llu)", (unsigned long long)w->warmup);
     }
-    if (t->warmups != 0)
+    if (t->warmup.n != 0)
         fprintf(fp, "; warm-up on fp32 %llu calls, last at call %llu",
-                (unsigned long long)t->warmups, (unsigned long long)(t->warmup - 1));
+                (unsigned long long)t->warmup.n, (unsigned long long)(t->warmup.last - 1));
     if (t->last_cool != 0)
         fprintf(fp, "; cool-downs from call %llu, last at call %llu (%s)",
                 (unsigned long long)(t->first_cool - 1), (unsigned long long)(t->last_cool - 1),
                 nf_health_signal_name((nf_health_signal_t)t->signal));
-    if (t->reentries != 0)
+    if (t->reentry.n != 0)
         fprintf(fp, "; re-entered %llu times, last at call %llu",
-                (unsigned long long)t->reentries, (unsigned long long)(t->reentry - 1));
+                (unsigned long long)t->reentry.n, (unsigned long long)(t->reentry.last - 1));
     for (int f = 0; f < NF_FALLBACK_COUNT; f++)
         if (e->fallback[f] != 0)
             fprintf(fp, "; fallback %s %llu calls", nf_fallback_name((nf_fallback_t)f),
