@@ -25,9 +25,10 @@ call is nonblocking (NF_Iallreduce, run by libnfcoll's progress thread),
 and a waiter thread completes the Future DDP waits for at the end of
 backward, so communication overlaps the rest of backward;
 ddp_hook(model, sync=True) reduces inside the hook (NF_Allreduce), as
-before. DDP rebuilds its buckets after the first iterations (other order,
-other buffers): the hook rebinds; residuals are kept by region name, so
-they follow the parameters into the new buckets. The regions are unbound
+before. DDP rebuilds its buckets after the first iteration (other order,
+other buffers): the hook binds every bucket again at the second step;
+residuals are kept by region name, so they follow the parameters into the
+new buckets (a forced route's one residual per bucket starts over). The regions are unbound
 when the hook's state is freed with its DDP model (or by state.close()).
 """
 
