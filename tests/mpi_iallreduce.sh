@@ -1,6 +1,6 @@
 #!/bin/sh
 # Nonblocking calls (NF_Iallreduce, MPI_Iallreduce) and the progress thread
-# (docs/design.md, "Nonblocking calls"):
+# (docs/design.md, "The progress engine"):
 #  - test_iallreduce same ROUTE: binary, ternary, fp32 and admission with
 #    bound regions, each call nonblocking bit for bit the blocking one on
 #    1-4 ranks, completed by Waitall, Test polling, Waitany, Waitsome,

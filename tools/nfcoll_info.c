@@ -400,9 +400,13 @@ static int show_checkpoint(const char *path)
                    (unsigned long long)h.file_bytes, h.nregions, h.nentries);
         for (size_t i = 0; i < l.n; i++)
             ckpt_entry_text(&l.e[i]);
+        if (st == NF_OK && h.version >= 2)
+            printf("  the layers' state (warm-up, health, call index): %zu bytes\n",
+                   h.state_len);
         if (st != NF_OK)
             fprintf(stderr, "nfcoll_info: %s: %s\n", path, why);
     }
+    free(h.state);
     free(l.e);
     return st == NF_OK ? 0 : 1;
 }

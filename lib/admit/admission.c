@@ -2,6 +2,9 @@
 #include "config.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,8 +57,11 @@ static void nf_admit_files(void)
         nf_log_warn("region layout %s was not loaded: no call is cut by it", lay);
 }
 
+static void nf_adm_register(void);
+
 void nf_admit_init(const nf_settings_t *s, int rank)
 {
+    nf_adm_register(); /* before any checkpoint is loaded: its part names this slot */
     if (s->policy != NULL) {
         nf_status_t st = nf_policy_load(s->policy, nf_policy_diag, NULL, &nf_pol);
         nf_pol_state = st == NF_OK ? 1 : -1;
@@ -149,9 +155,12 @@ typedef struct nf_adm_comm {
     nf_adm_entry_t slot[NF_ADM_SLOTS];
 } nf_adm_comm_t;
 
-static void nf_adm_free(void *p)
+static void nf_adm_free(nf_comm_t *c, void *p)
 {
     nf_adm_comm_t *s = p;
+    (void)c;
+    if (s == NULL)
+        return;
     for (unsigned i = 0; i < NF_ADM_PLANS; i++)
         nf_plan_free(&s->plan[i]);
     nf_health_comm_free(s->health);
@@ -159,13 +168,108 @@ static void nf_adm_free(void *p)
     free(s);
 }
 
+/* ---- checkpoints: what a restored run needs to continue bit for bit ----
+ * u64 format (1), u64 the call index, then the warm-up counts and health's
+ * state, each behind a u8 present flag (docs/design.md, "Checkpoints"). */
+
+#define NF_ADM_CKPT_FORMAT 1
+
+static nf_status_t nf_adm_save(nf_comm_t *c, void *state, unsigned char **buf, size_t *len)
+{
+    nf_adm_comm_t *s = state;
+    nf_wbuf_t b = {0};
+    unsigned char has;
+    (void)c;
+    if (s == NULL)
+        return NF_OK; /* no call yet: nothing to keep */
+    nf_wbuf_u64(&b, NF_ADM_CKPT_FORMAT);
+    nf_wbuf_u64(&b, s->calls);
+    has = s->warmup != NULL;
+    nf_wbuf_put(&b, &has, 1);
+    if (has)
+        nf_warmup_comm_save(s->warmup, &b);
+    has = s->health != NULL;
+    nf_wbuf_put(&b, &has, 1);
+    if (has)
+        nf_health_comm_save(s->health, &b);
+    if (b.bad) {
+        free(b.p);
+        return NF_ERR_NO_MEMORY;
+    }
+    *buf = b.p, *len = b.n;
+    return NF_OK;
+}
+
+static nf_adm_comm_t *nf_adm_state(nf_comm_t *c);
+
+/* Check (commit 0) or install; on commit the tables are made as needed. */
+static int nf_adm_load_parts(nf_adm_comm_t *s, nf_rbuf_t *r, int commit)
+{
+    uint64_t format, calls;
+    unsigned char has;
+    if (nf_rbuf_u64(r, &format) != 0 || format != NF_ADM_CKPT_FORMAT ||
+        nf_rbuf_u64(r, &calls) != 0 || nf_rbuf_get(r, &has, 1) != 0 || has > 1)
+        return -1;
+    if (commit)
+        s->calls = calls;
+    if (has && commit && s->warmup == NULL && (s->warmup = nf_warmup_comm_new()) == NULL)
+        return -1;
+    if (has && nf_warmup_comm_load(commit ? s->warmup : NULL, r, commit) != 0)
+        return -1;
+    if (nf_rbuf_get(r, &has, 1) != 0 || has > 1)
+        return -1;
+    if (has && commit && s->health == NULL && (s->health = nf_health_comm_new()) == NULL)
+        return -1;
+    if (has && nf_health_comm_load(commit ? s->health : NULL, r, commit) != 0)
+        return -1;
+    return r->at == r->n ? 0 : -1;
+}
+
+static nf_status_t nf_adm_load(nf_comm_t *c, const unsigned char *buf, size_t len, int commit,
+                               char *why, size_t whylen)
+{
+    nf_rbuf_t r = {buf, len, 0};
+    nf_adm_comm_t *s = commit ? nf_adm_state(c) : NULL;
+    if ((commit && s == NULL) || nf_adm_load_parts(s, &r, commit) != 0) {
+        snprintf(why, whylen, "admission's state (warm-up counts, health, call index) is "
+                 "malformed at byte %zu of %zu, or saved under another health loss_window",
+                 r.at, len);
+        return NF_ERR_PARSE;
+    }
+    return NF_OK;
+}
+
+/* Admission's state per communicator hangs in a slot of core's nf_comm_t. */
+static const nf_comm_slot_ops_t nf_adm_slot_ops = {"admission", NULL, nf_adm_free, nf_adm_save,
+                                                   nf_adm_load};
+static int nf_adm_slot = -1;
+static pthread_once_t nf_adm_slot_once = PTHREAD_ONCE_INIT;
+
+static void nf_adm_slot_init(void)
+{
+    if (nf_comm_slot_register(&nf_adm_slot_ops, &nf_adm_slot) != NF_OK)
+        nf_adm_slot = -1;
+}
+
+/* The state, or NULL before the first call on c made it. */
+static nf_adm_comm_t *nf_adm_peek(const nf_comm_t *c)
+{
+    return nf_adm_slot >= 0 ? atomic_load(&c->slot[nf_adm_slot]) : NULL;
+}
+
+static void nf_adm_register(void) { pthread_once(&nf_adm_slot_once, nf_adm_slot_init); }
+
 static nf_adm_comm_t *nf_adm_state(nf_comm_t *c)
 {
-    if (c->upper == NULL) {
-        c->upper = calloc(1, sizeof(nf_adm_comm_t));
-        c->upper_free = nf_adm_free;
+    nf_adm_register();
+    if (nf_adm_slot < 0)
+        return NULL;
+    nf_adm_comm_t *s = atomic_load(&c->slot[nf_adm_slot]);
+    if (s == NULL) {
+        s = calloc(1, sizeof(nf_adm_comm_t));
+        atomic_store(&c->slot[nf_adm_slot], s);
     }
-    return c->upper;
+    return s;
 }
 
 /* Sizes the policy cannot tell apart share a class. */
@@ -433,7 +537,7 @@ static const char *nf_adm_why(const nf_seg_note_t *t)
  * ran on. Nothing when no trace is open. */
 static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
 {
-    const nf_adm_comm_t *s = c->upper;
+    const nf_adm_comm_t *s = nf_adm_peek(c);
     if (!nf_trace_on() || s == NULL || d->entry == NULL)
         return;
     const nf_adm_entry_t *e = d->entry;
@@ -491,7 +595,7 @@ static int nf_adm_agree_pmpi(const nf_comm_t *c, int pmpi)
 
 void nf_admit_after(nf_comm_t *c, nf_decision_t *d, nf_status_t st)
 {
-    nf_adm_comm_t *s = c->upper;
+    nf_adm_comm_t *s = nf_adm_peek(c);
     if (st == NF_OK && d->health && s != NULL)
         nf_health_observe(s->health, d->seg, d->note, d->nseg, d->loss_mean, d->call);
     nf_admit_trace(c, d);

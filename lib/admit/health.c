@@ -4,6 +4,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nf_health.h"
 #include "nf_log.h"
@@ -73,6 +74,46 @@ void nf_health_comm_free(nf_health_comm_t *h)
     nf_segtab_free(&h->segs);
     free(h->losses);
     free(h);
+}
+
+void nf_health_comm_save(const nf_health_comm_t *h, nf_wbuf_t *b)
+{
+    nf_segtab_save(&h->segs, b);
+    nf_wbuf_u64(b, h->losses != NULL ? h->nloss : 0);
+    nf_wbuf_u64(b, h->at);
+    for (unsigned i = 0; h->losses != NULL && i < h->nloss; i++) {
+        uint64_t u;
+        memcpy(&u, &h->losses[i], sizeof(u));
+        nf_wbuf_u64(b, u);
+    }
+}
+
+static void nf_hseg_fix(void *rec, uint32_t id)
+{
+    ((nf_hseg_t *)rec)->id = id; /* this process's id of the region */
+}
+
+int nf_health_comm_load(nf_health_comm_t *h, nf_rbuf_t *r, int commit)
+{
+    nf_segtab_t check = {.size = sizeof(nf_hseg_t), .max = NF_HSEG_MAX};
+    uint64_t nloss, at, w = nf_hcfg.loss_window;
+    if (nf_segtab_load(commit ? &h->segs : &check, r, commit, nf_hseg_fix) != 0 ||
+        nf_rbuf_u64(r, &nloss) != 0 || nf_rbuf_u64(r, &at) != 0 || nloss > w ||
+        (nloss > 0 && at >= w) || nloss > (r->n - r->at) / 8)
+        return -1;
+    if (commit && nloss > 0 && h->losses == NULL && (h->losses = calloc(w, sizeof(double))) == NULL)
+        return -1;
+    for (uint64_t i = 0; i < nloss; i++) {
+        uint64_t u;
+        double v;
+        nf_rbuf_u64(r, &u);
+        memcpy(&v, &u, sizeof(v));
+        if (commit)
+            h->losses[i] = v;
+    }
+    if (commit)
+        h->nloss = (unsigned)nloss, h->at = nloss > 0 ? (unsigned)at : 0;
+    return 0;
 }
 
 static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *seg, size_t n, size_t i,

@@ -11,6 +11,7 @@
 
 #include "nf_coll.h"
 #include "nf_intern.h"
+#include "nf_util.h"
 
 /* Segment i's key, integers only (no name is formatted or hashed per
  * call): a region by its interned id, (id, 0); a gap or a whole unbound
@@ -39,5 +40,16 @@ typedef struct nf_segtab {
 void *nf_segtab_get(nf_segtab_t *t, const nf_seg_t *seg, size_t n, size_t i, int make);
 static inline void *nf_segtab_at(const nf_segtab_t *t, size_t k) { return t->v + k * t->size; }
 void nf_segtab_free(nf_segtab_t *t);
+
+/* The table in a residual checkpoint (nf_comm_slot_ops_t): u64 records,
+ * u64 record bytes, then per record its key by names, since ids are per
+ * process (kind 0: a region, its name; kind 1: a gap or whole buffer, the
+ * names of the regions before and after it, "" for none, and its bytes +
+ * 1), and the record's bytes. */
+void nf_segtab_save(const nf_segtab_t *t, nf_wbuf_t *b);
+/* Read such a table: commit 0 checks it only, commit 1 (after a check
+ * passed) replaces t's records, calling fix(record, region id or 0) on
+ * each. -1 on malformed input or (commit 1) no memory. */
+int nf_segtab_load(nf_segtab_t *t, nf_rbuf_t *r, int commit, void (*fix)(void *rec, uint32_t id));
 
 #endif

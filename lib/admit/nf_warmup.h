@@ -13,10 +13,15 @@
 #include "nf_coll.h"
 #include "nf_health.h" /* nf_seg_note_t */
 #include "nf_policy.h"
+#include "nf_util.h"
 
 typedef struct nf_warmup_comm nf_warmup_comm_t;
 nf_warmup_comm_t *nf_warmup_comm_new(void);
 void nf_warmup_comm_free(nf_warmup_comm_t *w);
+/* The counts in a residual checkpoint, and back (nf_segtab_load's
+ * commit; w may be NULL to check). -1 on malformed input. */
+void nf_warmup_comm_save(const nf_warmup_comm_t *w, nf_wbuf_t *b);
+int nf_warmup_comm_load(nf_warmup_comm_t *w, nf_rbuf_t *r, int commit);
 
 /* Before a call: each low-bit segment whose action (act[i]) asks for a
  * warm-up and has run fewer calls than it asks for runs fp32 and counts

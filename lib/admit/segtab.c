@@ -58,3 +58,80 @@ void nf_segtab_free(nf_segtab_t *t)
     nf_keymap_free(&t->index);
     t->v = NULL, t->n = t->cap = 0;
 }
+
+/* ------------------------------------------------------------ checkpoint */
+
+static const char *nf_segtab_name(uint64_t id)
+{
+    const char *n = id != 0 && id <= UINT32_MAX ? nf_intern_name((uint32_t)id) : NULL;
+    return n != NULL ? n : "";
+}
+
+void nf_segtab_save(const nf_segtab_t *t, nf_wbuf_t *b)
+{
+    nf_wbuf_u64(b, t->n);
+    nf_wbuf_u64(b, t->size);
+    for (size_t k = 0; k < t->index.cap; k++) {
+        const struct nf_keymap_slot *e = &t->index.slot[k];
+        unsigned char kind = e->b != 0;
+        if (!e->used)
+            continue;
+        nf_wbuf_put(b, &kind, 1);
+        if (kind == 0) {
+            nf_wbuf_str(b, nf_segtab_name(e->a));
+        } else {
+            nf_wbuf_str(b, nf_segtab_name(e->a >> 32));
+            nf_wbuf_str(b, nf_segtab_name(e->a & UINT32_MAX));
+            nf_wbuf_u64(b, e->b);
+        }
+        nf_wbuf_put(b, nf_segtab_at(t, e->v), t->size);
+    }
+}
+
+/* One record's key, interned back to this process's ids (commit only:
+ * a check must not intern names). */
+static int nf_segtab_key_load(nf_rbuf_t *r, int commit, uint64_t *a, uint64_t *bb)
+{
+    char n1[256], n2[256];
+    unsigned char kind;
+    if (nf_rbuf_get(r, &kind, 1) != 0 || kind > 1 || nf_rbuf_str(r, n1, sizeof(n1)) != 0)
+        return -1;
+    if (kind == 0) {
+        *bb = 0;
+        *a = commit ? nf_intern(n1) : 1;
+        return n1[0] != '\0' && *a != 0 ? 0 : -1;
+    }
+    if (nf_rbuf_str(r, n2, sizeof(n2)) != 0 || nf_rbuf_u64(r, bb) != 0 || *bb == 0)
+        return -1;
+    uint64_t prev = commit && n1[0] ? nf_intern(n1) : 0, next = commit && n2[0] ? nf_intern(n2) : 0;
+    *a = prev << 32 | next;
+    return 0;
+}
+
+int nf_segtab_load(nf_segtab_t *t, nf_rbuf_t *r, int commit, void (*fix)(void *rec, uint32_t id))
+{
+    uint64_t n, size, a, b;
+    if (nf_rbuf_u64(r, &n) != 0 || nf_rbuf_u64(r, &size) != 0 || size != t->size ||
+        n > t->max || n > (r->n - r->at) / (size + 2))
+        return -1;
+    if (commit) {
+        nf_segtab_free(t);
+        if (n > 0 && (t->v = malloc(n * t->size)) == NULL)
+            return -1;
+        t->cap = n;
+    }
+    for (uint64_t k = 0; k < n; k++) {
+        unsigned char rec[256];
+        if (t->size > sizeof(rec) || nf_segtab_key_load(r, commit, &a, &b) != 0 ||
+            nf_rbuf_get(r, rec, t->size) != 0)
+            return -1;
+        if (!commit)
+            continue;
+        if (nf_keymap_put(&t->index, a, b, (uint32_t)t->n) != 0)
+            return -1;
+        memcpy(nf_segtab_at(t, t->n++), rec, t->size);
+        if (fix != NULL)
+            fix(nf_segtab_at(t, t->n - 1), b == 0 ? (uint32_t)a : 0);
+    }
+    return 0;
+}

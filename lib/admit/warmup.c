@@ -29,6 +29,17 @@ void nf_warmup_comm_free(nf_warmup_comm_t *w)
     free(w);
 }
 
+void nf_warmup_comm_save(const nf_warmup_comm_t *w, nf_wbuf_t *b)
+{
+    nf_segtab_save(&w->calls, b);
+}
+
+int nf_warmup_comm_load(nf_warmup_comm_t *w, nf_rbuf_t *r, int commit)
+{
+    nf_segtab_t check = {.size = sizeof(uint64_t), .max = NF_WARMUP_MAX};
+    return nf_segtab_load(commit ? &w->calls : &check, r, commit, NULL);
+}
+
 void nf_warmup_apply(nf_warmup_comm_t *w, nf_seg_t *seg, nf_seg_note_t *note,
                      const nf_policy_action_t *act, size_t n, uint64_t call)
 {

@@ -16,6 +16,7 @@
 #include "nf_api.h"
 #include "nf_checkpoint.h"
 #include "nf_ctx.h"
+#include "nf_engine.h"
 #include "nf_export.h"
 #include "nf_placement.h"
 #include "nf_region.h"
@@ -52,20 +53,20 @@ static __thread struct {
     unsigned gen;
 } nf_api_last;
 
-static nf_status_t nf_api_comm(MPI_Comm comm, nf_comm_t **c)
+static nf_status_t nf_api_comm(MPI_Comm comm, nf_comm_t **c, int deferred)
 {
     unsigned gen = atomic_load_explicit(&nf_comm_generation, memory_order_acquire);
     if (nf_api_last.c != NULL && nf_api_last.comm == comm && nf_api_last.gen == gen) {
         *c = nf_api_last.c;
         return NF_OK;
     }
-    nf_status_t st = nf_comm_get(comm, c);
+    nf_status_t st = deferred ? nf_comm_get_deferred(comm, c) : nf_comm_get(comm, c);
     if (st == NF_OK)
         nf_api_last.comm = comm, nf_api_last.c = *c, nf_api_last.gen = gen;
     return st;
 }
 
-nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, nf_comm_t **c)
+nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, int deferred, nf_comm_t **c)
 {
     *c = NULL;
     /* Not engaged by agreement at MPI_Init: pmpi. Not agreed (MPI_Init did
@@ -73,7 +74,7 @@ nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, nf_comm_t **c)
      * setup compares the ranks' policies. */
     if (nf_init() != NF_OK || !nf_ctx_ready() || (route < 0 && nf_ctx.engaged == 0))
         return NF_OK;
-    return nf_api_comm(a->comm, c);
+    return nf_api_comm(a->comm, c, deferred);
 }
 
 nf_status_t nf_api_exec(nf_comm_t *c, const nf_run_args_t *a, int route)
@@ -99,11 +100,11 @@ nf_status_t nf_api_exec(nf_comm_t *c, const nf_run_args_t *a, int route)
 static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
 {
     nf_comm_t *c = NULL;
-    nf_status_t st = nf_api_resolve(a, route, &c);
+    nf_status_t st = nf_api_resolve(a, route, 0, &c);
     if (st != NF_OK)
         return st;
     if (c != NULL)
-        nf_comm_async_wait(c); /* the nonblocking calls issued before this one */
+        nf_engine_drain(c); /* the nonblocking calls issued before this one */
     return nf_api_exec(c, a, route);
 }
 
@@ -168,6 +169,7 @@ NF_EXPORT nf_status_t nf_placement_query(MPI_Comm comm, nf_placement_info_t *inf
     nf_status_t st = nf_comm_get(comm, &c);
     if (st != NF_OK)
         return st;
+    nf_engine_drain(c); /* a state set up behind nonblocking calls is complete after them */
     if (c->is_inter || nf_comm_ready(c) != NF_OK)
         return NF_ERR_UNSUPPORTED;
     info->node = nf_place_node();
@@ -210,12 +212,12 @@ static int nf_api_residuals(MPI_Comm comm, const char *prefix, int load)
         return nf_api_raise(comm, MPI_ERR_COMM);
     nf_status_t st = nf_init() == NF_OK && nf_ctx_ready() ? NF_OK : NF_ERR_UNSUPPORTED;
     if (st == NF_OK)
-        st = nf_api_comm(comm, &c);
+        st = nf_api_comm(comm, &c, 0);
     if (st == NF_OK) {
         /* the nonblocking calls issued before it (as nf_api_run): the thread's
          * call would meet the checkpoint's collectives on c->priv, and a
          * load replaces the residuals that call holds */
-        nf_comm_async_wait(c);
+        nf_engine_drain(c);
         st = load ? nf_ckpt_load(c, prefix) : nf_ckpt_save(c, prefix);
     }
     if (st == NF_OK)

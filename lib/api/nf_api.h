@@ -22,9 +22,11 @@ int nf_api_check(const nf_run_args_t *a);
 int nf_api_allreduce(const nf_run_args_t *a, int route);
 
 /* The state a call on a->comm runs with, resolved in the caller (its
- * first call on a communicator is collective there): NULL when libnfcoll
- * is not engaged for it (the call is PMPI's, untouched). */
-nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, nf_comm_t **c);
+ * first call on a communicator is collective there; deferred: it starts
+ * an MPI_Comm_idup only, and the progress engine completes the state,
+ * nf_comm_get_deferred): NULL when libnfcoll is not engaged for it (the
+ * call is PMPI's, untouched). */
+nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, int deferred, nf_comm_t **c);
 
 /* Run one call with resolved state c (NULL: pmpi), route -1 for
  * admission; PMPI calls on a->comm, which may be the progress thread's

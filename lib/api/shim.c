@@ -20,6 +20,7 @@
 #include "nf_agree.h"
 #include "nf_api.h"
 #include "nf_async.h"
+#include "nf_engine.h"
 #include "nf_ctx.h"
 #include "nf_export.h"
 #include "nf_log.h"
@@ -31,13 +32,18 @@
  * from inside (a tool stacked under us) goes straight to PMPI. */
 static __thread int nf_inside;
 
+/* The level MPI_Init_thread reported to the program, when libnfcoll asked
+ * MPI for more (its progress threads): MPI_Query_thread says the same. */
+static int nf_shim_told = -1;
+
 /* What a rank asks for, as flags agreed with a bitwise OR. */
 enum {
     NF_WANT_ANY = 1u << 0,    /* NFCOLL_POLICY, _TRACE, _STATS or CXL=require */
     NF_WANT_FAILED = 1u << 1, /* nf_init failed here */
     NF_WANT_REQUIRE = 1u << 2,
     NF_WANT_STATS = 1u << 3,
-    NF_WANT_ADMIT = 1u << 4   /* a policy or a trace: admission decides calls */
+    NF_WANT_ADMIT = 1u << 4,  /* a policy or a trace: admission decides calls */
+    NF_WANT_NOTHREAD = 1u << 5 /* no progress thread here (nf_engine_local) */
 };
 
 /* This rank asks libnfcoll for something. */
@@ -48,7 +54,7 @@ static int nf_shim_wanted(const nf_settings_t *s)
 }
 
 /* The thread level to ask MPI for: the progress thread needs
- * MPI_THREAD_MULTIPLE (docs/design.md, "Nonblocking calls"), asked for only
+ * MPI_THREAD_MULTIPLE (docs/design.md, "The progress engine"), asked for only
  * when this rank asks libnfcoll for something and NFCOLL_PROGRESS allows
  * it; otherwise what the program asked for. Before MPI_Init the rank is
  * unknown: the raw values, so that the settings are parsed (and a
@@ -90,7 +96,8 @@ void nf_shim_after_init(void)
     unsigned mine = (st != NF_OK ? NF_WANT_FAILED : 0) |
                     (s->cxl == NF_CXL_REQUIRE ? NF_WANT_REQUIRE : 0) |
                     (nf_admit_stats_dest(s) != NULL ? NF_WANT_STATS : 0) |
-                    (nf_admit_wanted() ? NF_WANT_ADMIT : 0);
+                    (nf_admit_wanted() ? NF_WANT_ADMIT : 0) |
+                    (st == NF_OK && !nf_engine_local() ? NF_WANT_NOTHREAD : 0);
     if (nf_agree_any(MPI_COMM_WORLD, mine, &all) != NF_OK)
         all = NF_WANT_FAILED;
     if ((all & NF_WANT_FAILED) && (all & NF_WANT_REQUIRE)) {
@@ -103,6 +110,7 @@ void nf_shim_after_init(void)
         nf_ctx.state = NF_STATE_DISABLED; /* one rank without libnfcoll means none uses it */
     nf_ctx.engaged = (all & NF_WANT_ADMIT) != 0;
     nf_ctx.report_stats = (all & NF_WANT_STATS) != 0;
+    nf_engine_agreed((all & NF_WANT_NOTHREAD) == 0);
     nf_ctx.intercept = 1;
     nf_comm_t *c;
     if (nf_ctx_ready() && nf_ctx.engaged)
@@ -119,8 +127,11 @@ int nf_shim_init(int *argc, char ***argv, int required, int *provided)
         return rc;
     /* The program sees the level it asked for, capped by what MPI gave:
      * whether libnfcoll's thread can run is libnfcoll's business. */
+    int told = ask != required && got > required ? required : got;
     if (provided != NULL)
-        *provided = ask != required && got > required ? required : got;
+        *provided = told;
+    if (ask != required)
+        nf_shim_told = told;
     nf_shim_after_init();
     return rc;
 }
@@ -137,7 +148,7 @@ NF_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
 
 void nf_shim_before_finalize(void)
 {
-    nf_async_finalize(); /* the queued calls run; their counts reach the report */
+    nf_engine_finalize(); /* the queued calls run; their counts reach the report */
     if (nf_ctx.intercept && nf_ctx.report_stats) { /* collective: agreed at init */
         nf_inside = 1;
         nf_stats_report(MPI_COMM_WORLD, nf_admit_stats_dest(nf_settings_load()));
@@ -189,23 +200,73 @@ __attribute__((noinline)) int nf_shim_iallreduce(const void *sendbuf, void *recv
     return rc;
 }
 
-/* MPI_Wait and MPI_Waitall on a nonblocking call the progress thread runs
- * sleep until the thread completes it (nf_async_wait), instead of Open
- * MPI's busy poll, which on a machine with one core per rank took the core
- * the thread needs. Any other request: PMPI's wait, after one atomic load
- * when nothing is queued (else a look through the queue). */
+/* ---- completion: the MPI_Wait family ----
+ *
+ * A wait over an array that holds one of the engine's unfinished jobs
+ * polls PMPI's test of the same kind, pausing between polls
+ * (nf_engine_pause: yields, then sleeps woken by any job's completion), so
+ * every request in the array, and any other the program has started,
+ * keeps progressing while the caller waits; PMPI's blocking wait would
+ * busy-poll against the workers for the core. Any other wait is PMPI's own,
+ * after one atomic load when no job is queued. The MPI_Test family needs
+ * nothing: PMPI's tests see a job's request complete. */
+
 NF_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
-    if (request != NULL)
-        nf_async_wait(request, 1);
-    return PMPI_Wait(request, status);
+    if (request == NULL || !nf_engine_holds(request, 1))
+        return PMPI_Wait(request, status);
+    int flag = 0, rc;
+    unsigned polls = 0;
+    while ((rc = PMPI_Test(request, &flag, status)) == MPI_SUCCESS && !flag)
+        nf_engine_pause(&polls);
+    return rc;
 }
 
 NF_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
-    if (count > 0)
-        nf_async_wait(requests, count);
-    return PMPI_Waitall(count, requests, statuses);
+    if (count <= 0 || !nf_engine_holds(requests, count))
+        return PMPI_Waitall(count, requests, statuses);
+    int flag = 0, rc;
+    unsigned polls = 0;
+    while ((rc = PMPI_Testall(count, requests, &flag, statuses)) == MPI_SUCCESS && !flag)
+        nf_engine_pause(&polls);
+    return rc;
+}
+
+NF_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    if (count <= 0 || !nf_engine_holds(requests, count))
+        return PMPI_Waitany(count, requests, index, status);
+    int flag = 0, rc;
+    unsigned polls = 0;
+    while ((rc = PMPI_Testany(count, requests, index, &flag, status)) == MPI_SUCCESS && !flag)
+        nf_engine_pause(&polls);
+    return rc;
+}
+
+NF_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                           MPI_Status statuses[])
+{
+    if (incount <= 0 || !nf_engine_holds(requests, incount))
+        return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    int rc;
+    unsigned polls = 0;
+    while ((rc = PMPI_Testsome(incount, requests, outcount, indices, statuses)) ==
+               MPI_SUCCESS &&
+           *outcount == 0)
+        nf_engine_pause(&polls);
+    return rc;
+}
+
+NF_EXPORT int MPI_Query_thread(int *provided)
+{
+    if (nf_shim_told < 0 || provided == NULL)
+        return PMPI_Query_thread(provided);
+    int up = 0;
+    if (PMPI_Initialized(&up) == MPI_SUCCESS && !up)
+        return PMPI_Query_thread(provided); /* MPI's own error */
+    *provided = nf_shim_told;
+    return MPI_SUCCESS;
 }
 
 NF_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,

@@ -163,9 +163,9 @@ static nf_status_t nf_rd_head(nf_rd_t *rd, nf_ckpt_head_t *h)
         .id = nf_get64(b + 24), .file_bytes = nf_get64(b + 32), .region_hash = nf_get64(b + 40),
         .nregions = nf_get32(b + 48), .nentries = nf_get32(b + 52),
     };
-    if (h->version != NF_CKPT_VERSION)
-        return nf_rd_bad(rd, NF_ERR_PARSE, "format version %u; this libnfcoll reads version %d",
-                         h->version, NF_CKPT_VERSION);
+    if (h->version != NF_CKPT_VERSION && h->version != 1)
+        return nf_rd_bad(rd, NF_ERR_PARSE, "format version %u; this libnfcoll reads versions "
+                         "1 to %d", h->version, NF_CKPT_VERSION);
     if (nf_get64(b + 56) != nf_hash_bytes(NF_HASH_INIT, b, 56) ||
         nf_get32(b + 12) != NF_CKPT_HEAD)
         return nf_rd_bad(rd, NF_ERR_PARSE, "header checksum mismatch (corrupted)");
@@ -250,12 +250,34 @@ static nf_status_t nf_rd_floats(nf_rd_t *rd, uint32_t i, const nf_ckpt_entry_t *
     return st;
 }
 
+/* Version 2's last part: the layers' state, bounded by the file. */
+static nf_status_t nf_rd_state(nf_rd_t *rd, nf_ckpt_head_t *h)
+{
+    unsigned char b[8];
+    rd->hash = NF_HASH_INIT;
+    nf_status_t st = nf_rd_bytes(rd, b, sizeof(b), "the layers' state");
+    uint64_t n = nf_get64(b);
+    if (st == NF_OK && n > rd->size - rd->pos)
+        return nf_rd_bad(rd, NF_ERR_PARSE, "the layers' state: %llu bytes with %llu left",
+                         (unsigned long long)n, (unsigned long long)(rd->size - rd->pos));
+    if (st == NF_OK && n > 0 && (h->state = malloc((size_t)n)) == NULL)
+        return nf_rd_bad(rd, NF_ERR_NO_MEMORY, "no memory for the layers' state");
+    if (st == NF_OK && (st = nf_rd_bytes(rd, h->state, (size_t)n, "the layers' state")) == NF_OK)
+        h->state_len = (size_t)n;
+    uint64_t want = rd->hash;
+    if (st == NF_OK && (st = nf_rd_bytes(rd, b, sizeof(b), "a checksum")) == NF_OK &&
+        nf_get64(b) != want)
+        st = nf_rd_bad(rd, NF_ERR_PARSE, "the layers' state: checksum mismatch (corrupted)");
+    return st;
+}
+
 nf_status_t nf_ckpt_read(const char *path, nf_ckpt_head_t *head, nf_ckpt_sink_t sink,
                          void *arg, char *why, size_t whylen)
 {
     nf_rd_t rd = {.path = path, .fd = -1, .why = why, .whylen = whylen};
     nf_ckpt_entry_t e;
     why[0] = '\0';
+    memset(head, 0, sizeof(*head));
     nf_status_t st = nf_rd_open(&rd);
     if (st == NF_OK)
         st = nf_rd_head(&rd, head);
@@ -267,6 +289,8 @@ nf_status_t nf_ckpt_read(const char *path, nf_ckpt_head_t *head, nf_ckpt_sink_t 
             break;
         st = nf_rd_floats(&rd, i, &e, dest);
     }
+    if (st == NF_OK && head->version >= 2)
+        st = nf_rd_state(&rd, head);
     if (st == NF_OK && rd.pos != rd.size)
         st = nf_rd_bad(&rd, NF_ERR_PARSE, "%llu bytes after the last entry",
                        (unsigned long long)(rd.size - rd.pos));
@@ -498,11 +522,25 @@ static nf_status_t nf_ckpt_put_head(nf_wfile_t *f, const nf_ckpt_head_t *hd)
     return fwrite(b, 1, sizeof(b), f->fp) == sizeof(b) ? NF_OK : NF_ERR_IO;
 }
 
-/* The header and entries of v (n residuals in order of first use). */
+/* The layers' state (version 2): length, bytes, checksum. */
+static nf_status_t nf_ckpt_put_state(nf_wfile_t *f, const nf_ckpt_head_t *hd)
+{
+    unsigned char b[8];
+    uint64_t h = NF_HASH_INIT;
+    nf_put64(b, (uint64_t)hd->state_len);
+    nf_status_t st = nf_ckpt_put(f, b, sizeof(b), &h);
+    if (st == NF_OK && hd->state_len > 0)
+        st = nf_ckpt_put(f, hd->state, hd->state_len, &h);
+    nf_put64(b, h);
+    return st == NF_OK && fwrite(b, 1, sizeof(b), f->fp) != sizeof(b) ? NF_ERR_IO : st;
+}
+
+/* The header, entries of v (n residuals in order of first use) and the
+ * layers' state. */
 static nf_status_t nf_ckpt_put_all(nf_wfile_t *f, nf_ckpt_head_t *hd, nf_residual_t **v,
                                    size_t n)
 {
-    hd->file_bytes = NF_CKPT_HEAD;
+    hd->file_bytes = NF_CKPT_HEAD + 16 + hd->state_len;
     for (size_t i = 0; i < n; i++)
         hd->file_bytes += nf_entry_bytes(strlen(v[i]->name), v[i]->count);
     nf_status_t st = nf_ckpt_put_head(f, hd);
@@ -511,6 +549,8 @@ static nf_status_t nf_ckpt_put_all(nf_wfile_t *f, nf_ckpt_head_t *hd, nf_residua
         st = nf_ckpt_put_entry(f, v[i], unbound ? order : 0);
         order += (size_t)unbound;
     }
+    if (st == NF_OK)
+        st = nf_ckpt_put_state(f, hd);
     if (st == NF_OK && fflush(f->fp) != 0)
         st = NF_ERR_IO;
     if (st != NF_OK)
@@ -535,6 +575,8 @@ static nf_status_t nf_ckpt_write(nf_comm_t *c, const char *path, uint64_t id, nf
     hd.nentries = (uint32_t)n;
     if (st == NF_OK)
         st = nf_ckpt_regions(v, n, &hd.nregions, &hd.region_hash, &missing);
+    if (st == NF_OK && (st = nf_comm_slots_save(c, &hd.state, &hd.state_len)) != NF_OK)
+        nf_log_error("no memory to save the layers' state to %s", path);
     if (st == NF_OK)
         st = nf_wfile_open(f, path);
     if (st == NF_OK) {
@@ -545,6 +587,7 @@ static nf_status_t nf_ckpt_write(nf_comm_t *c, const char *path, uint64_t id, nf
     } else if (st == NF_ERR_NO_MEMORY) {
         nf_log_error("no memory to save residuals to %s", path);
     }
+    free(hd.state);
     free(v);
     return st;
 }
@@ -717,19 +760,22 @@ static nf_status_t nf_stage_fits(nf_comm_t *c, const nf_ckpt_head_t *h, const nf
 }
 
 /* Read and check this rank's file into sg. */
-static nf_status_t nf_ckpt_stage(nf_comm_t *c, const char *path, nf_stage_t *sg, uint64_t *id)
+static nf_status_t nf_ckpt_stage(nf_comm_t *c, const char *path, nf_stage_t *sg,
+                                 nf_ckpt_head_t *h)
 {
     char why[512];
-    nf_ckpt_head_t h;
-    nf_status_t st = nf_ckpt_read(path, &h, nf_stage_take, sg, why, sizeof(why));
+    nf_status_t st = nf_ckpt_read(path, h, nf_stage_take, sg, why, sizeof(why));
     if (st == NF_OK)
-        st = nf_stage_fits(c, &h, sg, why, sizeof(why));
+        st = nf_stage_fits(c, h, sg, why, sizeof(why));
+    if (st == NF_OK)
+        st = nf_comm_slots_load(c, h->state, h->state_len, 0, why, sizeof(why));
     if (st != NF_OK) {
         nf_log_error("residual checkpoint %s: %s; no residual changed", path, why);
         nf_stage_free(sg);
+        free(h->state);
+        h->state = NULL;
         return st;
     }
-    *id = h.id;
     return NF_OK;
 }
 
@@ -739,14 +785,14 @@ nf_status_t nf_ckpt_load(nf_comm_t *c, const char *prefix)
     char path[4096];
     nf_stage_t sg = {0};
     nf_agree_worst_t w;
-    uint64_t id = 0;
+    nf_ckpt_head_t h = {0};
     nf_status_t st = nf_ckpt_usable(c);
     if (st != NF_OK)
         return st;
     nf_status_t mine = nf_ckpt_path(c, prefix, path, sizeof(path));
     if (mine == NF_OK)
-        mine = nf_ckpt_stage(c, path, &sg, &id);
-    st = nf_ckpt_agree(c, op, prefix, mine, id, "no residual changed", &w);
+        mine = nf_ckpt_stage(c, path, &sg, &h);
+    st = nf_ckpt_agree(c, op, prefix, mine, h.id, "no residual changed", &w);
     if (st == NF_OK && !w.same) {
         if (c->rank == 0)
             nf_log_error("%s(%s): the ranks' files come from different saves; no residual "
@@ -755,8 +801,12 @@ nf_status_t nf_ckpt_load(nf_comm_t *c, const char *prefix)
     }
     if (st != NF_OK) {
         nf_stage_free(&sg);
+        free(h.state);
         return st;
     }
     nf_residual_table_replace(&c->resid, sg.v, sg.n, sg.cap);
+    char why[8];
+    nf_comm_slots_load(c, h.state, h.state_len, 1, why, sizeof(why)); /* checked: cannot fail */
+    free(h.state);
     return NF_OK;
 }

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,37 +49,116 @@ static void nf_comm_unlink(nf_comm_t *c)
     pthread_mutex_unlock(&nf_comm_lock);
 }
 
-static pthread_mutex_t nf_comm_async_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t nf_comm_async_cond = PTHREAD_COND_INITIALIZER;
+static const nf_comm_slot_ops_t *nf_comm_slot_ops[NF_COMM_SLOTS];
+static _Atomic int nf_comm_nslots;
 
-void nf_comm_async_wait(nf_comm_t *c)
+nf_status_t nf_comm_slot_register(const nf_comm_slot_ops_t *ops, int *slot)
 {
-    if (atomic_load_explicit(&c->async_done, memory_order_acquire) ==
-        atomic_load_explicit(&c->async_issued, memory_order_relaxed))
-        return;
-    pthread_mutex_lock(&nf_comm_async_lock);
-    while (atomic_load(&c->async_done) != atomic_load(&c->async_issued))
-        pthread_cond_wait(&nf_comm_async_cond, &nf_comm_async_lock);
-    pthread_mutex_unlock(&nf_comm_async_lock);
+    pthread_mutex_lock(&nf_comm_lock);
+    int n = atomic_load(&nf_comm_nslots);
+    nf_status_t st = n < NF_COMM_SLOTS ? NF_OK : NF_ERR_NO_MEMORY;
+    if (st == NF_OK) {
+        nf_comm_slot_ops[n] = ops;
+        atomic_store(&nf_comm_nslots, n + 1);
+        *slot = n;
+    }
+    pthread_mutex_unlock(&nf_comm_lock);
+    return st;
 }
 
-void nf_comm_async_done(nf_comm_t *c)
+nf_status_t nf_comm_slots_save(nf_comm_t *c, unsigned char **buf, size_t *len)
 {
-    pthread_mutex_lock(&nf_comm_async_lock);
-    atomic_fetch_add_explicit(&c->async_done, 1, memory_order_release);
-    pthread_cond_broadcast(&nf_comm_async_cond);
-    pthread_mutex_unlock(&nf_comm_async_lock);
+    unsigned char *out = NULL;
+    size_t n = 0;
+    int ns = atomic_load(&nf_comm_nslots);
+    *buf = NULL, *len = 0;
+    for (int i = 0; i < ns; i++) {
+        const nf_comm_slot_ops_t *o = nf_comm_slot_ops[i];
+        unsigned char *part = NULL;
+        size_t plen = 0;
+        if (o->save == NULL)
+            continue;
+        nf_status_t st = o->save(c, atomic_load(&c->slot[i]), &part, &plen);
+        size_t name = strlen(o->name);
+        unsigned char *grown = st == NF_OK && plen > 0 ? realloc(out, n + 1 + name + 8 + plen)
+                                                      : NULL;
+        if (st == NF_OK && plen > 0 && grown == NULL)
+            st = NF_ERR_NO_MEMORY;
+        if (st != NF_OK) {
+            free(part), free(out);
+            return st;
+        }
+        if (plen > 0) {
+            out = grown;
+            out[n++] = (unsigned char)name;
+            memcpy(out + n, o->name, name), n += name;
+            for (int b = 0; b < 8; b++)
+                out[n++] = (unsigned char)((uint64_t)plen >> (8 * b));
+            memcpy(out + n, part, plen), n += plen;
+        }
+        free(part);
+    }
+    *buf = out, *len = n;
+    return NF_OK;
+}
+
+nf_status_t nf_comm_slots_load(nf_comm_t *c, const unsigned char *buf, size_t len, int commit,
+                               char *why, size_t whylen)
+{
+    int ns = atomic_load(&nf_comm_nslots);
+    for (size_t at = 0; at < len;) {
+        size_t name = buf[at++], plen = 0;
+        if (name == 0 || len - at < name + 8) {
+            snprintf(why, whylen, "the layers' state: a part at byte %zu is cut short", at - 1);
+            return NF_ERR_PARSE;
+        }
+        const char *tag = (const char *)buf + at;
+        at += name;
+        for (int b = 0; b < 8; b++)
+            plen |= (size_t)buf[at + (size_t)b] << (8 * b);
+        at += 8;
+        if (plen > len - at) {
+            snprintf(why, whylen, "the layers' state: part '%.*s' runs past the end",
+                     (int)name, tag);
+            return NF_ERR_PARSE;
+        }
+        int i;
+        for (i = 0; i < ns; i++)
+            if (strlen(nf_comm_slot_ops[i]->name) == name &&
+                memcmp(nf_comm_slot_ops[i]->name, tag, name) == 0)
+                break;
+        if (i == ns || nf_comm_slot_ops[i]->load == NULL) {
+            snprintf(why, whylen, "the layers' state: part '%.*s' belongs to no layer here",
+                     (int)name, tag);
+            return NF_ERR_PARSE;
+        }
+        nf_status_t st = nf_comm_slot_ops[i]->load(c, buf + at, plen, commit, why, whylen);
+        if (st != NF_OK)
+            return st;
+        at += plen;
+    }
+    return NF_OK;
+}
+
+/* Every slot's quiesce, then every slot's release (nf_comm.h). */
+static void nf_comm_slots_free(nf_comm_t *c)
+{
+    int n = atomic_load(&nf_comm_nslots);
+    for (int i = 0; i < n; i++)
+        if (nf_comm_slot_ops[i]->quiesce != NULL)
+            nf_comm_slot_ops[i]->quiesce(c, atomic_load(&c->slot[i]));
+    for (int i = 0; i < n; i++)
+        if (nf_comm_slot_ops[i]->release != NULL)
+            nf_comm_slot_ops[i]->release(c, atomic_exchange(&c->slot[i], NULL));
 }
 
 static void nf_comm_destroy(nf_comm_t *c)
 {
     /* MPI_Comm_free and MPI_Finalize let pending operations complete: the
-     * progress thread's calls on this state finish before it goes. */
-    nf_comm_async_wait(c);
+     * slots' quiesce waits for the calls queued on this state. */
+    nf_comm_slots_free(c);
     atomic_fetch_add(&nf_comm_generation, 1u); /* before the memory can be reused */
     nf_comm_unlink(c);
-    if (c->upper_free != NULL)
-        c->upper_free(c->upper);
     nf_shm_destroy(&c->shm);
     nf_residual_table_free(&c->resid);
     nf_residual_table_free(&c->shadow[0]);
@@ -96,8 +176,6 @@ static void nf_comm_destroy(nf_comm_t *c)
         PMPI_Comm_free(&c->node);
     if (c->priv != MPI_COMM_NULL)
         PMPI_Comm_free(&c->priv);
-    if (c->async != MPI_COMM_NULL)
-        PMPI_Comm_free(&c->async);
     free(c);
 }
 
@@ -250,8 +328,8 @@ nf_status_t nf_comm_reserve_fp32(nf_comm_t *c, size_t n)
 static nf_status_t nf_comm_split(nf_comm_t *c)
 {
     int rpn = nf_ctx.cfg.settings->ranks_per_node, rc;
-    if ((rc = PMPI_Comm_dup(c->user, &c->priv)) != MPI_SUCCESS)
-        return nf_mpi_status_raised(rc);
+    if (c->priv == MPI_COMM_NULL)
+        return NF_ERR_MPI;
     if ((rc = PMPI_Comm_set_errhandler(c->priv, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_rank(c->priv, &c->rank)) != MPI_SUCCESS ||
         (rc = PMPI_Comm_size(c->priv, &c->size)) != MPI_SUCCESS)
@@ -283,11 +361,12 @@ static nf_status_t nf_comm_split(nf_comm_t *c)
  * is agreed before the first call: its policy (hash), the communicator's
  * name (rules match on it; MPI_Comm_set_name is local), whether the count
  * lanes fit (NFCOLL_COUNT_BITS is per process) and whether its own setup
- * worked. A difference turns the feature off for every rank. On the user's
- * communicator, inside the user's collective call: a rank whose private
- * split failed still takes part, so none waits for it.
+ * worked. A difference turns the feature off for every rank. On `on`: the
+ * user's communicator, inside the user's collective call, where a rank
+ * whose duplicate failed still takes part, so none waits for it; or, set
+ * up behind a nonblocking call, the private duplicate.
  */
-static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok)
+static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok, MPI_Comm on)
 {
     nf_agree_comm_in_t in = {
         .policy_hash = nf_ctx.cfg.policy_hash,
@@ -296,7 +375,7 @@ static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok)
         .alloc_ok = setup_ok && c->xv != NULL && c->ptrs != NULL,
     };
     nf_agree_comm_out_t out;
-    nf_status_t st = nf_agree_comm(c->user, &in, &out);
+    nf_status_t st = nf_agree_comm(on, &in, &out);
     if (st != NF_OK || !out.alloc_ok) {
         if (setup_ok)
             nf_log_warn_once("cannot set up libnfcoll's state for a communicator on some "
@@ -315,24 +394,36 @@ static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok)
     return NF_OK;
 }
 
-/* NULL only when there is no memory for the state itself (then this rank
- * cannot take part in the agreement either: the caller goes to PMPI, and a
- * program out of memory has bigger problems). */
-static nf_comm_t *nf_comm_new(MPI_Comm comm, nf_status_t *st)
+/* The state's local part; NULL only when there is no memory for it (then
+ * this rank cannot take part in the agreement either: the caller goes to
+ * PMPI, and a program out of memory has bigger problems). An
+ * intercommunicator's is complete here: never used for our routes, cached
+ * so that we decide once. */
+static nf_comm_t *nf_comm_alloc(MPI_Comm comm)
 {
     nf_comm_t *c = calloc(1, sizeof(*c));
-    *st = NF_OK;
+    int rl;
     if (c == NULL)
         return NULL;
     c->user = comm;
-    c->priv = c->node = c->leaders = c->async = MPI_COMM_NULL;
+    c->priv = c->node = c->leaders = MPI_COMM_NULL;
     c->size = 1; /* the traffic model's size for an intercommunicator */
     if (PMPI_Comm_test_inter(comm, &c->is_inter) != MPI_SUCCESS || c->is_inter) {
-        c->use = NF_COMM_BROKEN; /* never used for our routes; cached so we decide once */
+        c->use = NF_COMM_BROKEN;
         return c;
     }
-    int rl;
-    int ok = nf_comm_split(c) == NF_OK && PMPI_Comm_get_name(comm, c->name, &rl) == MPI_SUCCESS;
+    if (PMPI_Comm_get_name(comm, c->name, &rl) != MPI_SUCCESS)
+        c->name[0] = '\0';
+    PMPI_Comm_rank(comm, &c->rank);
+    PMPI_Comm_size(comm, &c->size);
+    return c;
+}
+
+/* The collective part, once c->priv is the duplicate (or failed to be):
+ * split, buffers, agreement on `on`. */
+static nf_status_t nf_comm_build(nf_comm_t *c, MPI_Comm on)
+{
+    int ok = nf_comm_split(c) == NF_OK;
     if (!ok)
         nf_log_warn_once("cannot split a communicator by node; libnfcoll passes its calls to PMPI");
     c->k = nf_count_planes((unsigned)(c->size > 0 ? c->size : 1));
@@ -345,7 +436,18 @@ static nf_comm_t *nf_comm_new(MPI_Comm comm, nf_status_t *st)
         if (nf_comm_scales(c, 1) != NF_OK || c->pcnt == NULL)
             ok = 0;
     }
-    *st = nf_comm_decide(c, ok);
+    return nf_comm_decide(c, ok, on);
+}
+
+static nf_comm_t *nf_comm_new(MPI_Comm comm, nf_status_t *st)
+{
+    nf_comm_t *c = nf_comm_alloc(comm);
+    *st = NF_OK;
+    if (c == NULL || c->is_inter)
+        return c;
+    if (PMPI_Comm_dup(comm, &c->priv) != MPI_SUCCESS)
+        c->priv = MPI_COMM_NULL; /* the agreement on comm tells the others */
+    *st = nf_comm_build(c, comm);
     return c;
 }
 
@@ -370,28 +472,71 @@ nf_status_t nf_comm_ready(nf_comm_t *c)
     return NF_OK;
 }
 
-nf_status_t nf_comm_get(MPI_Comm comm, nf_comm_t **out)
+/* Cache c on comm and link it (its setup st, NF_OK so far); on failure
+ * c is freed. */
+static nf_status_t nf_comm_attach(MPI_Comm comm, nf_comm_t *c, nf_status_t st)
 {
-    void *attr = NULL;
-    int found = 0;
-    nf_status_t st = nf_mpi_status_raised(
-        PMPI_Comm_get_attr(comm, nf_ctx.comm_keyval, &attr, &found));
-    if (st != NF_OK)
-        return st;
-    if (found) {
-        *out = attr;
-        return NF_OK;
-    }
-    /* Collective on comm: every rank reaches this on its first call. */
-    nf_comm_t *c = nf_comm_new(comm, &st);
-    if (c == NULL)
-        return NF_ERR_NO_MEMORY;
     if (st != NF_OK ||
         (st = nf_mpi_status_raised(PMPI_Comm_set_attr(comm, nf_ctx.comm_keyval, c))) != NF_OK) {
         nf_comm_destroy(c);
         return st;
     }
     nf_comm_link(c);
-    *out = c;
     return NF_OK;
+}
+
+static nf_status_t nf_comm_find(MPI_Comm comm, nf_comm_t **out, int *found)
+{
+    void *attr = NULL;
+    nf_status_t st = nf_mpi_status_raised(
+        PMPI_Comm_get_attr(comm, nf_ctx.comm_keyval, &attr, found));
+    if (st == NF_OK && *found)
+        *out = attr;
+    return st;
+}
+
+nf_status_t nf_comm_get(MPI_Comm comm, nf_comm_t **out)
+{
+    int found = 0;
+    nf_status_t st = nf_comm_find(comm, out, &found);
+    if (st != NF_OK || found)
+        return st;
+    /* Collective on comm: every rank reaches this on its first call. */
+    nf_comm_t *c = nf_comm_new(comm, &st);
+    if (c == NULL)
+        return NF_ERR_NO_MEMORY;
+    if ((st = nf_comm_attach(comm, c, st)) == NF_OK)
+        *out = c;
+    return st;
+}
+
+nf_status_t nf_comm_get_deferred(MPI_Comm comm, nf_comm_t **out)
+{
+    int found = 0;
+    nf_status_t st = nf_comm_find(comm, out, &found);
+    if (st != NF_OK || found)
+        return st;
+    nf_comm_t *c = nf_comm_alloc(comm);
+    if (c == NULL)
+        return NF_ERR_NO_MEMORY;
+    if (!c->is_inter) {
+        st = nf_mpi_status_raised(PMPI_Comm_idup(comm, &c->priv, &c->setup));
+        atomic_store(&c->pending, st == NF_OK);
+    }
+    if ((st = nf_comm_attach(comm, c, st)) == NF_OK)
+        *out = c;
+    return st;
+}
+
+nf_status_t nf_comm_complete(nf_comm_t *c)
+{
+    if (!atomic_load_explicit(&c->pending, memory_order_acquire))
+        return NF_OK;
+    if (PMPI_Wait(&c->setup, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        c->priv = MPI_COMM_NULL; /* then nobody can agree: broken, alone */
+    nf_status_t st = c->priv != MPI_COMM_NULL ? nf_comm_build(c, c->priv) : NF_ERR_MPI;
+    if (c->priv == MPI_COMM_NULL)
+        c->use = NF_COMM_BROKEN;
+    atomic_store_explicit(&c->pending, 0, memory_order_release);
+    return st;
 }

@@ -3,6 +3,8 @@
 
 #include <sched.h>
 
+#include <mpi.h>
+
 #include "nf_flags.h"
 
 /* A few microseconds of pauses before the first yield (a pause is ~50 ns on
@@ -21,6 +23,19 @@ static inline void nf_cpu_relax(void)
 #endif
 }
 
+/* Yields between two pokes of MPI's progress in a long wait. */
+#define NF_SPIN_POKE 32u
+
+/* A peer may be unable to reach its call until this rank's MPI progresses
+ * a request of the program's (a large MPI_Isend without single-copy
+ * transport, a send across nodes): a long wait lets MPI progress now and
+ * then. MPI_Iprobe never receives. */
+static void nf_flag_poke(void)
+{
+    int flag = 0;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+}
+
 void nf_flag_wait(const _Atomic uint64_t *f, uint64_t gen)
 {
     unsigned spins = 0;
@@ -29,7 +44,23 @@ void nf_flag_wait(const _Atomic uint64_t *f, uint64_t gen)
             spins++;
             nf_cpu_relax();
         } else {
+            if (++spins % NF_SPIN_POKE == 0)
+                nf_flag_poke();
             sched_yield();
         }
     }
+}
+
+int nf_node_late(const nf_comm_t *c, int *lranks, int max)
+{
+    uint64_t most = 0;
+    int n = 0;
+    for (int i = 0; i < c->lsize; i++) {
+        uint64_t g = atomic_load_explicit(&nf_ctl(c, i)->arrive, memory_order_acquire);
+        most = g > most ? g : most;
+    }
+    for (int i = 0; i < c->lsize && n < max; i++)
+        if (atomic_load_explicit(&nf_ctl(c, i)->arrive, memory_order_acquire) < most)
+            lranks[n++] = i;
+    return n;
 }

@@ -5,7 +5,7 @@
  * NF_Residuals_save(3).
  *
  * File (little-endian):
- *   header, 64 bytes: magic "NFCRESID", u32 version (1), u32 header bytes
+ *   header, 64 bytes: magic "NFCRESID", u32 version (2; 1 is read too), u32 header bytes
  *     (64), u32 communicator size, u32 rank, u64 save id (the same in every
  *     rank's file of one save), u64 file bytes, u64 hash of this rank's
  *     bound regions (sorted names and counts), u32 bound regions, u32
@@ -18,6 +18,9 @@
  *     the name;
  *     count floats (the current buffer); u64 FNV-1a 64 of all of the entry
  *     before it.
+ *   version 2: the layers' state (nf_comm_slots_save: warm-up counts,
+ *     health's cool-downs, admission's call index): u64 bytes, the bytes,
+ *     u64 FNV-1a 64 of both.
  */
 #ifndef NF_CHECKPOINT_H
 #define NF_CHECKPOINT_H
@@ -28,7 +31,7 @@
 #include "nf_comm.h"
 #include "nf_residual.h"
 
-#define NF_CKPT_VERSION 1
+#define NF_CKPT_VERSION 2
 
 /* Collective over c's ranks. NF_OK, or on every rank alike the agreed MPI
  * error code as an MPI failure (nf_mpi_status: NF_ERR_MPI): MPI_ERR_ARG (no prefix,
@@ -50,6 +53,8 @@ nf_status_t nf_ckpt_load(nf_comm_t *c, const char *prefix);
 typedef struct nf_ckpt_head {
     uint32_t version, size, rank, nregions, nentries;
     uint64_t id, file_bytes, region_hash;
+    unsigned char *state; /* the layers' state (version 2), malloc'd: the caller frees */
+    size_t state_len;
 } nf_ckpt_head_t;
 
 typedef struct nf_ckpt_entry {

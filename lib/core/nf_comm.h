@@ -44,6 +44,9 @@
 #define nf_fp32_chunk_max(c) \
     ((c)->nnodes > 1 ? (size_t)NF_FP32_CHUNK_XNODE : (size_t)NF_FP32_CHUNK)
 
+/* Slots for the layers above (nf_comm_slot_register). */
+#define NF_COMM_SLOTS 4
+
 /* Elements per FP32 chunk of a new segment (16 KiB): a communicator whose
  * calls are this small never holds more; a larger fp32 pass grows the
  * chunk (agreed, comm.c) towards nf_fp32_chunk_max. Chunks are whole 4 KiB
@@ -72,6 +75,10 @@ typedef struct nf_comm {
     int lowbit_ok;       /* capacity: size fits the count lanes (agreed) */
     nf_comm_use_t use;   /* agreed */
     char name[MPI_MAX_OBJECT_NAME]; /* at first use, for policy rules */
+    /* Set up behind a nonblocking call (nf_comm_get_deferred): the
+     * duplicate's MPI_Comm_idup, and 1 until nf_comm_complete ran. */
+    MPI_Request setup;
+    atomic_int pending;
 
     nf_shm_t shm;
     uint8_t *ctl;        /* lsize control blocks (nf_flags.h) */
@@ -99,34 +106,59 @@ typedef struct nf_comm {
     nf_residual_table_t shadow[2]; /* calibration: binary's and ternary's, as if
                                       that route had run all along */
 
-    /* Nonblocking calls (the API layer's async.c): the duplicate of user
-     * the progress thread's calls run on (MPI_COMM_NULL: none), how the
-     * ranks agreed to run them (0 not yet, NF_ASYNC_THREAD or
-     * NF_ASYNC_EAGER), and the calls queued and finished, so that a
-     * blocking call, and freeing this state, first wait for the queued. */
-    MPI_Comm async;
-    int async_mode;
-    _Atomic uint64_t async_issued, async_done;
-
-    /* State a layer above keeps per communicator (admission's decision
-     * cache), freed with this one. */
-    void *upper;
-    void (*upper_free)(void *upper);
+    /* State the layers above keep per communicator (the progress engine's
+     * queue, admission's decision cache), each in the slot it registered
+     * (nf_comm_slot_register); core never looks inside. */
+    void *_Atomic slot[NF_COMM_SLOTS];
     struct nf_comm *next, *prev; /* live list, freed at finalize */
 } nf_comm_t;
 
-enum { NF_ASYNC_THREAD = 1, NF_ASYNC_EAGER = 2 };
+/* A slot's callbacks. When the state is freed (the communicator's
+ * deletion, MPI_Finalize): first every slot's quiesce (the progress
+ * engine's waits for the calls queued on c), then every slot's release
+ * (frees what the slot holds; state may be NULL: never set). In a residual
+ * checkpoint (nf_checkpoint.h), the slot's state that a restored run needs
+ * to continue bit for bit, as bytes under the slot's name: save fills
+ * *buf (malloc'd; *len 0: nothing to keep); load checks buf (commit 0: no
+ * change, why says what is wrong) or installs it (commit 1, after every
+ * rank's check passed: cannot fail). Any callback may be NULL. */
+typedef struct nf_comm_slot_ops {
+    const char *name; /* the checkpoint's tag, 1..32 printable characters */
+    void (*quiesce)(nf_comm_t *c, void *state);
+    void (*release)(nf_comm_t *c, void *state);
+    nf_status_t (*save)(nf_comm_t *c, void *state, unsigned char **buf, size_t *len);
+    nf_status_t (*load)(nf_comm_t *c, const unsigned char *buf, size_t len, int commit,
+                        char *why, size_t whylen);
+} nf_comm_slot_ops_t;
 
-/* Wait until every nonblocking call issued on c (async_issued, counted by
- * the issuer) has finished; a blocking call on c runs after them, and the
- * state is freed after them. Two atomic loads when none is queued. */
-void nf_comm_async_wait(nf_comm_t *c);
-/* One nonblocking call on c has finished (the progress thread, after it). */
-void nf_comm_async_done(nf_comm_t *c);
+/* Every slot's checkpoint state as one section: per slot with something to
+ * keep, u8 name bytes, the name, u64 bytes, the bytes (little-endian
+ * lengths). *buf malloc'd (NULL and 0 when nothing is kept). */
+nf_status_t nf_comm_slots_save(nf_comm_t *c, unsigned char **buf, size_t *len);
+/* Check (commit 0) or install (commit 1) such a section: each part goes
+ * to the slot of its name (a name no slot has: NF_ERR_PARSE). */
+nf_status_t nf_comm_slots_load(nf_comm_t *c, const unsigned char *buf, size_t len, int commit,
+                               char *why, size_t whylen);
+
+/* Register a slot once per process (a layer's pthread_once); *slot is its
+ * index into nf_comm_t.slot. NF_ERR_NO_MEMORY when all NF_COMM_SLOTS are
+ * taken. ops must stay valid until MPI_Finalize. */
+nf_status_t nf_comm_slot_register(const nf_comm_slot_ops_t *ops, int *slot);
 
 /* State for comm, created on first use (collective on comm). NF_OK with
  * *out set; else the MPI error that prevented it (logged once). */
 nf_status_t nf_comm_get(MPI_Comm comm, nf_comm_t **out);
+
+/* State for comm without blocking: on first use, the local part and an
+ * MPI_Comm_idup of comm (ordered where the caller's nonblocking call is);
+ * the rest is collective on the duplicate, in nf_comm_complete, which the
+ * progress engine runs before the communicator's first job. Until then
+ * (c->pending) only c->user, is_inter, rank, size and name are set: any
+ * other user first waits for the engine's jobs on c. */
+nf_status_t nf_comm_get_deferred(MPI_Comm comm, nf_comm_t **out);
+/* Finish a deferred setup (collective on the duplicate); NF_OK at once for
+ * a complete state. On failure the state is broken, as nf_comm_get's. */
+nf_status_t nf_comm_complete(nf_comm_t *c);
 
 /* Changes whenever some state is freed: a cache of (MPI_Comm, nf_comm_t *)
  * taken at generation g is valid while the generation is still g (a freed

@@ -46,6 +46,11 @@ static inline nf_ctl_t *nf_ctl(const nf_comm_t *c, int lrank)
  * oversubscribed on fewer cores still let the one they wait for run. */
 void nf_flag_wait(const _Atomic uint64_t *f, uint64_t gen);
 
+/* The local ranks (at most max, into lranks) whose arrive flag is behind
+ * the furthest one's: those a node barrier waits for. For a report of a
+ * stalled call, read from another thread: a snapshot, not a fact. */
+int nf_node_late(const nf_comm_t *c, int *lranks, int max);
+
 /* Node barrier: publish everything written before it, see everything the
  * other local ranks wrote before theirs. */
 static inline void nf_node_barrier(nf_comm_t *c)

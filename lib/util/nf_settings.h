@@ -29,6 +29,7 @@ typedef enum nf_setting_id {
     NF_SET_RESIDUAL_MAX,
     NF_SET_PROGRESS,
     NF_SET_PROGRESS_CPU,
+    NF_SET_STALL_WARN,
     NF_SET_COUNT
 } nf_setting_id_t;
 
@@ -65,7 +66,9 @@ typedef struct nf_settings {
     uint64_t residual_max; /* bytes of residuals per process: NF_RESIDUAL_MAX_AUTO
                               (a quarter of the node), NF_RESIDUAL_MAX_OFF, or a size */
     nf_progress_t progress; /* NFCOLL_PROGRESS */
-    int progress_cpu;    /* the progress thread's CPU (OS index), -1: the caller's CPUs */
+    int progress_cpu;    /* the progress threads' CPU (OS index), -1: the caller's CPUs */
+    double stall_warn;   /* seconds a nonblocking call may wait for its peers before it
+                            says so (NFCOLL_STALL_WARN); 0: never */
 } nf_settings_t;
 
 /* A binary scale block is whole 512-bit lines: a multiple of this many

@@ -30,6 +30,31 @@ uint64_t nf_hash_str(uint64_t h, const char *s);
 /** v as 8 little-endian bytes, the same on every host. */
 uint64_t nf_hash_u64(uint64_t h, uint64_t v);
 
+/* ------------------------------------------------------ byte buffers */
+
+/* Bytes written into a growing buffer (checkpointed state): integers
+ * little-endian, the same on every host. A failed growth sets bad and
+ * drops every later write; the caller checks bad once at the end. */
+typedef struct nf_wbuf {
+    unsigned char *p;
+    size_t n, cap;
+    int bad;
+} nf_wbuf_t;
+void nf_wbuf_put(nf_wbuf_t *b, const void *p, size_t n);
+void nf_wbuf_u64(nf_wbuf_t *b, uint64_t v);
+/* A string of at most 255 bytes: u8 length, the bytes (NULL: ""). */
+void nf_wbuf_str(nf_wbuf_t *b, const char *s);
+
+/* Reading them back: each get fails (-1, nothing read) past the end. */
+typedef struct nf_rbuf {
+    const unsigned char *p;
+    size_t n, at;
+} nf_rbuf_t;
+int nf_rbuf_get(nf_rbuf_t *r, void *p, size_t n);
+int nf_rbuf_u64(nf_rbuf_t *r, uint64_t *v);
+/* Into s (len >= 256), NUL-terminated. */
+int nf_rbuf_str(nf_rbuf_t *r, char *s, size_t len);
+
 /* ------------------------------------------------------------- parsers */
 
 /** on/off, 1/0, yes/no, true/false in any case: *out = 1 or 0. Returns 0 on

@@ -55,8 +55,12 @@ static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
                          "thread, which needs MPI_THREAD_MULTIPLE (the shim asks for it), or, "
                          "off, the caller when it issues them (counted as fallback no-progress)"},
     [NF_SET_PROGRESS_CPU] = {"NFCOLL_PROGRESS_CPU", "none", "none|CPU index",
-                             "pin the progress thread to this CPU (none: the CPUs of the thread "
-                             "that started it, where it competes with the rank for its core)"},
+                             "pin the progress threads to this CPU (none: the CPUs of the thread "
+                             "that started them, where they compete with the rank for its core)"},
+    [NF_SET_STALL_WARN] = {"NFCOLL_STALL_WARN", "60", "seconds (0: off)",
+                           "a nonblocking call still waiting for its peers after this many "
+                           "seconds says so once: its communicator, call index and the ranks "
+                           "that have not arrived"},
 };
 
 static pthread_mutex_t nf_settings_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -212,6 +216,18 @@ static void nf_load_progress(nf_settings_t *s)
         nf_settings_bad(NF_SET_PROGRESS_CPU, v);
 }
 
+static void nf_load_stall(nf_settings_t *s)
+{
+    const char *v = nf_setting_raw(NF_SET_STALL_WARN);
+    double t = 0.0;
+    if (v == NULL)
+        return;
+    if (nf_parse_double(v, &t) == 0 && t >= 0.0 && t <= 1e9)
+        s->stall_warn = t;
+    else
+        nf_settings_bad(NF_SET_STALL_WARN, v);
+}
+
 static void nf_load_residual_max(nf_settings_t *s)
 {
     const char *v = nf_setting_raw(NF_SET_RESIDUAL_MAX);
@@ -234,6 +250,7 @@ const nf_settings_t *nf_settings_load(void)
             .ef = 1, .ef_decay = 1.0, .gamma = 1.0, .simd_cap = NF_ISA_COUNT - 1,
             .cxl = NF_CXL_PREFER, .cxl_node = -1, .count_bits = NF_COUNT_PLANES_MAX, .verbose = 0,
             .simd_tune = 1, .progress = NF_PROGRESS_THREAD, .progress_cpu = -1,
+            .stall_warn = 60.0,
         };
         nf_load_ints(&s);
         nf_log_set_verbose(s.verbose);
@@ -245,6 +262,7 @@ const nf_settings_t *nf_settings_load(void)
         nf_load_cxl(&s);
         nf_load_residual_max(&s);
         nf_load_progress(&s);
+        nf_load_stall(&s);
         s.policy = nf_setting_raw(NF_SET_POLICY);
         s.stats = nf_setting_raw(NF_SET_STATS);
         s.trace = nf_setting_raw(NF_SET_TRACE);

@@ -183,3 +183,69 @@ int nf_parse_size(const char *s, uint64_t *out)
     *out = v << shift;
     return 0;
 }
+
+/* ------------------------------------------------------ byte buffers */
+
+void nf_wbuf_put(nf_wbuf_t *b, const void *p, size_t n)
+{
+    if (b->bad || n == 0)
+        return;
+    if (n > b->cap - b->n) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->n < n)
+            cap *= 2;
+        unsigned char *q = realloc(b->p, cap);
+        if (q == NULL) {
+            b->bad = 1;
+            return;
+        }
+        b->p = q, b->cap = cap;
+    }
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+
+void nf_wbuf_u64(nf_wbuf_t *b, uint64_t v)
+{
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)(v >> (8 * i));
+    nf_wbuf_put(b, le, sizeof(le));
+}
+
+void nf_wbuf_str(nf_wbuf_t *b, const char *s)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+    unsigned char len = (unsigned char)(n < 255 ? n : 255);
+    nf_wbuf_put(b, &len, 1);
+    nf_wbuf_put(b, s, len);
+}
+
+int nf_rbuf_get(nf_rbuf_t *r, void *p, size_t n)
+{
+    if (n > r->n - r->at)
+        return -1;
+    memcpy(p, r->p + r->at, n);
+    r->at += n;
+    return 0;
+}
+
+int nf_rbuf_u64(nf_rbuf_t *r, uint64_t *v)
+{
+    unsigned char le[8];
+    if (nf_rbuf_get(r, le, sizeof(le)) != 0)
+        return -1;
+    *v = 0;
+    for (int i = 7; i >= 0; i--)
+        *v = *v << 8 | le[i];
+    return 0;
+}
+
+int nf_rbuf_str(nf_rbuf_t *r, char *s, size_t len)
+{
+    unsigned char n;
+    if (len < 256 || nf_rbuf_get(r, &n, 1) != 0 || nf_rbuf_get(r, s, n) != 0)
+        return -1;
+    s[n] = '\0';
+    return 0;
+}

@@ -38,7 +38,6 @@ written.
 import ctypes
 import os
 import threading
-import time
 import warnings
 
 from . import _lib  # first: it may initialize MPI
@@ -260,15 +259,15 @@ class Request:
 
     def wait(self):
         """Block until the allreduce finished; return its array, or raise
-        nfcoll.Error with the call's error. It polls MPI_Test, sleeping
-        between tries (20 us, doubling to 200 us; the GIL released), rather
-        than block in MPI_Wait: Open MPI's MPI_Wait spins in its progress
-        engine, against the library's progress thread that does the work
-        (a 16 MiB fp32 call on 2 ranks took 10x longer; docs/benchmarks.md)."""
-        nap = 2e-5
-        while not self.done():
-            time.sleep(nap)
-            nap = min(nap * 2, 2e-4)
+        nfcoll.Error with the call's error. It waits in libnfcoll's
+        MPI_Wait (the GIL released), the one wait the library has: it sleeps
+        until the progress engine finishes the call, polling MPI between
+        naps so the program's other requests progress (docs/design.md, "The
+        progress engine"); Open MPI's own MPI_Wait would spin against the
+        engine's thread for the core."""
+        with self._lock:
+            if self._rc is None:
+                self._finish(_lib.lib.MPI_Wait(ctypes.byref(self._req), self._status))
         _check(self._function, self._rc, self._detail)
         return self._x
 

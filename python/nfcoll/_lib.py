@@ -167,6 +167,7 @@ _CORE = {
     # libmpi's, through libnfcoll's handle: completing NF_Iallreduce's requests
     # (mpi4py 3.1 cannot wrap a C MPI_Request). ctypes drops the GIL in it.
     "MPI_Test": (_i, [ctypes.POINTER(handle_t), ctypes.POINTER(_i), _p]),
+    "MPI_Wait": (_i, [ctypes.POINTER(handle_t), _p]),
 }
 # and those newer than the first release, bound at first use
 _LATER = {

@@ -18,6 +18,9 @@
  *                            steps equal to DIR/expect.RANK
  *   test_ckpt wrongsize DIR  DIR/ck was saved on another number of ranks:
  *                            refused on every rank
+ *
+ * NF_TEST_LOSS=1: each step reports a loss (NF_Health_report), a spike at
+ * step 2, so that under a health policy the save falls in a cool-down.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -86,6 +89,8 @@ static int steps(bufs_t *b, int k0, int ns, float *out)
 {
     int f = 0;
     for (int k = k0; k < k0 + ns; k++, out += STEP) {
+        if (getenv("NF_TEST_LOSS") != NULL) /* health: a loss spike at step 2 */
+            NF_Health_report(k == 2 ? 100.0 : 1.0 + 0.01 * k);
         f += reduce(b->f, M_F, k, 1, out);
         f += reduce(b->u1, M_U, k, 2, out + M_F);
         f += reduce(b->u2, M_U, k, 3, out + M_F + M_U);
@@ -379,7 +384,8 @@ static int resume(bufs_t *b)
                    "expect file", "cannot read");
     if (fp != NULL)
         fclose(fp);
-    f += nft_same_floats(r, want, S * STEP, "resumed run");
+    if (getenv("NF_TEST_ROUTES_ONLY") == NULL) /* see tests/mpi_ckpt.sh */
+        f += nft_same_floats(r, want, S * STEP, "resumed run");
     free(r);
     free(want);
     return f;
