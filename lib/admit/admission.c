@@ -201,41 +201,70 @@ static nf_status_t nf_adm_save(nf_comm_t *c, void *state, unsigned char **buf, s
 }
 
 static nf_adm_comm_t *nf_adm_state(nf_comm_t *c);
+static nf_adm_comm_t *nf_adm_peek(const nf_comm_t *c);
 
-/* Check (commit 0) or install; on commit the tables are made as needed. */
-static int nf_adm_load_parts(nf_adm_comm_t *s, nf_rbuf_t *r, int commit)
+/* What a part holds: the call index and new tables (NULL: none kept). */
+typedef struct nf_adm_loaded {
+    uint64_t calls;
+    nf_warmup_comm_t *warmup;
+    nf_health_comm_t *health;
+} nf_adm_loaded_t;
+
+/* Read a part: into fresh tables when out is not NULL (commit), else a
+ * check only. -1 on malformed input or no memory (out's tables freed). */
+static int nf_adm_load_parts(nf_rbuf_t *r, nf_adm_loaded_t *out)
 {
     uint64_t format, calls;
-    unsigned char has;
-    if (nf_rbuf_u64(r, &format) != 0 || format != NF_ADM_CKPT_FORMAT ||
-        nf_rbuf_u64(r, &calls) != 0 || nf_rbuf_get(r, &has, 1) != 0 || has > 1)
-        return -1;
-    if (commit)
-        s->calls = calls;
-    if (has && commit && s->warmup == NULL && (s->warmup = nf_warmup_comm_new()) == NULL)
-        return -1;
-    if (has && nf_warmup_comm_load(commit ? s->warmup : NULL, r, commit) != 0)
-        return -1;
-    if (nf_rbuf_get(r, &has, 1) != 0 || has > 1)
-        return -1;
-    if (has && commit && s->health == NULL && (s->health = nf_health_comm_new()) == NULL)
-        return -1;
-    if (has && nf_health_comm_load(commit ? s->health : NULL, r, commit) != 0)
-        return -1;
-    return r->at == r->n ? 0 : -1;
+    unsigned char has_w, has_h;
+    nf_adm_loaded_t l = {0};
+    int bad = nf_rbuf_u64(r, &format) != 0 || format != NF_ADM_CKPT_FORMAT ||
+              nf_rbuf_u64(r, &calls) != 0 || nf_rbuf_get(r, &has_w, 1) != 0 || has_w > 1;
+    if (!bad && has_w && out != NULL && (l.warmup = nf_warmup_comm_new()) == NULL)
+        bad = 1;
+    if (!bad && has_w)
+        bad = nf_warmup_comm_load(l.warmup, r, out != NULL) != 0;
+    if (!bad)
+        bad = nf_rbuf_get(r, &has_h, 1) != 0 || has_h > 1;
+    if (!bad && has_h && out != NULL && (l.health = nf_health_comm_new()) == NULL)
+        bad = 1;
+    if (!bad && has_h)
+        bad = nf_health_comm_load(l.health, r, out != NULL) != 0;
+    bad = bad || r->at != r->n;
+    if (bad || out == NULL) {
+        nf_warmup_comm_free(l.warmup);
+        nf_health_comm_free(l.health);
+        return bad ? -1 : 0;
+    }
+    l.calls = calls;
+    *out = l;
+    return 0;
 }
 
+/* A part checked (commit 0), or installed (commit 1): the tables are read
+ * into new ones and swapped in whole, so a failure (no memory) leaves the
+ * state as it was. No part (len 0 at commit: the file kept nothing of
+ * admission's) starts admission's state over, as in a new process. */
 static nf_status_t nf_adm_load(nf_comm_t *c, const unsigned char *buf, size_t len, int commit,
                                char *why, size_t whylen)
 {
     nf_rbuf_t r = {buf, len, 0};
-    nf_adm_comm_t *s = commit ? nf_adm_state(c) : NULL;
-    if ((commit && s == NULL) || nf_adm_load_parts(s, &r, commit) != 0) {
+    nf_adm_loaded_t l = {0};
+    nf_adm_comm_t *s = commit ? (len > 0 ? nf_adm_state(c) : nf_adm_peek(c)) : NULL;
+    if (commit && len == 0 && s == NULL)
+        return NF_OK;
+    if ((commit && s == NULL) || (len > 0 && nf_adm_load_parts(&r, commit ? &l : NULL) != 0)) {
         snprintf(why, whylen, "admission's state (warm-up counts, health, call index) is "
-                 "malformed at byte %zu of %zu, or saved under another health loss_window",
-                 r.at, len);
-        return NF_ERR_PARSE;
+                 "malformed at byte %zu of %zu, saved under another health loss_window, or "
+                 "there is no memory for it", r.at, len);
+        if (commit)
+            nf_log_error("NF_Residuals_load: %s; this rank keeps its own", why);
+        return commit ? NF_ERR_NO_MEMORY : NF_ERR_PARSE;
     }
+    if (!commit)
+        return NF_OK;
+    nf_warmup_comm_free(s->warmup);
+    nf_health_comm_free(s->health);
+    s->calls = l.calls, s->warmup = l.warmup, s->health = l.health;
     return NF_OK;
 }
 

@@ -97,16 +97,18 @@ int nf_health_comm_load(nf_health_comm_t *h, nf_rbuf_t *r, int commit)
 {
     nf_segtab_t check = {.size = sizeof(nf_hseg_t), .max = NF_HSEG_MAX};
     uint64_t nloss, at, w = nf_hcfg.loss_window;
-    if (nf_segtab_load(commit ? &h->segs : &check, r, commit, nf_hseg_fix) != 0 ||
-        nf_rbuf_u64(r, &nloss) != 0 || nf_rbuf_u64(r, &at) != 0 || nloss > w ||
+    int bad = nf_segtab_load(commit ? &h->segs : &check, r, commit, nf_hseg_fix) != 0;
+    nf_segtab_free(&check);
+    if (bad || nf_rbuf_u64(r, &nloss) != 0 || nf_rbuf_u64(r, &at) != 0 || nloss > w ||
         (nloss > 0 && at >= w) || nloss > (r->n - r->at) / 8)
         return -1;
     if (commit && nloss > 0 && h->losses == NULL && (h->losses = calloc(w, sizeof(double))) == NULL)
         return -1;
     for (uint64_t i = 0; i < nloss; i++) {
-        uint64_t u;
+        uint64_t u = 0;
         double v;
-        nf_rbuf_u64(r, &u);
+        if (nf_rbuf_u64(r, &u) != 0)
+            return -1;
         memcpy(&v, &u, sizeof(v));
         if (commit)
             h->losses[i] = v;

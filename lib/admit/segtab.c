@@ -103,7 +103,8 @@ static int nf_segtab_key_load(nf_rbuf_t *r, int commit, uint64_t *a, uint64_t *b
     }
     if (nf_rbuf_str(r, n2, sizeof(n2)) != 0 || nf_rbuf_u64(r, bb) != 0 || *bb == 0)
         return -1;
-    uint64_t prev = commit && n1[0] ? nf_intern(n1) : 0, next = commit && n2[0] ? nf_intern(n2) : 0;
+    uint64_t prev = commit && n1[0] ? nf_intern(n1) : 0;
+    uint64_t next = commit && n2[0] ? nf_intern(n2) : 0;
     *a = prev << 32 | next;
     return 0;
 }
@@ -127,11 +128,13 @@ int nf_segtab_load(nf_segtab_t *t, nf_rbuf_t *r, int commit, void (*fix)(void *r
             return -1;
         if (!commit)
             continue;
-        if (nf_keymap_put(&t->index, a, b, (uint32_t)t->n) != 0)
+        uint32_t at = nf_keymap_get(&t->index, a, b); /* a key twice: the last wins */
+        if (at == UINT32_MAX && nf_keymap_put(&t->index, a, b, (uint32_t)t->n) != 0)
             return -1;
-        memcpy(nf_segtab_at(t, t->n++), rec, t->size);
+        void *dst = nf_segtab_at(t, at == UINT32_MAX ? t->n++ : at);
+        memcpy(dst, rec, t->size);
         if (fix != NULL)
-            fix(nf_segtab_at(t, t->n - 1), b == 0 ? (uint32_t)a : 0);
+            fix(dst, b == 0 ? (uint32_t)a : 0);
     }
     return 0;
 }

@@ -37,7 +37,9 @@ void nf_warmup_comm_save(const nf_warmup_comm_t *w, nf_wbuf_t *b)
 int nf_warmup_comm_load(nf_warmup_comm_t *w, nf_rbuf_t *r, int commit)
 {
     nf_segtab_t check = {.size = sizeof(uint64_t), .max = NF_WARMUP_MAX};
-    return nf_segtab_load(commit ? &w->calls : &check, r, commit, NULL);
+    int rc = nf_segtab_load(commit ? &w->calls : &check, r, commit, NULL);
+    nf_segtab_free(&check);
+    return rc;
 }
 
 void nf_warmup_apply(nf_warmup_comm_t *w, nf_seg_t *seg, nf_seg_note_t *note,

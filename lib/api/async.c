@@ -58,13 +58,17 @@ static int nf_job_cancel(void *extra, int complete)
 
 /* ---- issue ---- */
 
-/* Whether some route of libnfcoll's could take the call: admission sends
- * everything else to pmpi, which here is PMPI_Iallreduce itself. */
-static int nf_async_routable(const nf_run_args_t *a, const nf_comm_t *c, int route)
+/* Whether some route of libnfcoll's could take the call, from its arguments
+ * and communicator alone (local calls; no state is made for a call that
+ * is not): admission sends everything else to pmpi, which here is
+ * PMPI_Iallreduce itself. */
+static int nf_async_routable(const nf_run_args_t *a, int route)
 {
-    if (c->is_inter || c->use == NF_COMM_BROKEN)
+    int inter = 1, size = 0;
+    if (PMPI_Comm_test_inter(a->comm, &inter) != MPI_SUCCESS || inter)
         return 0;
-    return route >= 0 || (c->size > 1 && a->op == MPI_SUM && nf_run_float(a->datatype));
+    return route >= 0 || (a->op == MPI_SUM && nf_run_float(a->datatype) &&
+                          PMPI_Comm_size(a->comm, &size) == MPI_SUCCESS && size > 1);
 }
 
 static int nf_async_pmpi(const nf_run_args_t *a, MPI_Request *request)
@@ -91,9 +95,15 @@ int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request)
 {
     nf_comm_t *c = NULL;
     nf_eng_queue_t *q = NULL;
-    nf_status_t st = nf_api_resolve(a, route, nf_engine_agreement() == 1, &c);
-    if (st == NF_OK && (c == NULL || !nf_async_routable(a, c, route)))
-        return nf_async_pmpi(a, request); /* libnfcoll not engaged, or no route of ours */
+    int agreed = nf_engine_agreement();
+    if (!nf_async_routable(a, route))
+        return nf_async_pmpi(a, request);
+    nf_status_t st = nf_api_resolve(a, route, agreed == 1, &c);
+    /* Not engaged, or (set up at issue, where use is agreed and settled) a
+     * broken state. Otherwise the state may still be being set up by a
+     * worker: its use is the job's business, which falls back inside. */
+    if (st == NF_OK && (c == NULL || (agreed < 0 && c->use == NF_COMM_BROKEN)))
+        return nf_async_pmpi(a, request);
     if (st == NF_OK)
         st = nf_engine_queue(c, &q);
     if (st != NF_OK) {
@@ -127,8 +137,8 @@ int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request)
 }
 
 NF_EXPORT int NF_Iallreduce_route(const void *sendbuf, void *recvbuf, int count,
-                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, int route,
-                                  MPI_Request *request)
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                  nf_route_t route, MPI_Request *request)
 {
     nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
     if ((unsigned)route >= NF_ROUTE_COUNT)
@@ -136,7 +146,8 @@ NF_EXPORT int NF_Iallreduce_route(const void *sendbuf, void *recvbuf, int count,
     if (request == NULL)
         return nf_api_raise(comm, MPI_ERR_REQUEST);
     int rc = nf_api_check(&a);
-    return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_async_iallreduce(&a, route, request);
+    return rc != MPI_SUCCESS ? nf_api_raise(comm, rc)
+                             : nf_async_iallreduce(&a, (int)route, request);
 }
 
 NF_EXPORT int NF_Iallreduce(const void *sendbuf, void *recvbuf, int count,

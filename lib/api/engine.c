@@ -102,11 +102,10 @@ int nf_engine_run_here(nf_eng_queue_t *q, nf_job_t *j)
     return nf_job_run(q->c, j, q->comm);
 }
 
-/* The job's work is finished: its record, then its request. */
+/* The job's work is finished and it has left its queue: its request. */
 static void nf_job_complete(nf_job_t *j)
 {
     MPI_Request req = j->req;
-    atomic_store_explicit(&j->done, 1, memory_order_release);
     PMPI_Grequest_complete(req);
     nf_job_put(j); /* the engine's hold (free_fn may have let go already) */
     pthread_mutex_lock(&nf_eng.lock);
@@ -427,13 +426,13 @@ int nf_engine_holds(const MPI_Request *reqs, int n)
 /* The ranks of c that have not reached the node barrier c's running job
  * waits in (node-local flags; other nodes' ranks are not visible here),
  * as text into buf. */
-static void nf_eng_late(const nf_comm_t *c, char *buf, size_t len)
+static void nf_eng_late(nf_comm_t *c, char *buf, size_t len)
 {
     int lr[64], n = 0, r[64];
     size_t off = 0;
     buf[0] = '\0';
-    if (c->ctl == NULL || c->node == MPI_COMM_NULL)
-        return;
+    if (atomic_load(&c->pending) || c->node == MPI_COMM_NULL)
+        return; /* still being set up: no flags yet */
     n = nf_node_late(c, lr, 64);
     MPI_Group gn, gp;
     if (n <= 0 || PMPI_Comm_group(c->node, &gn) != MPI_SUCCESS)
@@ -447,7 +446,9 @@ static void nf_eng_late(const nf_comm_t *c, char *buf, size_t len)
     PMPI_Group_free(&gn);
 }
 
-/* A running job past NFCOLL_STALL_WARN says so, once. */
+/* A running job past NFCOLL_STALL_WARN says so, once. Under the engine's
+ * lock, which keeps the job's communicator from being released (a few
+ * local MPI group calls, once per stalled job). */
 static void nf_eng_stalls(void)
 {
     double limit = nf_ctx.cfg.settings != NULL ? nf_ctx.cfg.settings->stall_warn : 0.0;
@@ -504,16 +505,17 @@ static void nf_eng_poke(void)
 
 void nf_engine_drain(nf_comm_t *c)
 {
-    if (nf_eng.slot < 0)
-        return;
-    nf_eng_queue_t *q = atomic_load(&c->slot[nf_eng.slot]);
-    if (q == NULL || atomic_load_explicit(&q->quiet, memory_order_acquire))
-        return;
+    nf_eng_queue_t *q = nf_eng.slot >= 0 ? atomic_load(&c->slot[nf_eng.slot]) : NULL;
     unsigned polls = 0;
-    while (!atomic_load_explicit(&q->quiet, memory_order_acquire)) {
+    while (q != NULL && !atomic_load_explicit(&q->quiet, memory_order_acquire)) {
         nf_eng_poke();
         nf_engine_pause(&polls);
     }
+    /* A state set up behind a call whose job never started (its queue
+     * could not be made on this rank): the blocking path finishes it,
+     * where every rank comes alike. */
+    if (atomic_load_explicit(&c->pending, memory_order_acquire))
+        nf_comm_complete(c);
 }
 
 void nf_engine_finalize(void)

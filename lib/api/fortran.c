@@ -155,6 +155,17 @@ static void nf_f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_F
         *ierr = (MPI_Fint)rc;
 }
 
+/* The level MPI_INIT_THREAD reported (MPI_Query_thread, shim.c). */
+static void nf_f_query_thread(MPI_Fint *provided, MPI_Fint *ierr)
+{
+    int level = MPI_THREAD_SINGLE;
+    int rc = nf_shim_query_thread(&level);
+    if (rc == MPI_SUCCESS)
+        *provided = (MPI_Fint)level;
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
 /* Every name an entry point is called by is an alias of its one body. */
 #define NF_F_ALIAS(name, body, params) NF_EXPORT void name params __attribute__((alias(#body)));
 #define NF_F_NAMES(UPPER, lower, body, params)                                                \
@@ -168,6 +179,8 @@ NF_F_NAMES(MPI_INIT, mpi_init, nf_f_init, (MPI_Fint * ierr))
 NF_F_NAMES(MPI_INIT_THREAD, mpi_init_thread, nf_f_init_thread,
            (MPI_Fint * required, MPI_Fint *provided, MPI_Fint *ierr))
 NF_F_NAMES(MPI_FINALIZE, mpi_finalize, nf_f_finalize, (MPI_Fint * ierr))
+NF_F_NAMES(MPI_QUERY_THREAD, mpi_query_thread, nf_f_query_thread,
+           (MPI_Fint * provided, MPI_Fint *ierr))
 NF_F_NAMES(MPI_ALLREDUCE, mpi_allreduce, nf_f_allreduce,
            (void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
             MPI_Fint *comm, MPI_Fint *ierr))

@@ -11,12 +11,13 @@
  * leave after a while idle (one stays): at most as many as communicators
  * with queued jobs.
  *
- * Each job has one completion record (nf_job_t.done), set once when its
- * work is finished; the MPI request (a generalized request) is completed
- * right after. Every wait of the library is nf_engine_wait: the shim's
- * MPI_Wait family, a blocking call queued behind nonblocking ones, a
- * communicator's release, Python's Request.wait (through MPI_Wait). Waits
- * keep MPI progressing for the caller's other requests.
+ * Each job is its own completion record: it leaves its queue (under the
+ * engine's lock) when its work is finished, and its MPI request (a
+ * generalized request) is completed right after. Every wait of the library pauses with nf_engine_pause: the
+ * shim's MPI_Wait family (Python's Request.wait is MPI_Wait), and
+ * nf_engine_drain (a blocking call queued behind nonblocking ones, a
+ * checkpoint, a communicator's release). Waits keep MPI progressing for
+ * the caller's other requests.
  */
 #ifndef NF_ENGINE_H
 #define NF_ENGINE_H
@@ -41,7 +42,6 @@ typedef struct nf_job {
     uint64_t index;    /* the call's place among its communicator's jobs, from 1 */
     double started;    /* when a worker took it (MPI_Wtime), 0 while queued */
     int warned;        /* its stall was reported */
-    atomic_int done;   /* the completion record: 1 once its work is finished */
     atomic_int refs;   /* the request's free_fn and the engine: the last frees */
     nf_eng_queue_t *q;
     struct nf_job *next;

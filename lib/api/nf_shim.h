@@ -18,6 +18,9 @@ void nf_shim_after_init(void);
 
 /* Before PMPI_Finalize: the stats report, when the ranks agreed on one. */
 void nf_shim_before_finalize(void);
+/* MPI_Query_thread's answer: the level MPI_Init_thread reported to the
+ * program when libnfcoll asked MPI for more, else PMPI's. */
+int nf_shim_query_thread(int *provided);
 
 /* An MPI_Allreduce once nf_ctx.intercept is set, with C handles and C's
  * MPI_IN_PLACE and MPI_BOTTOM: bad arguments and re-entry go to

@@ -258,7 +258,7 @@ NF_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, i
     return rc;
 }
 
-NF_EXPORT int MPI_Query_thread(int *provided)
+int nf_shim_query_thread(int *provided)
 {
     if (nf_shim_told < 0 || provided == NULL)
         return PMPI_Query_thread(provided);
@@ -268,6 +268,8 @@ NF_EXPORT int MPI_Query_thread(int *provided)
     *provided = nf_shim_told;
     return MPI_SUCCESS;
 }
+
+NF_EXPORT int MPI_Query_thread(int *provided) { return nf_shim_query_thread(provided); }
 
 NF_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,

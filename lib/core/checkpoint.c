@@ -253,7 +253,7 @@ static nf_status_t nf_rd_floats(nf_rd_t *rd, uint32_t i, const nf_ckpt_entry_t *
 /* Version 2's last part: the layers' state, bounded by the file. */
 static nf_status_t nf_rd_state(nf_rd_t *rd, nf_ckpt_head_t *h)
 {
-    unsigned char b[8];
+    unsigned char b[8] = {0};
     rd->hash = NF_HASH_INIT;
     nf_status_t st = nf_rd_bytes(rd, b, sizeof(b), "the layers' state");
     uint64_t n = nf_get64(b);
@@ -805,8 +805,8 @@ nf_status_t nf_ckpt_load(nf_comm_t *c, const char *prefix)
         return st;
     }
     nf_residual_table_replace(&c->resid, sg.v, sg.n, sg.cap);
-    char why[8];
-    nf_comm_slots_load(c, h.state, h.state_len, 1, why, sizeof(why)); /* checked: cannot fail */
+    char why[512];
+    nf_comm_slots_load(c, h.state, h.state_len, 1, why, sizeof(why)); /* checked; says so itself */
     free(h.state);
     return NF_OK;
 }

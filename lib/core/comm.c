@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +106,7 @@ nf_status_t nf_comm_slots_save(nf_comm_t *c, unsigned char **buf, size_t *len)
 nf_status_t nf_comm_slots_load(nf_comm_t *c, const unsigned char *buf, size_t len, int commit,
                                char *why, size_t whylen)
 {
-    int ns = atomic_load(&nf_comm_nslots);
+    int ns = atomic_load(&nf_comm_nslots), had[NF_COMM_SLOTS] = {0};
     for (size_t at = 0; at < len;) {
         size_t name = buf[at++], plen = 0;
         if (name == 0 || len - at < name + 8) {
@@ -135,8 +136,13 @@ nf_status_t nf_comm_slots_load(nf_comm_t *c, const unsigned char *buf, size_t le
         nf_status_t st = nf_comm_slot_ops[i]->load(c, buf + at, plen, commit, why, whylen);
         if (st != NF_OK)
             return st;
+        had[i] = 1;
         at += plen;
     }
+    /* a slot the file kept nothing of starts over, as in a new process */
+    for (int i = 0; commit && i < ns; i++)
+        if (!had[i] && nf_comm_slot_ops[i]->load != NULL)
+            nf_comm_slot_ops[i]->load(c, NULL, 0, 1, why, whylen);
     return NF_OK;
 }
 
@@ -155,8 +161,12 @@ static void nf_comm_slots_free(nf_comm_t *c)
 static void nf_comm_destroy(nf_comm_t *c)
 {
     /* MPI_Comm_free and MPI_Finalize let pending operations complete: the
-     * slots' quiesce waits for the calls queued on this state. */
+     * slots' quiesce waits for the calls queued on this state (which
+     * complete a deferred setup); one whose call never got queued still
+     * waits for its duplicate. */
     nf_comm_slots_free(c);
+    if (atomic_load(&c->pending) && PMPI_Wait(&c->setup, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        c->priv = MPI_COMM_NULL;
     atomic_fetch_add(&nf_comm_generation, 1u); /* before the memory can be reused */
     nf_comm_unlink(c);
     nf_shm_destroy(&c->shm);
@@ -234,6 +244,9 @@ static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap, size_t chunk)
         nf_shm_destroy(&shm);
         return st;
     }
+    atomic_store(&c->remap, 1);
+    while (atomic_load(&c->probe) != 0)
+        sched_yield(); /* a stall report reading the old flags: a few loads */
     nf_shm_destroy(&c->shm);
     c->shm = shm;
     if (c->lrank == 0) /* one segment per node: counted once */
@@ -244,6 +257,7 @@ static nf_status_t nf_comm_map(nf_comm_t *c, size_t cap, size_t chunk)
     c->slots = c->ctl + (size_t)c->lsize * NF_CTL_BYTES;
     c->cnt = (uint64_t *)(c->slots + (size_t)c->lsize * slot);
     c->fp32_res = (float *)((uint8_t *)c->cnt + cnt);
+    atomic_store(&c->remap, 0);
     return NF_OK;
 }
 

@@ -51,10 +51,15 @@ void nf_flag_wait(const _Atomic uint64_t *f, uint64_t gen)
     }
 }
 
-int nf_node_late(const nf_comm_t *c, int *lranks, int max)
+int nf_node_late(nf_comm_t *c, int *lranks, int max)
 {
     uint64_t most = 0;
     int n = 0;
+    atomic_fetch_add(&c->probe, 1);
+    if (atomic_load(&c->remap) || c->ctl == NULL) {
+        atomic_fetch_sub(&c->probe, 1);
+        return 0;
+    }
     for (int i = 0; i < c->lsize; i++) {
         uint64_t g = atomic_load_explicit(&nf_ctl(c, i)->arrive, memory_order_acquire);
         most = g > most ? g : most;
@@ -62,5 +67,6 @@ int nf_node_late(const nf_comm_t *c, int *lranks, int max)
     for (int i = 0; i < c->lsize && n < max; i++)
         if (atomic_load_explicit(&nf_ctl(c, i)->arrive, memory_order_acquire) < most)
             lranks[n++] = i;
+    atomic_fetch_sub(&c->probe, 1);
     return n;
 }

@@ -82,6 +82,10 @@ typedef struct nf_comm {
 
     nf_shm_t shm;
     uint8_t *ctl;        /* lsize control blocks (nf_flags.h) */
+    /* Another thread's look at the flags (nf_node_late) against a remap:
+     * the mapper sets remap and waits for no probe; a prober counts
+     * itself in and looks only while remap is clear. */
+    atomic_int remap, probe;
     uint64_t gen;        /* node barrier generation; 0 for a new segment */
     uint64_t calls;      /* calls on this state: parity of the header and small areas */
     size_t cap_elems;    /* low-bit elements the segment holds */
@@ -121,7 +125,8 @@ typedef struct nf_comm {
  * to continue bit for bit, as bytes under the slot's name: save fills
  * *buf (malloc'd; *len 0: nothing to keep); load checks buf (commit 0: no
  * change, why says what is wrong) or installs it (commit 1, after every
- * rank's check passed: cannot fail). Any callback may be NULL. */
+ * rank's check passed: only no memory can fail it, and then the slot
+ * keeps its state whole and says so). Any callback may be NULL. */
 typedef struct nf_comm_slot_ops {
     const char *name; /* the checkpoint's tag, 1..32 printable characters */
     void (*quiesce)(nf_comm_t *c, void *state);
@@ -136,7 +141,8 @@ typedef struct nf_comm_slot_ops {
  * lengths). *buf malloc'd (NULL and 0 when nothing is kept). */
 nf_status_t nf_comm_slots_save(nf_comm_t *c, unsigned char **buf, size_t *len);
 /* Check (commit 0) or install (commit 1) such a section: each part goes
- * to the slot of its name (a name no slot has: NF_ERR_PARSE). */
+ * to the slot of its name (a name no slot has: NF_ERR_PARSE); at commit,
+ * a slot with no part gets load(NULL, 0): it starts over. */
 nf_status_t nf_comm_slots_load(nf_comm_t *c, const unsigned char *buf, size_t len, int commit,
                                char *why, size_t whylen);
 

@@ -48,8 +48,9 @@ void nf_flag_wait(const _Atomic uint64_t *f, uint64_t gen);
 
 /* The local ranks (at most max, into lranks) whose arrive flag is behind
  * the furthest one's: those a node barrier waits for. For a report of a
- * stalled call, read from another thread: a snapshot, not a fact. */
-int nf_node_late(const nf_comm_t *c, int *lranks, int max);
+ * stalled call, read from another thread (against a remap: c->probe): a
+ * snapshot, not a fact; 0 while the segment is being remapped. */
+int nf_node_late(nf_comm_t *c, int *lranks, int max);
 
 /* Node barrier: publish everything written before it, see everything the
  * other local ranks wrote before theirs. */

@@ -4,7 +4,8 @@
 ! place with MPI_WAITALL, use mpi_f08 with MPI_Wait); Y's results must be
 ! X's bit for bit. Starts with MPI_INIT_THREAD(MPI_THREAD_MULTIPLE), or with
 ! MPI_INIT when NF_TEST_PLAIN_INIT is set (libnfcoll's MPI_INIT asks for the
-! level its progress thread needs either way). Prints "PASS" or "FAIL ..." per rank
+! level its progress thread needs either way; MPI_QUERY_THREAD answers the
+! level the program was told). Prints "PASS" or "FAIL ..." per rank
 ! and "fortran iallreduces: N".
 subroutine f08_isum(x, y, n, comm_f, ierr)
   use mpi_f08
@@ -36,7 +37,7 @@ program test_fortran_iallreduce
   implicit none
   integer, parameter :: n = 300000, steps = 4
   real, allocatable :: x(:), a(:), b(:)
-  integer :: ierr, rank, xc, yc, provided, s, j, req, bad, calls, plain
+  integer :: ierr, rank, xc, yc, provided, s, j, req, bad, calls, plain, level
   allocate(x(n), a(n), b(n))
   call get_environment_variable('NF_TEST_PLAIN_INIT', status=plain)
   if (plain == 0) then
@@ -49,6 +50,14 @@ program test_fortran_iallreduce
   call MPI_COMM_DUP(MPI_COMM_WORLD, yc, ierr)
   bad = 0
   calls = 0
+  ! MPI_QUERY_THREAD says what MPI_INIT(_THREAD) told the program, not the
+  ! level libnfcoll asked MPI for
+  if (plain == 0) provided = MPI_THREAD_SINGLE
+  call MPI_QUERY_THREAD(level, ierr)
+  if (level /= provided) then
+    print '(a,i0,a,i0,a,i0)', 'FAIL rank ', rank, ': MPI_QUERY_THREAD ', level, ', told ', provided
+    bad = 1
+  end if
   do s = 1, steps
     do j = 1, n
       x(j) = real(mod(j * 7 + s * 13 + rank * 11, 101) - 50) / real(1 + mod(j, 9))
