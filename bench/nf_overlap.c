@@ -3,7 +3,7 @@
  * in osu_iallreduce's convention (OSU Micro-Benchmarks 7.x).
  *
  *   mpirun -np 2 nf_overlap [-r ROUTES] [-m [MIN:]MAX] [-i ITERS] [-x WARMUP]
- *                           [-R REPEATS] [-h]
+ *                           [-R REPEATS] [-s] [-h]
  *
  * Per size and route, each rank times, averaged over the iterations:
  *   pure     start + wait with nothing between (pure communication);
@@ -17,7 +17,9 @@
  * The computation is a time-based busy loop on the calling thread, as in
  * OSU's dummy_compute, so overlap is wall-clock overlap even when cores are
  * shared: on a machine with as many cores as ranks, the library's progress
- * thread competes with it for a core (docs/benchmarks.md).
+ * thread competes with it for a core (docs/benchmarks.md). With -s it
+ * sleeps instead (a computation that leaves the core free: a GPU's, or
+ * another core's): what the library overlaps when it has the CPU.
  *
  * Routes: mpi (PMPI_Iallreduce: MPI's own, which Open MPI 4.1 advances
  * only inside MPI calls), auto (NF_Iallreduce: the policy's admission), or
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <nfcoll.h>
 
@@ -38,6 +41,7 @@ typedef struct opts {
     int routes[MAX_ROUTES], nroutes;
     size_t min, max;
     int iters, warmup, repeats;
+    int sleep;  /* -s: the compute phase sleeps */
 } opts_t;
 
 static int rank, nranks;
@@ -53,6 +57,7 @@ static void usage(FILE *fp)
             "  -i ITERS     iterations per size (default 20)\n"
             "  -x WARMUP    warm-up iterations per size (default 3)\n"
             "  -R REPEATS   repeat each size, report the median repeat (default 1)\n"
+            "  -s           the compute phase sleeps instead of busy-looping (the core free)\n"
             "  -h           this help\n"
             "Columns as osu_iallreduce's: Overall, Compute, Pure Comm. (us), Overlap (%%).\n");
 }
@@ -81,7 +86,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
     char def[] = "mpi,fp32,binary";
     *o = (opts_t){.min = 1 << 20, .max = 16 << 20, .iters = 20, .warmup = 3, .repeats = 1};
     parse_routes(def, o);
-    while ((c = getopt(argc, argv, "r:m:i:x:R:h")) != -1) {
+    while ((c = getopt(argc, argv, "r:m:i:x:R:sh")) != -1) {
         switch (c) {
         case 'r':
             if (parse_routes(optarg, o) != 0) {
@@ -100,6 +105,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
         case 'i': o->iters = atoi(optarg); break;
         case 'x': o->warmup = atoi(optarg); break;
         case 'R': o->repeats = atoi(optarg); break;
+        case 's': o->sleep = 1; break;
         case 'h': if (rank == 0) usage(stdout); return 1;
         default: if (rank == 0) usage(stderr); return -1;
         }
@@ -129,11 +135,18 @@ static int start(int route, float *x, int count, MPI_Request *req)
                                req);
 }
 
-/* OSU's dummy compute: busy for `us` microseconds of wall time. */
-static void compute(double us)
+/* OSU's dummy compute: busy for `us` microseconds of wall time; or, with
+ * -s, asleep for as long. */
+static void compute(double us, int sleep)
 {
     volatile double acc = 0.0;
     double t0 = MPI_Wtime();
+    if (sleep) {
+        struct timespec ts = {(time_t)(us / 1e6), (long)(us - (long)(us / 1e6) * 1e6) * 1000L};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+        return;
+    }
     while ((MPI_Wtime() - t0) * 1e6 < us)
         for (int i = 0; i < 100; i++)
             acc += i * 0.5;
@@ -173,7 +186,7 @@ static int time_size(int route, float *x, int count, const opts_t *o, double out
         if (start(route, x, count, &req) != MPI_SUCCESS)
             return -1;
         double c0 = MPI_Wtime();
-        compute(pure);
+        compute(pure, o->sleep);
         comp += MPI_Wtime() - c0;
         if (MPI_Wait(&req, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return -1;

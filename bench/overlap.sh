@@ -6,7 +6,7 @@
 # DDP step times of bench/ddp_step.py.
 #
 #   bench/overlap.sh [-H HOSTS] [-b RATE] [-m SIZES] [-i ITERS] [-R REPEATS]
-#                    [-o OSU_IALLREDUCE] [-d] [-D DDP_ARGS] [BUILDDIR]
+#                    [-o OSU_IALLREDUCE] [-s] [-d] [-D DDP_ARGS] [BUILDDIR]
 #
 #   -H HOSTS   0: one node, 2 ranks (default); N: N pretend hosts x 1 rank
 #              (network namespaces; needs root, iproute2 and tc)
@@ -16,17 +16,19 @@
 #   -o PATH    an osu_iallreduce built outside this tree (OSU 7.4: configure
 #              CC=mpicc CXX=mpicxx); run with -T mpi_float at the largest size,
 #              plain and preloaded with bench/float_binary.policy
+#   -s         nf_overlap once more with a compute phase that sleeps (the
+#              core left to the progress engine)
 #   -d         also bench/ddp_step.py (python3 with torch and mpi4py)
 #   -D ARGS    its arguments (default "--routes binary,fp32 --repeats 5")
 # Timing is only meaningful on an otherwise idle machine; on 2 cores the
 # progress thread shares a core with its rank's computation.
 set -u
-hosts=0 rate=1gbit sizes=16M:16M iters=10 reps=3 osu="" ddp=0
+hosts=0 rate=1gbit sizes=16M:16M iters=10 reps=3 osu="" ddp=0 sleep=0
 ddp_args="--routes binary,fp32 --repeats 5"
-while getopts H:b:m:i:R:o:dD:h o; do
+while getopts H:b:m:i:R:o:sdD:h o; do
   case $o in
     H) hosts=$OPTARG ;; b) rate=$OPTARG ;; m) sizes=$OPTARG ;; i) iters=$OPTARG ;;
-    R) reps=$OPTARG ;; o) osu=$OPTARG ;; d) ddp=1 ;; D) ddp_args=$OPTARG ;;
+    R) reps=$OPTARG ;; o) osu=$OPTARG ;; s) sleep=1 ;; d) ddp=1 ;; D) ddp_args=$OPTARG ;;
     *) sed -n '2,/^# Timing/p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
@@ -61,6 +63,10 @@ fi
 
 echo "== $where: $bench -r mpi,fp32,binary -m $sizes -i $iters -x 2 -R $reps"
 launch "$bench" -r mpi,fp32,binary -m "$sizes" -i "$iters" -x 2 -R "$reps"
+if [ $sleep = 1 ]; then
+  echo "== $where: $bench -r mpi,fp32,binary -m $sizes -i $iters -x 2 -R $reps -s (compute sleeps)"
+  launch "$bench" -r mpi,fp32,binary -m "$sizes" -i "$iters" -x 2 -R "$reps" -s
+fi
 if [ -n "$osu" ]; then
   for how in plain preloaded; do
     echo "== $where: osu_iallreduce -T mpi_float -m $max:$max -i $iters -x 2, $how"
