@@ -128,7 +128,8 @@ static int mixed(long bytes)
         } else { /* late: the messages first, then the allreduce */
             MPI_Irecv(in, n, MPI_FLOAT, prev, s, MPI_COMM_WORLD, &r[1]);
             MPI_Isend(out, n, MPI_FLOAT, next, s, MPI_COMM_WORLD, &r[2]);
-            MPI_Waitall(2, &r[1], MPI_STATUSES_IGNORE);
+            MPI_Status st2[2]; /* not MPI_STATUSES_IGNORE: gcc sizes MPICH's at 0 */
+            MPI_Waitall(2, &r[1], st2);
             MPI_Iallreduce(MPI_IN_PLACE, y, COUNT, MPI_FLOAT, MPI_SUM, Y, &r[0]);
             bad |= complete(r, 1, s);
         }
