@@ -21,6 +21,8 @@
 #include "nf_xnode.h"
 
 static pthread_mutex_t nf_comm_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The state whose deferred setup this thread waits for (nf_comm_complete). */
+static __thread nf_comm_t *nf_comm_setting_up;
 _Atomic unsigned nf_comm_generation = 1;
 static nf_comm_t *nf_comm_live;
 
@@ -191,8 +193,22 @@ static void nf_comm_destroy(nf_comm_t *c)
 
 int nf_comm_delete_attr(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
+    nf_comm_t *c = attr;
     (void)comm, (void)keyval, (void)extra;
-    nf_comm_destroy(attr);
+    /* Freed while its deferred setup runs: MPICH deletes the attribute when
+     * the last operation on the communicator completes, the MPI_Comm_idup
+     * the setup waits for, so this can run inside that very wait, on the
+     * worker that must go on to run the communicator's calls: waiting for
+     * them here would wait for itself. The state is orphaned: its calls
+     * still run, and MPI_Finalize frees it. Anywhere else (Open MPI: in
+     * MPI_Comm_free, the idup still pending, which Open MPI 4.1 does not
+     * keep the communicator alive for) the calls are waited for first. */
+    if (c == nf_comm_setting_up) {
+        atomic_store(&c->orphan, 1);
+        atomic_fetch_add(&nf_comm_generation, 1u); /* the handle may name another soon */
+        return MPI_SUCCESS;
+    }
+    nf_comm_destroy(c);
     return MPI_SUCCESS;
 }
 
@@ -209,8 +225,10 @@ void nf_comm_finalize(void)
 {
     while (nf_comm_live != NULL) {
         nf_comm_t *c = nf_comm_live;
-        /* Deleting the attribute runs nf_comm_delete_attr, which unlinks c. */
-        if (PMPI_Comm_delete_attr(c->user, nf_ctx.comm_keyval) != MPI_SUCCESS)
+        /* Deleting the attribute runs nf_comm_delete_attr, which unlinks c;
+         * an orphan's communicator is gone (its handle may name another). */
+        if (atomic_load(&c->orphan) ||
+            PMPI_Comm_delete_attr(c->user, nf_ctx.comm_keyval) != MPI_SUCCESS)
             nf_comm_destroy(c);
     }
     if (nf_ctx.comm_keyval != MPI_KEYVAL_INVALID)
@@ -546,7 +564,10 @@ nf_status_t nf_comm_complete(nf_comm_t *c)
 {
     if (!atomic_load_explicit(&c->pending, memory_order_acquire))
         return NF_OK;
-    if (PMPI_Wait(&c->setup, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    nf_comm_setting_up = c;
+    int rc = PMPI_Wait(&c->setup, MPI_STATUS_IGNORE);
+    nf_comm_setting_up = NULL;
+    if (rc != MPI_SUCCESS)
         c->priv = MPI_COMM_NULL; /* then nobody can agree: broken, alone */
     nf_status_t st = c->priv != MPI_COMM_NULL ? nf_comm_build(c, c->priv) : NF_ERR_MPI;
     if (c->priv == MPI_COMM_NULL)

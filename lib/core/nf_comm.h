@@ -79,6 +79,8 @@ typedef struct nf_comm {
      * duplicate's MPI_Comm_idup, and 1 until nf_comm_complete ran. */
     MPI_Request setup;
     atomic_int pending;
+    atomic_int orphan;   /* the communicator was freed during that setup: the
+                            state lives on for its calls, freed at MPI_Finalize */
 
     nf_shm_t shm;
     uint8_t *ctl;        /* lsize control blocks (nf_flags.h) */
