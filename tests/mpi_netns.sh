@@ -3,7 +3,9 @@
 # bridge, with Open MPI over TCP between them (bench/netns.sh: an rsh agent
 # enters each namespace with its own hostname). MPI_COMM_TYPE_SHARED then
 # splits the ranks by host, so node leaders exchange counts and sums across
-# a real transport. Needs root and iproute2; SKIPs, saying why, otherwise.
+# a real transport; and the progress engine's legal-program cases
+# (tests/mpi/test_engine.c) across hosts. Needs root and iproute2; SKIPs,
+# saying why, otherwise.
 . "${srcdir:-.}/tests/mpi_common.sh"
 skip() { echo "SKIP: $*"; exit 77; }
 nf_ompi_only "Open MPI's rsh agent and TCP options (bench/netns.sh)"
@@ -38,4 +40,24 @@ check "2 2" 4 --map-by node "$prog/test_routes" -c 7 -c 513 -c 300007    # 0,2 |
 check "2 1" 3 --map-by node -x NFCOLL_EF=off "$prog/test_routes" -c 513 -c 70001
 check "2 1" 3 --map-by node "$prog/test_misc"
 check "2 1 1" 4 "$prog/test_routes" -c 7 -c 8193 -c 300007              # three hosts, uneven
+
+# The progress engine across hosts (tests/mpi_engine.sh has the cases):
+# every float sum binary, nonblocking bit for bit the blocking, every rank
+# says ok. Over TCP a large MPI_Isend needs its sender's progress.
+pol=$(cd "$srcdir" && pwd)/tests/policy_shim/engine.policy
+engine() { # engine SLOTS-LIST NP ARGS
+  hl=$(nf_hosts_list $1); np=$2; shift 2
+  echo "+ --host $hl -np $np test_engine_linked $*"
+  nf_hosts_mpirun "$hl" "$np" -x NFCOLL_POLICY="$pol" "$prog/test_engine_linked" "$@" \
+    > "$nf_tmp/out" 2>&1; rc=$?
+  n=$(grep -c '^ok rank' "$nf_tmp/out")
+  if [ $rc = 0 ] && [ "$n" = "$np" ]; then grep -m1 '^ok rank' "$nf_tmp/out"
+  else echo "FAILED (exit $rc, $n of $np ranks ok): test_engine $*"; cat "$nf_tmp/out"; nf_failed=1; fi
+}
+engine "1 1" 2 mixed
+engine "1 1 1" 3 mixed
+engine "1 1" 2 orders 8
+engine "1 1 1" 3 orders 2
+engine "1 1" 2 threads 16 20
+engine "1 1" 2 inter
 finish
