@@ -62,7 +62,7 @@ static struct {
 #define NF_ENG_IDLE_NS 1000000000L
 /* Waits: yields first, then sleeps from 10 us doubling up to this bound
  * between polls (docs/design.md, "The progress engine": what it costs). */
-#define NF_ENG_YIELDS 16u
+#define NF_ENG_YIELDS 2u
 #define NF_ENG_SLEEP_MAX_US 1000L
 
 /* ------------------------------------------------------------- jobs */
