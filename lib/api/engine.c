@@ -354,8 +354,6 @@ nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **out)
 
 nf_eng_mode_t nf_engine_mode(const nf_eng_queue_t *q) { return q->mode; }
 
-MPI_Comm nf_engine_comm(const nf_eng_queue_t *q) { return q->comm; }
-
 int nf_engine_local(void)
 {
     int level = MPI_THREAD_SINGLE;
@@ -376,7 +374,6 @@ void nf_engine_agreed(int all)
 
 int nf_engine_submit(nf_eng_queue_t *q, nf_job_t *j)
 {
-    j->q = q;
     j->next = NULL;
     pthread_mutex_lock(&nf_eng.lock);
     if (nf_eng.workers == 0 && nf_eng_spawn() != 0) {

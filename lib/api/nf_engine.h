@@ -43,7 +43,6 @@ typedef struct nf_job {
     double started;    /* when a worker took it (MPI_Wtime), 0 while queued */
     int warned;        /* its stall was reported */
     atomic_int refs;   /* the request's free_fn and the engine: the last frees */
-    nf_eng_queue_t *q;
     struct nf_job *next;
 } nf_job_t;
 
@@ -68,8 +67,6 @@ int nf_engine_agreement(void); /* 1, 0, or -1: not agreed */
  * calls use), else collectively (nf_engine_agreed). NF_OK with *q set. */
 nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **q);
 nf_eng_mode_t nf_engine_mode(const nf_eng_queue_t *q);
-/* The communicator the queue's jobs make their PMPI calls on. */
-MPI_Comm nf_engine_comm(const nf_eng_queue_t *q);
 
 /* Queue j (j->a, j->route, j->req set; refs counted by the caller) on q
  * in issue order and wake or start a worker: 0. -1 when no worker could
