@@ -19,7 +19,7 @@ top=$(cd "$(dirname "$0")" && pwd)
 packages="build-essential autoconf automake libtool pkg-config
   openmpi-bin libopenmpi-dev libmpich-dev mpich libhwloc-dev hwloc libnuma-dev numactl
   check libinih-dev iproute2 gfortran
-  qemu-system-x86 busybox-static cpio kmod
+  qemu-system-x86 busybox-static cpio kmod ndctl daxctl
   clang libclang-rt-14-dev
   python3-torch libopenblas0-serial python3-mpi4py python3-numpy python3-matplotlib dataset-fashion-mnist"
 

@@ -26,23 +26,44 @@ typedef struct topo_case {
     int node;
     const char *reason;
     const char *detail_has; /* substring of detail, or NULL */
+    nf_cxl_evidence_t evidence;
+    int near;               /* the device's host node, -1 */
 } topo_case_t;
 
 static const topo_case_t topo_cases[] = {
-    {"one-node.xml", -1, NULL, NULL, NF_OK, -1, "none", "one NUMA node"},
-    {"one-node.xml", 0, NULL, NULL, NF_OK, 0, "explicit", NULL},
-    {"dram-cxl.xml", -1, NULL, NULL, NF_OK, 1, "memory attributes", "latency 250"},
-    {"dram-cxl.xml", -1, "0", NULL, NF_OK, 1, "memory attributes", "local node 0"},
-    {"dram-cxl.xml", 0, NULL, NULL, NF_OK, 0, "explicit", NULL},
-    {"two-cxl.xml", -1, "0-1", NULL, NF_OK, 2, "memory attributes", "latency 250"},
-    {"two-cxl.xml", -1, "2-3", NULL, NF_OK, 3, "memory attributes", "latency 200"},
-    {"two-cxl.xml", -1, NULL, NULL, NF_OK, 3, "memory attributes", NULL},
-    {"two-socket.xml", -1, NULL, NULL, NF_OK, -1, "none", "none of them CPU-less"},
-    {"cpuless-fast.xml", -1, NULL, NULL, NF_OK, -1, "none", "none slower"},
-    {"cpuless-noattr.xml", -1, NULL, NULL, NF_OK, -1, "none", "none slower"},
-    {"cpuless-noattr.xml", -1, NULL, "tiers", NF_OK, 1, "memory tier", "tier 22"},
-    {"dram-cxl.xml", 7, NULL, NULL, NF_ERR_NO_DEVICE, -1, "none", "node 7 does not exist"},
-    {"one-node.xml", 1, NULL, NULL, NF_ERR_NO_DEVICE, -1, "none", "has node 0"},
+    {"one-node.xml", -1, NULL, NULL, NF_OK, -1, "none", "one NUMA node", NF_CXL_EV_NONE, -1},
+    {"one-node.xml", 0, NULL, NULL, NF_OK, 0, "explicit", NULL, NF_CXL_EV_EXPLICIT, -1},
+    {"dram-cxl.xml", -1, NULL, NULL, NF_OK, 1, "memory attributes", "latency 250", NF_CXL_EV_GUESS, -1},
+    {"dram-cxl.xml", -1, "0", NULL, NF_OK, 1, "memory attributes", "local node 0", NF_CXL_EV_GUESS, -1},
+    {"dram-cxl.xml", 0, NULL, NULL, NF_OK, 0, "explicit", NULL, NF_CXL_EV_EXPLICIT, -1},
+    {"two-cxl.xml", -1, "0-1", NULL, NF_OK, 2, "memory attributes", "latency 250", NF_CXL_EV_GUESS, -1},
+    {"two-cxl.xml", -1, "2-3", NULL, NF_OK, 3, "memory attributes", "latency 200", NF_CXL_EV_GUESS, -1},
+    {"two-cxl.xml", -1, NULL, NULL, NF_OK, 3, "memory attributes", NULL, NF_CXL_EV_GUESS, -1},
+    {"two-socket.xml", -1, NULL, NULL, NF_OK, -1, "none", "none of them CPU-less", NF_CXL_EV_NONE, -1},
+    {"cpuless-fast.xml", -1, NULL, NULL, NF_OK, -1, "none", "none slower", NF_CXL_EV_NONE, -1},
+    {"cpuless-noattr.xml", -1, NULL, NULL, NF_OK, -1, "none", "none slower", NF_CXL_EV_NONE, -1},
+    {"cpuless-noattr.xml", -1, NULL, "tiers", NF_OK, 1, "memory tier", "tier 22", NF_CXL_EV_GUESS, -1},
+    {"dram-cxl.xml", 7, NULL, NULL, NF_ERR_NO_DEVICE, -1, "none", "node 7 does not exist", NF_CXL_EV_NONE, -1},
+    {"one-node.xml", 1, NULL, NULL, NF_ERR_NO_DEVICE, -1, "none", "has node 0", NF_CXL_EV_NONE, -1},
+    /* The emulated machine of tests/cxl with its CXL device onlined (its
+     * hwloc 2.9 XML and a sysfs tree of the same shape): node 1 is a
+     * CPU-less HMAT node that is not CXL, node 2 the CXL memory. */
+    {"cxl-dev.xml", -1, NULL, "cxlsys/one", NF_OK, 2, "CXL bus",
+     "mem0 (serial 0x0, 512 MiB pmem) -> region0 (pmem 512 MiB, 1 way, 256 B granularity) -> dax0.0",
+     NF_CXL_EV_DEVICE, -1},
+    {"cxl-dev.xml", -1, NULL, NULL, NF_OK, 2, "DAX under the CXL root", "ACPI0017:00/root0",
+     NF_CXL_EV_DEVICE, -1},
+    {"cxl-dev.xml", 1, NULL, "cxlsys/one", NF_OK, 1, "explicit", NULL, NF_CXL_EV_EXPLICIT, -1},
+    /* A memdev with no region is no node; hwloc's DAX parent still is. */
+    {"cxl-dev.xml", -1, NULL, "cxlsys/memdev", NF_OK, 2, "DAX under the CXL root", NULL,
+     NF_CXL_EV_DEVICE, -1},
+    /* Two CXL nodes: the one whose device is near the CPUs, else the one
+     * with the most free memory. */
+    {"cxl-two.xml", -1, NULL, "cxlsys/two", NF_OK, 3, "CXL bus", "near this process", NF_CXL_EV_DEVICE, 0},
+    {"cxl-two.xml", -1, NULL, "cxlsys/twofar", NF_OK, 2, "CXL bus", "most free memory", NF_CXL_EV_DEVICE, -1},
+    /* NFIT persistent memory onlined as RAM is not CXL, not even a guess. */
+    {"dram-cxl.xml", -1, NULL, "cxlsys/nvdimm", NF_OK, -1, "none", "none of them CXL", NF_CXL_EV_NONE, -1},
+    {"dram-cxl.xml", -1, NULL, "cxlsys/memdev", NF_OK, 1, "memory attributes", "a guess", NF_CXL_EV_GUESS, -1},
 };
 
 static hwloc_topology_t load_fixture(const char *name)
@@ -77,6 +98,9 @@ START_TEST(test_choose)
     ck_assert_msg(st == c->status, "%s: status %d, expected %d (%s)", c->xml, st, c->status, out.detail);
     ck_assert_msg(out.node == c->node, "%s: node %d, expected %d (%s)", c->xml, out.node, c->node, out.detail);
     ck_assert_str_eq(out.reason, c->reason);
+    ck_assert_msg(out.evidence == c->evidence, "%s: evidence %s, expected %s", c->xml,
+                  nf_cxl_evidence_name(out.evidence), nf_cxl_evidence_name(c->evidence));
+    ck_assert_int_eq(out.near_node, c->near);
     if (c->detail_has != NULL)
         ck_assert_msg(strstr(out.detail, c->detail_has) != NULL, "%s: detail '%s' lacks '%s'",
                       c->xml, out.detail, c->detail_has);
@@ -186,6 +210,36 @@ START_TEST(test_place_capacity)
 }
 END_TEST
 
+/* Under require a guess is not CXL memory: the error names what was found
+ * instead; CXL evidence (here hwloc's DAX parent) is. The topologies are
+ * fixtures, so only the choice is checked, nothing is bound. */
+START_TEST(test_place_evidence)
+{
+    unsetenv("NF_TEST_SYSFS");
+    place_env("require", NULL);
+    setenv("HWLOC_XMLFILE", NF_FIXTURES "/dram-cxl.xml", 1);
+    ck_assert_int_eq(nf_place_init(), NF_ERR_NO_DEVICE);
+    ck_assert_int_eq(nf_place_node(), -1);
+    ck_assert_msg(strstr(nf_place_detail(), "found instead NUMA node 1 (memory attributes, a guess") != NULL,
+                  "detail: %s", nf_place_detail());
+    nf_place_finalize();
+    place_env("prefer", NULL);
+    setenv("HWLOC_XMLFILE", NF_FIXTURES "/dram-cxl.xml", 1);
+    ck_assert_int_eq(nf_place_init(), NF_OK);
+    ck_assert_int_eq(nf_place_node(), 1);
+    ck_assert_str_eq(nf_cxl_evidence_name(nf_place_evidence()), "guess");
+    nf_place_finalize();
+    place_env("require", NULL);
+    setenv("HWLOC_XMLFILE", NF_FIXTURES "/cxl-dev.xml", 1);
+    ck_assert_int_eq(nf_place_init(), NF_OK);
+    ck_assert_int_eq(nf_place_node(), 2);
+    ck_assert_str_eq(nf_place_reason(), "DAX under the CXL root");
+    ck_assert_str_eq(nf_cxl_evidence_name(nf_place_evidence()), "device");
+    nf_place_finalize();
+    unsetenv("HWLOC_XMLFILE");
+}
+END_TEST
+
 static Suite *topo_suite(void)
 {
     Suite *s = suite_create("topology");
@@ -197,6 +251,7 @@ static Suite *topo_suite(void)
     t = tcase_create("place");
     tcase_add_loop_test(t, test_place_modes, 0, (int)(sizeof(place_cases) / sizeof(place_cases[0])));
     tcase_add_test(t, test_place_capacity);
+    tcase_add_test(t, test_place_evidence);
     suite_add_tcase(s, t);
     return s;
 }

@@ -15,6 +15,7 @@
 
 #include "nf_checkpoint.h"
 #include "nf_kernels.h"
+#include "nf_cxlbus.h"
 #include "nf_placement.h"
 #include "nf_policy.h"
 #include "nf_settings.h"
@@ -38,8 +39,10 @@ static void usage(FILE *f)
             "  -b, --build     build configuration: MPI, hwloc, libnuma, SIMD kernels, and\n"
             "                  per kernel the ISA chosen by timing (as at initialization)\n"
             "  -c, --config    every NFCOLL_* setting: default, current value, meaning\n"
-            "  -t, --topology  NUMA nodes (size, CPUs, latency, bandwidth) and the CXL\n"
-            "                  memory node libnfcoll would use, with the reason\n"
+            "  -t, --topology  NUMA nodes (size, CPUs, latency, bandwidth), the CXL bus\n"
+            "                  (memdev -> region -> DAX device -> node), the CXL memory\n"
+            "                  node libnfcoll would use with the reason and evidence, and\n"
+            "                  the CPUs the reduction runs on\n"
             "      --json      the same as one JSON object (top-level \"cxl_node\" and\n"
             "                  \"cxl_reason\" are always present)\n"
             "  -k, --checkpoint FILE\n"
@@ -242,7 +245,10 @@ static void print_node(hwloc_topology_t topo, hwloc_const_cpuset_t init, int os,
         printf("  node %d: %llu MiB", os, (unsigned long long)(nd.bytes >> 20));
         if (free_b >= 0)
             printf(" (%lld MiB free)", free_b >> 20);
-        printf(", %s %s", nd.cpuless ? "CPU-less, near CPUs" : "CPUs", cpus);
+        if (cpus[0] != '\0')
+            printf(", %s %s", nd.cpuless ? "CPU-less, near CPUs" : "CPUs", cpus);
+        else
+            printf(", CPU-less, no CPU given as near");
         if (nd.subtype != NULL)
             printf(", subtype %s", nd.subtype);
         if (nd.latency != 0)
@@ -260,6 +266,54 @@ static void print_node(hwloc_topology_t topo, hwloc_const_cpuset_t init, int os,
     printf(nd.bandwidth != 0 ? ", \"bandwidth_mib_s\": %llu" : ", \"bandwidth_mib_s\": null",
            (unsigned long long)nd.bandwidth);
     printf(", \"cxl\": %s}", os == cxl ? "true" : "false");
+}
+
+/* The CXL bus's memory, one chain per DAX device: what the library's
+ * choice read (tests point NF_TEST_SYSFS at a fixture tree; a topology
+ * from HWLOC_XMLFILE has no bus here). */
+static void print_cxl_bus(void)
+{
+    const char *root = getenv("NF_TEST_SYSFS");
+    nf_cxl_bus_t *bus = calloc(1, sizeof(*bus));
+    char line[400];
+    if (bus == NULL)
+        return;
+    if (root != NULL || getenv("HWLOC_XMLFILE") == NULL)
+        nf_cxl_bus_read(root, bus);
+    if (!json) {
+        nf_cxl_bus_summary(bus, line, sizeof(line));
+        printf("CXL bus: %s\n", line);
+        for (int i = 0; i < bus->n; i++) {
+            nf_cxl_chain_format(&bus->mem[i], line, sizeof(line));
+            printf("  %s\n", line);
+        }
+        free(bus);
+        return;
+    }
+    jkey("cxl_devices");
+    printf("[");
+    for (int i = 0; i < bus->n; i++) {
+        const nf_cxl_mem_t *m = &bus->mem[i];
+        printf("%s\n    {\"dax\": \"%s\", \"node\": %d, \"system_ram\": %s, \"dax_bytes\": %llu, "
+               "\"region\": ", i ? "," : "", m->dax, m->node, m->system_ram ? "true" : "false",
+               (unsigned long long)m->dax_bytes);
+        jstr(m->region[0] ? m->region : NULL);
+        printf(", \"mode\": ");
+        jstr(m->mode[0] ? m->mode : NULL);
+        printf(", \"region_bytes\": %llu, \"interleave_ways\": %u, \"interleave_granularity\": %u, "
+               "\"memdevs\": [", (unsigned long long)m->region_bytes, m->ways, m->granularity);
+        for (int j = 0; j < m->nmem; j++) {
+            const nf_cxl_memdev_t *d = &m->mem[j];
+            printf("%s{\"name\": \"%s\", \"serial\": ", j ? ", " : "", d->name);
+            jstr(d->serial);
+            printf(", \"pmem_bytes\": %llu, \"ram_bytes\": %llu, \"host_node\": ",
+                   (unsigned long long)d->pmem_bytes, (unsigned long long)d->ram_bytes);
+            d->host_node >= 0 ? printf("%d}", d->host_node) : printf("null}");
+        }
+        printf("]}");
+    }
+    printf(bus->n ? "\n  ]" : "]");
+    free(bus);
 }
 
 /* The node comes from nf_place_init, i.e. exactly what the library decides
@@ -292,6 +346,7 @@ static int show_topo(int mask)
             printf("\n  ]");
         hwloc_bitmap_free(init);
         hwloc_topology_destroy(topo);
+        print_cxl_bus();
     }
     if (!json) {
         if (cxl >= 0)
@@ -299,6 +354,11 @@ static int show_topo(int mask)
         else
             printf("CXL memory node: none (%s)%s\n", nf_place_detail(),
                    st != NF_OK ? ": libnfcoll would fail to initialize" : "");
+        printf("evidence: %s%s\n", nf_cxl_evidence_name(nf_place_evidence()),
+               nf_place_evidence() == NF_CXL_EV_GUESS
+                   ? " (no CXL device seen; NFCOLL_CXL=require would refuse this node)" : "");
+        printf("reducer: %s\n", nf_place_reducer()[0] ? nf_place_reducer()
+                                : "on the caller's CPUs (already near the memory, or nothing placed)");
         return 0;
     }
     jkey("cxl_mode");
@@ -311,6 +371,10 @@ static int show_topo(int mask)
     jstr(nf_place_detail());
     jkey("cxl_status");
     jstr(nf_strerror(st));
+    jkey("cxl_evidence");
+    jstr(nf_cxl_evidence_name(nf_place_evidence()));
+    jkey("reducer_cpus");
+    jstr(nf_place_reducer()[0] ? nf_place_reducer() : NULL);
     return 0;
 }
 

@@ -194,6 +194,9 @@ static void nf_stats_table(FILE *fp, const uint64_t *v, int nranks)
     fprintf(fp, "aggregation buffers %llu B, %.1f%% verified there; residuals %llu B, "
             "%.1f%% verified there\n", (unsigned long long)p[0], p[0] ? nf_pct(p[1], p[0]) : 100.0,
             (unsigned long long)p[2], p[2] ? nf_pct(p[3], p[2]) : 100.0);
+    if (nf_place_node() >= 0)
+        fprintf(fp, "placement evidence: %s; reducer: %s\n", nf_cxl_evidence_name(nf_place_evidence()),
+                nf_place_reducer()[0] ? nf_place_reducer() : "on the calling CPUs");
     fprintf(fp, "residuals: at most %llu B held by a rank, %llu dropped (NFCOLL_RESIDUAL_MAX)\n",
             (unsigned long long)v[NF_V_PEAK], (unsigned long long)v[NF_V_DROPS]);
     nf_regstats_table(fp);
@@ -225,6 +228,8 @@ static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
         fprintf(fp, "%d", nf_place_node());
     else
         fprintf(fp, "null");
+    fprintf(fp, ", \"evidence\": \"%s\", \"reducer\": \"%s\"", nf_cxl_evidence_name(nf_place_evidence()),
+            nf_place_reducer());
     fprintf(fp, ", \"reason\": \"%s\", \"buffer_bytes\": %llu, \"buffer_resident_bytes\": %llu, "
             "\"residual_bytes\": %llu, \"residual_resident_bytes\": %llu, \"residual_peak_bytes\": %llu, "
             "\"residuals_dropped\": %llu},\n  \"regions\": ",

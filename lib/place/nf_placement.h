@@ -13,20 +13,40 @@
 #include "nfcoll.h"
 #include "nf_settings.h"
 
+/* How sure the choice is: CXL evidence (the CXL bus, hwloc's own CXL
+ * marks), the user's word, or a guess from NUMA attributes or tiers. */
+typedef enum nf_cxl_evidence {
+    NF_CXL_EV_NONE = 0,
+    NF_CXL_EV_EXPLICIT,
+    NF_CXL_EV_DEVICE, /* the CXL bus or hwloc's CXL marks */
+    NF_CXL_EV_GUESS,  /* memory attributes or tiers, no CXL device seen */
+} nf_cxl_evidence_t;
+
 /* Result of the (pure) CXL node choice. */
 typedef struct nf_cxl_choice {
     int node;           /* OS index of the chosen node, -1 for none */
-    const char *reason; /* static text: "explicit", "CXL-DRAM subtype", "memory attributes", "memory tier", "none" */
-    char detail[160];   /* human-readable why (attribute values, tiers) */
+    const char *reason; /* static text: "explicit", "CXL bus", "CXL-DRAM subtype",
+                           "CXL-NVM subtype", "DAX under the CXL root",
+                           "memory attributes", "memory tier", "none" */
+    nf_cxl_evidence_t evidence;
+    int near_node;      /* the CXL device's own NUMA node (its host bridge's),
+                           -1 unknown: the reducer runs on its CPUs */
+    char detail[320];   /* human-readable why (the device chain, attribute
+                           values, tiers; guesses say so) */
+    char bus[160];      /* what the CXL bus holds ("" when not read) */
 } nf_cxl_choice_t;
 
 /*
- * Pick the CXL node of topo in the order of docs/design.md, "Placement". explicit_node >= 0
- * is taken as is when it names a NUMA node of topo (else NF_ERR_NO_DEVICE
- * with detail saying so). initiators (may be NULL = whole machine) are the
- * CPUs of the calling ranks: with several candidates, the one with the best
- * attributes from them wins. Pure: reads only topo (and, for memory tiers, a
- * sysfs root passed through the environment for tests).
+ * Pick the CXL node of topo in the order of docs/design.md, "Placement":
+ * explicit_node >= 0 is taken as is when it names a NUMA node of topo (else
+ * NF_ERR_NO_DEVICE with detail saying so); then CXL evidence (the Linux CXL
+ * bus, then hwloc's CXL subtypes and DAX parents); then guesses from memory
+ * attributes and tiers, never taking a node known to be other memory (NFIT
+ * persistent memory, HBM). initiators (may be NULL = whole machine) are the
+ * CPUs of the calling ranks: among several CXL nodes the one whose device
+ * is near them wins, then the most free memory; among guesses, the best
+ * attributes from them. Pure: reads topo and, for a topology of this system
+ * (or under NF_TEST_SYSFS, a sysfs root for tests), sysfs.
  */
 nf_status_t nf_topo_choose_cxl(hwloc_topology_t topo, int explicit_node,
                                hwloc_const_cpuset_t initiators, nf_cxl_choice_t *out);
@@ -83,6 +103,12 @@ void nf_place_finalize(void);
 int nf_place_node(void);
 const char *nf_place_reason(void);
 const char *nf_place_detail(void);
+nf_cxl_evidence_t nf_place_evidence(void);
+/* "none" / "explicit" / "device" / "guess" */
+const char *nf_cxl_evidence_name(nf_cxl_evidence_t e);
+/* Where the reducer runs and why ("CPUs 1: near mem0 (host node 1)"), or
+ * "" when it is not moved. */
+const char *nf_place_reducer(void);
 /* Memory of the chosen node in bytes, 0 when there is none. */
 uint64_t nf_place_node_bytes(void);
 

@@ -37,7 +37,9 @@ static struct {
     nf_cxl_mode_t mode;
     int node;
     const char *reason;
-    char detail[200];
+    nf_cxl_evidence_t evidence;
+    char detail[640];
+    char reducer[160];    /* where the reducer runs and why, "" unmoved */
     struct bitmask *mask; /* just node */
     int pin;              /* reducer pinning pays off */
     cpu_set_t pin_to;     /* where the reducer runs */
@@ -83,12 +85,17 @@ void nf_place_configure(const nf_place_config_t *cfg)
     pthread_mutex_unlock(&nf_pl.lock);
 }
 
-/* Pin the reducer when the caller's CPUs are not all near the node: to the
- * caller's CPUs that are near, else to the near CPUs the process may use. */
-static void nf_place_pin_setup(hwloc_topology_t topo, hwloc_const_cpuset_t locality)
+/* Pin the reducer when the caller's CPUs are not all near the memory: to
+ * the caller's CPUs that are near, else to the near CPUs the process may
+ * use. why says what "near" is (the device's host node, the node's
+ * locality). */
+static void nf_place_pin_setup(hwloc_topology_t topo, hwloc_const_cpuset_t locality,
+                               const char *why)
 {
     hwloc_cpuset_t mine = hwloc_bitmap_alloc(), to = hwloc_bitmap_alloc();
+    char list[64];
     nf_pl.pin = 0;
+    nf_pl.reducer[0] = '\0';
     if (mine == NULL || to == NULL || locality == NULL || hwloc_bitmap_iszero(locality) ||
         hwloc_get_cpubind(topo, mine, HWLOC_CPUBIND_THREAD) != 0 ||
         hwloc_bitmap_isincluded(mine, locality))
@@ -100,10 +107,30 @@ static void nf_place_pin_setup(hwloc_topology_t topo, hwloc_const_cpuset_t local
         goto out;
     hwloc_cpuset_to_glibc_sched_affinity(topo, to, &nf_pl.pin_to, sizeof(cpu_set_t));
     nf_pl.pin = 1;
-    nf_log_info(1, "the reducer runs on the CPUs near NUMA node %d", nf_pl.node);
+    hwloc_bitmap_list_snprintf(list, sizeof(list), to);
+    snprintf(nf_pl.reducer, sizeof(nf_pl.reducer), "CPUs %s: %s", list, why);
+    nf_log_info(1, "the reducer runs on %s", nf_pl.reducer);
 out:
     hwloc_bitmap_free(mine);
     hwloc_bitmap_free(to);
+}
+
+/* Near the memory: the CPUs of the CXL device's own node when the bus
+ * names it, else the node's hwloc locality. */
+static void nf_place_reducer_near(hwloc_topology_t topo, hwloc_const_cpuset_t init,
+                                  const nf_cxl_choice_t *c)
+{
+    nf_topo_node_t info;
+    char why[96];
+    if (c->near_node >= 0 && nf_topo_node_info(topo, c->near_node, init, &info) == NF_OK &&
+        !hwloc_bitmap_iszero(info.locality)) {
+        snprintf(why, sizeof(why), "the CPUs of NUMA node %d, the CXL device's host node",
+                 c->near_node);
+        nf_place_pin_setup(topo, info.locality, why);
+    } else if (nf_topo_node_info(topo, c->node, init, &info) == NF_OK) {
+        snprintf(why, sizeof(why), "the CPUs hwloc puts near NUMA node %d", c->node);
+        nf_place_pin_setup(topo, info.locality, why);
+    }
 }
 
 /* Decide the node; on failure under require, log and return the error. */
@@ -122,13 +149,17 @@ static nf_status_t nf_place_choose(const nf_place_config_t *s)
         snprintf(nf_pl.detail, sizeof(nf_pl.detail), "NUMA node %d found, but the kernel has no NUMA support", c.node);
         c.node = -1, nf_pl.reason = "none", st = NF_ERR_NO_DEVICE;
     }
+    if (c.node >= 0 && s->mode == NF_CXL_REQUIRE && c.evidence == NF_CXL_EV_GUESS) {
+        snprintf(nf_pl.detail, sizeof(nf_pl.detail), "%s; found instead NUMA node %d (%s, %s)",
+                 c.bus[0] ? c.bus : "no CXL device found", c.node, c.reason, c.detail);
+        c.node = -1, nf_pl.reason = "none", st = NF_ERR_NO_DEVICE;
+    }
+    nf_pl.evidence = c.node >= 0 ? c.evidence : NF_CXL_EV_NONE;
     if (c.node >= 0) {
-        nf_topo_node_t info;
         nf_pl.node = c.node;
         nf_pl.mask = numa_allocate_nodemask();
         numa_bitmask_setbit(nf_pl.mask, (unsigned)c.node);
-        if (nf_topo_node_info(topo, c.node, init, &info) == NF_OK)
-            nf_place_pin_setup(topo, info.locality);
+        nf_place_reducer_near(topo, init, &c);
         nf_log_info(1, "CXL memory node %d (%s: %s)", c.node, c.reason, c.detail);
     }
     hwloc_bitmap_free(init);
@@ -136,7 +167,9 @@ static nf_status_t nf_place_choose(const nf_place_config_t *s)
     if (c.node >= 0)
         return NF_OK;
     if (s->mode == NF_CXL_REQUIRE) {
-        nf_log_error("NFCOLL_CXL=require but there is no usable CXL memory node: %s", nf_pl.detail);
+        nf_log_error("NFCOLL_CXL=require but there is no usable CXL memory node: %s%s%s",
+                     nf_pl.detail, c.bus[0] && strstr(nf_pl.detail, c.bus) == NULL ? "; CXL bus: " : "",
+                     c.bus[0] && strstr(nf_pl.detail, c.bus) == NULL ? c.bus : "");
         return NF_ERR_NO_DEVICE;
     }
     /* Local DRAM is the normal case on most machines: a warning only when
@@ -158,6 +191,7 @@ nf_status_t nf_place_init(void)
         nf_pl.mode = s->mode;
         nf_pl.node = -1;
         nf_pl.pin = 0;
+        nf_pl.reducer[0] = '\0';
         if (s->mode == NF_CXL_OFF) {
             nf_pl.reason = "off";
             snprintf(nf_pl.detail, sizeof(nf_pl.detail), "NFCOLL_CXL=off: not looking for a CXL node");
@@ -182,13 +216,23 @@ void nf_place_finalize(void)
     nf_pl.node = -1;
     nf_pl.pin = 0;
     nf_pl.reason = "none";
+    nf_pl.evidence = NF_CXL_EV_NONE;
     nf_pl.detail[0] = '\0';
+    nf_pl.reducer[0] = '\0';
     pthread_mutex_unlock(&nf_pl.lock);
 }
 
 int nf_place_node(void) { return nf_pl.node; }
 const char *nf_place_reason(void) { return nf_pl.reason; }
 const char *nf_place_detail(void) { return nf_pl.detail; }
+nf_cxl_evidence_t nf_place_evidence(void) { return nf_pl.evidence; }
+const char *nf_place_reducer(void) { return nf_pl.reducer; }
+
+const char *nf_cxl_evidence_name(nf_cxl_evidence_t e)
+{
+    static const char *const names[] = {"none", "explicit", "device", "guess"};
+    return (unsigned)e < sizeof(names) / sizeof(names[0]) ? names[e] : "none";
+}
 
 uint64_t nf_place_node_bytes(void)
 {

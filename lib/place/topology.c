@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_cxlbus.h"
 #include "nf_placement.h"
 
 #define NF_TOPO_MAX_INIT 64 /* initiators per target we look at */
@@ -151,6 +152,7 @@ static nf_status_t nf_topo_explicit(hwloc_topology_t topo, int node, nf_cxl_choi
 {
     if (nf_topo_node_by_os(topo, node) != NULL) {
         nf_topo_set(out, node, "explicit", "NUMA node %d was named by NFCOLL_CXL_NODE or the policy", node);
+        out->evidence = NF_CXL_EV_EXPLICIT;
         return NF_OK;
     }
     char list[64] = "";
@@ -160,21 +162,141 @@ static nf_status_t nf_topo_explicit(hwloc_topology_t topo, int node, nf_cxl_choi
     return NF_ERR_NO_DEVICE;
 }
 
-/* hwloc >= 2.10 marks CXL memory with the NUMA subtype "CXL-DRAM"; the
- * subtype field itself exists since 2.0, so XML from a newer hwloc carries
- * it here too and no version guard is needed. */
-static int nf_topo_subtype(hwloc_topology_t topo, nf_cxl_choice_t *out)
+/* The sysfs root a topology can be read against: NF_TEST_SYSFS (tests),
+ * else "" for this system's topology, else NULL (a topology from elsewhere
+ * says nothing about our sysfs). */
+static const char *nf_topo_sysroot(hwloc_topology_t topo)
+{
+    const char *root = getenv("NF_TEST_SYSFS");
+    if (root != NULL)
+        return root;
+    return hwloc_topology_is_thissystem(topo) ? "" : NULL;
+}
+
+/* Free memory of node os (its meminfo's MemFree), else its size. */
+static uint64_t nf_topo_free(const char *root, hwloc_obj_t n)
+{
+    char path[512], line[256];
+    unsigned long long kb;
+    uint64_t v = n->attr->numanode.local_memory;
+    snprintf(path, sizeof(path), "%s/sys/devices/system/node/node%u/meminfo", root, n->os_index);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return v;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        const char *p = strstr(line, "MemFree:");
+        if (p != NULL && sscanf(p + 8, "%llu", &kb) == 1) {
+            v = (uint64_t)kb * 1024;
+            break;
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+/* Is any memdev of m on a node in nodes? Its first host node into *near
+ * (one in nodes when there is one), -1 when none is known. */
+static int nf_topo_bus_near(const nf_cxl_mem_t *m, hwloc_const_nodeset_t nodes, int *near)
+{
+    *near = -1;
+    for (int i = 0; i < m->nmem; i++) {
+        int h = m->mem[i].host_node;
+        if (h >= 0 && hwloc_bitmap_isset(nodes, (unsigned)h)) {
+            *near = h;
+            return 1;
+        }
+        if (h >= 0 && *near < 0)
+            *near = h;
+    }
+    return 0;
+}
+
+/* The Linux CXL bus: DAX devices below the CXL root onlined as system RAM
+ * on a NUMA node of topo. Near the calling CPUs first, then the most free
+ * memory, then the lowest node. */
+static int nf_topo_bus(hwloc_topology_t topo, hwloc_const_nodeset_t mine, nf_cxl_choice_t *out)
+{
+    const char *root = nf_topo_sysroot(topo);
+    nf_cxl_bus_t *bus;
+    const nf_cxl_mem_t *best = NULL;
+    int best_near = 0, best_host = -1, cands = 0;
+    uint64_t best_free = 0;
+    if (root == NULL || (bus = malloc(sizeof(*bus))) == NULL)
+        return 0;
+    nf_cxl_bus_read(root, bus);
+    nf_cxl_bus_summary(bus, out->bus, sizeof(out->bus));
+    for (int i = 0; i < bus->n; i++) {
+        const nf_cxl_mem_t *m = &bus->mem[i];
+        hwloc_obj_t n = m->system_ram ? nf_topo_node_by_os(topo, m->node) : NULL;
+        int host, near;
+        if (n == NULL || n->attr->numanode.local_memory == 0)
+            continue;
+        near = nf_topo_bus_near(m, mine, &host);
+        uint64_t fr = nf_topo_free(root, n);
+        cands++;
+        if (best == NULL || near > best_near || (near == best_near && fr > best_free))
+            best = m, best_near = near, best_free = fr, best_host = host;
+    }
+    if (best != NULL) {
+        char chain[256];
+        nf_cxl_chain_format(best, chain, sizeof(chain));
+        nf_topo_set(out, best->node, "CXL bus", "%s%s", chain,
+                    cands < 2 ? ""
+                    : best_near ? "; the CXL node whose device is near this process's CPUs"
+                                : "; the CXL node with the most free memory");
+        out->evidence = NF_CXL_EV_DEVICE;
+        out->near_node = best_host;
+    }
+    free(bus);
+    return best != NULL;
+}
+
+/* hwloc's own CXL marks: the NUMA subtypes CXL-DRAM and CXL-NVM of hwloc
+ * 2.10 and later (the subtype field exists since 2.0, so XML from a newer
+ * hwloc carries them here too), else (hwloc 2.9) a DAX device whose parent
+ * runs through the CXL root. The first marked node with memory. */
+static int nf_topo_marks(hwloc_topology_t topo, nf_cxl_choice_t *out)
 {
     hwloc_obj_t n = NULL;
     while ((n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n)) != NULL) {
-        if (n->subtype != NULL && strcmp(n->subtype, "CXL-DRAM") == 0 &&
-            n->attr->numanode.local_memory > 0) {
+        if (n->attr->numanode.local_memory == 0)
+            continue;
+        if (n->subtype != NULL && strcmp(n->subtype, "CXL-DRAM") == 0) {
             nf_topo_set(out, (int)n->os_index, "CXL-DRAM subtype",
                         "hwloc marks NUMA node %u as CXL-DRAM", n->os_index);
-            return 1;
+        } else if (n->subtype != NULL && strcmp(n->subtype, "CXL-NVM") == 0) {
+            nf_topo_set(out, (int)n->os_index, "CXL-NVM subtype",
+                        "hwloc marks NUMA node %u as CXL-NVM", n->os_index);
+        } else {
+            const char *parent = hwloc_obj_get_info_by_name(n, "DAXParent");
+            const char *dax = hwloc_obj_get_info_by_name(n, "DAXDevice");
+            if (parent == NULL || strstr(parent, "ACPI0017:") == NULL)
+                continue;
+            nf_topo_set(out, (int)n->os_index, "DAX under the CXL root",
+                        "hwloc: NUMA node %u is DAX device %s below the CXL root (%s)",
+                        n->os_index, dax != NULL ? dax : "?", parent);
         }
+        out->evidence = NF_CXL_EV_DEVICE;
+        return 1;
     }
     return 0;
+}
+
+/* Memory known not to be CXL, never taken by a guess: NFIT persistent
+ * memory (a DAX device below ACPI0012, by hwloc or sysfs) and on-package
+ * high-bandwidth memory. */
+static int nf_topo_not_cxl(hwloc_topology_t topo, int os)
+{
+    hwloc_obj_t n = nf_topo_node_by_os(topo, os);
+    const char *root = nf_topo_sysroot(topo);
+    const char *parent = n != NULL ? hwloc_obj_get_info_by_name(n, "DAXParent") : NULL;
+    if (n == NULL)
+        return 1;
+    if (parent != NULL && strstr(parent, "ACPI0012:") != NULL)
+        return 1;
+    if (n->subtype != NULL && (strcmp(n->subtype, "MCDRAM") == 0 || strcmp(n->subtype, "HBM") == 0))
+        return 1;
+    return root != NULL && nf_cxl_bus_nvdimm_node(root, os);
 }
 
 /* Lower latency wins, then higher bandwidth. */
@@ -205,7 +327,7 @@ static void nf_topo_scan(hwloc_topology_t topo, hwloc_const_cpuset_t initiators,
     }
     for (int i = 0; s->have_ref && i < nn; i++) {
         if (nf_topo_node_info(topo, nf_topo_node_os(topo, i), initiators, &info) != NF_OK ||
-            !info.cpuless || info.bytes == 0)
+            !info.cpuless || info.bytes == 0 || nf_topo_not_cxl(topo, info.os_index))
             continue;
         int slower = (info.latency != 0 && s->ref.latency != 0 && info.latency > s->ref.latency) ||
                      (info.bandwidth != 0 && s->ref.bandwidth != 0 && info.bandwidth < s->ref.bandwidth);
@@ -246,13 +368,13 @@ static int nf_topo_tier_of(const char *dir, int node)
 
 static int nf_topo_tiers(hwloc_topology_t topo, hwloc_const_cpuset_t initiators, nf_cxl_choice_t *out)
 {
-    const char *root = getenv("NF_TEST_SYSFS");
+    const char *root = nf_topo_sysroot(topo);
     char dir[400];
     int nn = nf_topo_node_count(topo), ref = -1, best = -1, best_tier = -1;
     nf_topo_node_t info;
-    if (root == NULL && !hwloc_topology_is_thissystem(topo))
-        return 0; /* a topology from elsewhere says nothing about our sysfs */
-    snprintf(dir, sizeof(dir), "%s/sys/devices/virtual/memory_tiering", root != NULL ? root : "");
+    if (root == NULL)
+        return 0;
+    snprintf(dir, sizeof(dir), "%s/sys/devices/virtual/memory_tiering", root);
     for (int i = 0; i < nn; i++) {
         int os = nf_topo_node_os(topo, i), t;
         if (nf_topo_node_info(topo, os, initiators, &info) != NF_OK || (t = nf_topo_tier_of(dir, os)) < 0)
@@ -263,46 +385,69 @@ static int nf_topo_tiers(hwloc_topology_t topo, hwloc_const_cpuset_t initiators,
     for (int i = 0; ref >= 0 && i < nn; i++) {
         int os = nf_topo_node_os(topo, i), t;
         if (nf_topo_node_info(topo, os, initiators, &info) != NF_OK || !info.cpuless ||
-            info.bytes == 0 || (t = nf_topo_tier_of(dir, os)) <= ref)
+            info.bytes == 0 || (t = nf_topo_tier_of(dir, os)) <= ref || nf_topo_not_cxl(topo, os))
             continue;
         if (best < 0 || t < best_tier)
             best = os, best_tier = t;
     }
     if (best < 0)
         return 0;
-    nf_topo_set(out, best, "memory tier", "CPU-less NUMA node %d is in memory tier %d, local DRAM in tier %d",
-                best, best_tier, ref);
+    nf_topo_set(out, best, "memory tier",
+                "a guess, no CXL device found: CPU-less NUMA node %d is in memory tier %d, "
+                "local DRAM in tier %d", best, best_tier, ref);
+    out->evidence = NF_CXL_EV_GUESS;
     return 1;
+}
+
+/* No CXL evidence: memory attributes, then tiers, said to be a guess. */
+static void nf_topo_guess(hwloc_topology_t topo, hwloc_const_cpuset_t initiators,
+                          nf_topo_scan_t *s, nf_cxl_choice_t *out)
+{
+    nf_topo_scan(topo, initiators, s);
+    if (s->have_best) {
+        nf_topo_set(out, s->best.os_index, "memory attributes",
+                    "a guess, no CXL device found: CPU-less NUMA node %d: latency %llu, "
+                    "bandwidth %llu MiB/s vs local node %d: %llu, %llu MiB/s",
+                    s->best.os_index, (unsigned long long)s->best.latency,
+                    (unsigned long long)s->best.bandwidth, s->ref.os_index,
+                    (unsigned long long)s->ref.latency, (unsigned long long)s->ref.bandwidth);
+        out->evidence = NF_CXL_EV_GUESS;
+        return;
+    }
+    if (nf_topo_tiers(topo, initiators, out))
+        return;
+    if (nf_topo_node_count(topo) <= 1)
+        nf_topo_set(out, -1, "none", "one NUMA node only");
+    else if (s->ncpuless == 0)
+        nf_topo_set(out, -1, "none", "%d NUMA nodes, none of them CPU-less", nf_topo_node_count(topo));
+    else
+        nf_topo_set(out, -1, "none",
+                    "%d CPU-less NUMA node(s), none of them CXL memory by the CXL bus or hwloc, "
+                    "none slower than local DRAM by memory attributes or tiers",
+                    s->ncpuless);
 }
 
 nf_status_t nf_topo_choose_cxl(hwloc_topology_t topo, int explicit_node,
                                hwloc_const_cpuset_t initiators, nf_cxl_choice_t *out)
 {
     nf_topo_scan_t s;
+    nf_status_t st = NF_OK;
+    hwloc_nodeset_t all = hwloc_bitmap_alloc(), mine = hwloc_bitmap_alloc();
+    if (all == NULL || mine == NULL) {
+        hwloc_bitmap_free(all);
+        hwloc_bitmap_free(mine);
+        return NF_ERR_NO_MEMORY;
+    }
     if (initiators != NULL && hwloc_bitmap_iszero(initiators))
         initiators = NULL;
+    memset(out, 0, sizeof(*out));
+    out->near_node = -1;
+    nf_topo_cpu_nodes(topo, initiators, all, mine);
     if (explicit_node >= 0)
-        return nf_topo_explicit(topo, explicit_node, out);
-    if (nf_topo_subtype(topo, out))
-        return NF_OK;
-    nf_topo_scan(topo, initiators, &s);
-    if (s.have_best) {
-        nf_topo_set(out, s.best.os_index, "memory attributes",
-                    "CPU-less NUMA node %d: latency %llu, bandwidth %llu MiB/s vs local node %d: %llu, %llu MiB/s",
-                    s.best.os_index, (unsigned long long)s.best.latency,
-                    (unsigned long long)s.best.bandwidth, s.ref.os_index,
-                    (unsigned long long)s.ref.latency, (unsigned long long)s.ref.bandwidth);
-        return NF_OK;
-    }
-    if (nf_topo_tiers(topo, initiators, out))
-        return NF_OK;
-    if (nf_topo_node_count(topo) <= 1)
-        nf_topo_set(out, -1, "none", "one NUMA node only");
-    else if (s.ncpuless == 0)
-        nf_topo_set(out, -1, "none", "%d NUMA nodes, none of them CPU-less", nf_topo_node_count(topo));
-    else
-        nf_topo_set(out, -1, "none",
-                    "%d CPU-less NUMA node(s), none slower than local DRAM by memory attributes or tiers",
-                    s.ncpuless);
-    return NF_OK;
+        st = nf_topo_explicit(topo, explicit_node, out);
+    else if (!nf_topo_bus(topo, mine, out) && !nf_topo_marks(topo, out))
+        nf_topo_guess(topo, initiators, &s, out);
+    hwloc_bitmap_free(all);
+    hwloc_bitmap_free(mine);
+    return st;
 }

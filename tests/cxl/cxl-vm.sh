@@ -2,12 +2,12 @@
 # Boot an emulated CXL machine under QEMU (TCG) and run one command inside it.
 #
 #   cxl-vm.sh prepare CACHE              build CACHE/vmlinuz and CACHE/initrd.gz
-#   cxl-vm.sh run CACHE SCRIPT [ARG...]  boot, run "sh SCRIPT ARG..." in the guest,
-#                                        copy its output here, exit with its status
+#   cxl-vm.sh run CACHE MACHINE SCRIPT [ARG...]
+#       boot MACHINE (hmat, cxl or cxl2: see machine_args), run
+#       "sh SCRIPT ARG..." in the guest, copy its output here, exit with its
+#       status
 #
-# The guest (shared/notes/environment.md): 2 CPUs, node 0 = 1 GiB with the
-# CPUs, node 1 = 1 GiB CPU-less, HMAT latency 100/250 and bandwidth 200G/60G
-# from the CPUs. Its root is this machine's root, read-only over 9p under a
+# Every guest has 2 CPUs and 2 GiB. Its root is this machine's root, read-only over 9p under a
 # tmpfs overlay, so the build tree and Open MPI run unchanged.
 #
 # The kernel comes from a Debian linux-image package: NFCOLL_CXL_KERNEL_DEB,
@@ -21,9 +21,12 @@ NF_SELF=$0
 skip() { echo "SKIP: $*"; exit 77; }
 die() { echo "FAIL: $*"; exit 1; }
 
-# Modules for 9p over virtio-pci and overlayfs; their dependencies are added
-# in load order from modprobe --show-depends.
-NF_MODS="virtio_pci 9pnet_virtio 9p overlay"
+# Modules for 9p over virtio-pci and overlayfs, then the CXL driver stack
+# down to kmem (the persistent-memory path: cxl_pmem, nd_pmem, dax_pmem);
+# their dependencies are added in load order from modprobe --show-depends
+# (-C /dev/null: the ndctl package's modprobe.d "install" rule for
+# libnvdimm would otherwise hide that module from the list).
+NF_MODS="virtio_pci 9pnet_virtio 9p overlay cxl_acpi cxl_pci cxl_mem cxl_pmem nd_pmem dax_pmem device_dax kmem"
 
 find_deb() {
     if [ -n "${NFCOLL_CXL_KERNEL_DEB:-}" ]; then
@@ -96,7 +99,7 @@ prepare() {
     cp "$bb" "$work/init/bin/busybox"
     : >"$work/init/modules.list"
     for top in $NF_MODS; do
-        modprobe -d "$work/pkg" -S "$kver" --show-depends "$top" >"$work/deps" ||
+        modprobe -C /dev/null -d "$work/pkg" -S "$kver" --show-depends "$top" >"$work/deps" ||
             die "module $top is not in $deb"
         while read -r verb ko rest; do
             [ "$verb" = insmod ] || continue # builtin
@@ -115,32 +118,72 @@ prepare() {
     rm -rf "$work"
 }
 
+# QEMU's machine options for MACHINE (on stdout, one word per line):
+#  hmat  2 CPUs on node 0 (1 GiB); node 1 = 1 GiB CPU-less, HMAT latency
+#        100/250 and bandwidth 200G/60G from the CPUs: the stand-in for CXL
+#        memory that NUMA attributes describe, and no CXL device.
+#  cxl   the same two nodes plus a CXL type-3 memory device (512 MiB) behind
+#        a CXL host bridge; onlined in the guest (tests/cxl/cxl-online.sh) it
+#        becomes node 2, and node 1 is then CPU-less memory that is not CXL.
+#  cxl2  two CPU nodes (CPU 0 on node 0, CPU 1 on node 1, 1 GiB each) and
+#        the CXL device's host bridge on node 1: the device's memory is
+#        node 2, nearest to CPU 1.
+# QEMU 7.2 and kernel 6.1 traps, each seen here: the host bridge needs a
+# second, empty root port (with one, kernel 6.1 leaves the bridge in
+# pass-through while QEMU still decodes through it: every write to the
+# device is lost and every setup step reports success); the 9p device must
+# sit on pcie.0; the device's size is a multiple of 256 MiB. Only the
+# persistent-memory path exists on these versions (volatile regions need
+# QEMU 8 and kernel 6.3).
+machine_args() {
+    cxl_dev="-object memory-backend-file,id=cxlm,share=on,mem-path=$2/cxl-mem.raw,size=512M
+        -object memory-backend-file,id=cxll,share=on,mem-path=$2/cxl-lsa.raw,size=1M
+        -device cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2
+        -device cxl-rp,port=1,bus=cxl.1,id=rp1,chassis=0,slot=3
+        -device cxl-type3,bus=rp0,memdev=cxlm,lsa=cxll,id=cxl-pmem0
+        -M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G"
+    hmat_nodes="-numa node,nodeid=0,memdev=m0,cpus=0-1,initiator=0
+        -numa node,nodeid=1,memdev=m1,initiator=0
+        -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=100
+        -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=200G
+        -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,latency=250
+        -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=60G"
+    case $1 in
+    hmat) echo "-machine q35,hmat=on $hmat_nodes" ;;
+    cxl) echo "-machine q35,cxl=on,hmat=on $hmat_nodes
+        -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1 $cxl_dev" ;;
+    cxl2) echo "-machine q35,cxl=on
+        -numa node,nodeid=0,memdev=m0,cpus=0 -numa node,nodeid=1,memdev=m1,cpus=1
+        -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1,numa_node=1 $cxl_dev" ;;
+    *) die "unknown machine '$1' (hmat, cxl or cxl2)" ;;
+    esac
+}
+
 run() {
-    cache=$1; shift
+    cache=$1 machine=$2; shift 2
     qemu=${QEMU:-qemu-system-x86_64}
     command -v "$qemu" >/dev/null || skip "$qemu not found (Debian: apt-get install qemu-system-x86)"
     prepare "$cache"
+    margs=$(machine_args "$machine" "$cache")
     script=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); shift
     cmd=$script
     for a in "$@"; do
         case $a in *[!A-Za-z0-9_./=:+-]*) die "guest argument '$a' has characters the kernel command line cannot carry" ;; esac
         cmd="$cmd,$a"
     done
-    log="$cache/console.log"
+    log="$cache/console-$machine.log"
+    rm -f "$cache/cxl-mem.raw" "$cache/cxl-lsa.raw" # a fresh device every boot
+    # shellcheck disable=SC2086 # margs is a list of words
     timeout "${NFCOLL_CXL_TIMEOUT:-900}" "$qemu" -accel tcg,thread=multi -cpu max -smp 2 -m 2G \
-        -nographic -no-reboot -nic none -machine q35,hmat=on \
+        -nographic -no-reboot -nic none \
         -object memory-backend-ram,size=1G,id=m0 \
         -object memory-backend-ram,size=1G,id=m1 \
-        -numa node,nodeid=0,memdev=m0,cpus=0-1,initiator=0 \
-        -numa node,nodeid=1,memdev=m1,initiator=0 \
-        -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=100 \
-        -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=200G \
-        -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,latency=250 \
-        -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=60G \
+        $margs \
         -fsdev local,id=r,path=/,security_model=none,readonly=on,multidevs=remap \
-        -device virtio-9p-pci,fsdev=r,mount_tag=hostroot \
+        -device virtio-9p-pci,fsdev=r,mount_tag=hostroot,bus=pcie.0 \
         -kernel "$cache/vmlinuz" -initrd "$cache/initrd.gz" \
         -append "console=ttyS0 quiet panic=-1 nfcxl.cmd=$cmd" </dev/null >"$log" 2>&1 || true
+    rm -f "$cache/cxl-mem.raw" "$cache/cxl-lsa.raw"
     tr -d '\r' <"$log" | sed -n '/NFCXL-BEGIN$/,/^NFCXL-RC=/p' | sed '1d;/^NFCXL-RC=/d'
     rc=$(tr -d '\r' <"$log" | sed -n 's/^NFCXL-RC=\([0-9]*\)$/\1/p' | tail -n 1)
     [ -n "$rc" ] || { echo "FAIL: the guest did not finish; console in $log:"; tail -n 30 "$log"; exit 99; }
@@ -149,6 +192,6 @@ run() {
 
 case ${1:-} in
 prepare) [ $# -eq 2 ] || die "usage: $0 prepare CACHE"; prepare "$2" ;;
-run) [ $# -ge 3 ] || die "usage: $0 run CACHE SCRIPT [ARG...]"; shift; run "$@" ;;
-*) die "usage: $0 prepare CACHE | run CACHE SCRIPT [ARG...]" ;;
+run) [ $# -ge 4 ] || die "usage: $0 run CACHE MACHINE SCRIPT [ARG...]"; shift; run "$@" ;;
+*) die "usage: $0 prepare CACHE | run CACHE MACHINE SCRIPT [ARG...]" ;;
 esac

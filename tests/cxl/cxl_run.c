@@ -3,9 +3,12 @@
  * here, then where its memory lives: the buffer's node and resident fraction
  * from nf_placement_query, and every mapping bound to that node (the shared
  * buffer and the error-feedback residuals) from /proc/self/numa_maps.
- * Public API only. Prints one PASS or FAIL line per rank.
+ * Public API only. Prints one PASS or FAIL line per rank, with a hash of the
+ * result's bytes (runs placed differently must print the same hash).
+ * fp32 and binary are also checked against a reference computed here.
  *
- *   cxl_run ROUTE [-n COUNT] [-e NODE]   (NODE: the node everything must be on)
+ *   cxl_run fp32|binary|ternary|bf16 [-n COUNT] [-e NODE]
+ *       (NODE: the node everything must be on)
  *
  * Exit: 0 pass, 1 fail, 3 libnfcoll could not set up (e.g. NFCOLL_CXL=require
  * without a CXL node: the library has said why on stderr).
@@ -109,9 +112,8 @@ int main(int argc, char **argv)
         else if (opt == 'e')
             expect = atoi(optarg);
     }
-    if (optind >= argc || nf_route_parse(argv[optind], &route) != NF_OK ||
-        (route != NF_ROUTE_FP32 && route != NF_ROUTE_BINARY)) {
-        fprintf(stderr, "usage: cxl_run fp32|binary [-n COUNT] [-e NODE]\n");
+    if (optind >= argc || nf_route_parse(argv[optind], &route) != NF_OK || route == NF_ROUTE_PMPI) {
+        fprintf(stderr, "usage: cxl_run fp32|binary|ternary|bf16 [-n COUNT] [-e NODE]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     float *x = malloc(m * sizeof(float)), *r = malloc(m * sizeof(float)), *want = malloc(m * sizeof(float));
@@ -127,8 +129,14 @@ int main(int argc, char **argv)
         return 3;
     }
     int rc = NF_Allreduce_route(x, r, (int)m, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, route);
-    (route == NF_ROUTE_FP32 ? ref_fp32 : ref_binary)(want, m, size);
-    size_t bad = rc == MPI_SUCCESS ? compare(r, want, m, route == NF_ROUTE_FP32) : m;
+    size_t bad = rc == MPI_SUCCESS ? 0 : m;
+    if (rc == MPI_SUCCESS && (route == NF_ROUTE_FP32 || route == NF_ROUTE_BINARY)) {
+        (route == NF_ROUTE_FP32 ? ref_fp32 : ref_binary)(want, m, size);
+        bad = compare(r, want, m, route == NF_ROUTE_FP32);
+    }
+    unsigned long long hash = 1469598103934665603ULL; /* FNV-1a over the result's bytes */
+    for (size_t j = 0; j < m * sizeof(float); j++)
+        hash = (hash ^ ((const unsigned char *)r)[j]) * 1099511628211ULL;
     nf_route_stats_t rs;
     nf_stats_get(route, &rs);
     nf_placement_query(MPI_COMM_WORLD, &pi);
@@ -136,17 +144,19 @@ int main(int argc, char **argv)
     if (pi.node >= 0)
         bound_pages(pi.node, &on, &off);
 
-    /* binary keeps an error-feedback residual as large as the input: at least
-     * that many bound pages besides the buffer. */
-    long need = route == NF_ROUTE_BINARY ? (long)(m * sizeof(float) / (size_t)sysconf(_SC_PAGESIZE)) : 1;
+    /* the low-bit routes keep an error-feedback residual as large as the
+     * input: at least that many bound pages besides the buffer. */
+    long need = route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY ? (long)(m * sizeof(float) / (size_t)sysconf(_SC_PAGESIZE)) : 1;
     int pass = rc == MPI_SUCCESS && bad == 0 && rs.calls == 1 &&
                (expect < 0 || (pi.node == expect && pi.resident_frac == 1.0 && on >= need && off == 0));
-    printf("%s cxl_run rank %d/%d %s: %s (%zu of %zu wrong), calls on route %llu; "
+    printf("%s cxl_run rank %d/%d %s: %s (%zu of %zu wrong), result hash %016llx, calls on route %llu; "
            "buffer node %d (%s) %.1f %% of %zu bytes resident; "
            "pages of mappings bound there (buffer + residuals): %ld on node %d, %ld elsewhere\n",
            pass ? "PASS" : "FAIL", rank, size, nf_route_name(route),
-           bad == 0 ? "results match the reference" : "WRONG RESULTS", bad, m,
-           (unsigned long long)rs.calls, pi.node, pi.reason, 100.0 * pi.resident_frac, pi.bytes,
+           bad != 0 ? "WRONG RESULTS"
+           : route == NF_ROUTE_FP32 || route == NF_ROUTE_BINARY ? "results match the reference"
+                                                                 : "call succeeded",
+           bad, m, hash, (unsigned long long)rs.calls, pi.node, pi.reason, 100.0 * pi.resident_frac, pi.bytes,
            on, pi.node, off);
     fflush(stdout);
     free(x);
