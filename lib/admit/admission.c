@@ -131,14 +131,20 @@ typedef struct nf_adm_entry {
     uint64_t key;        /* 0: empty */
     nf_dtype_t dt;
     nf_opkind_t op;
-    uint64_t bytes;      /* of the call that filled it (the trace's bytes) */
     int split;           /* ranks that cut it differently may disagree on pmpi */
     nf_policy_action_t a;
-    int auto_known;      /* route = auto: the profile's route for a whole */
-    uint64_t auto_bytes; /* buffer of auto_bytes */
-    nf_route_t auto_route;
-    nf_decide_reason_t auto_why; /* and why */
+    uint64_t fill;       /* which fill of the cache wrote it (the auto memo's key) */
 } nf_adm_entry_t;
+
+/* route = auto for a whole buffer: the profile's route for its size, kept
+ * for the last (entry, size) asked; the cached entries are never written
+ * on a hit, so per-size answers live here. */
+typedef struct nf_adm_auto {
+    const nf_adm_entry_t *e;
+    uint64_t fill, bytes;
+    nf_route_t route;
+    nf_decide_reason_t why;
+} nf_adm_auto_t;
 
 typedef struct nf_adm_comm {
     uint64_t calls;      /* admitted on this communicator: the `calls` index */
@@ -148,9 +154,12 @@ typedef struct nf_adm_comm {
     nf_health_comm_t *health; /* per-segment health, when the policy watches it */
     nf_warmup_comm_t *warmup; /* per-segment warm-up counts, when a rule asks for one */
     nf_adm_entry_t scratch; /* a decision the cache may not keep */
+    uint64_t fills;         /* decisions made (each entry's fill) */
+    nf_adm_auto_t autom;    /* the last route = auto answer */
     MPI_Datatype last_dt;
     MPI_Op last_op;
     int last_count;
+    uint64_t last_bytes;
     nf_adm_entry_t *last;
     nf_adm_entry_t slot[NF_ADM_SLOTS];
 } nf_adm_comm_t;
@@ -335,10 +344,10 @@ static void nf_adm_query(const nf_comm_t *c, uint64_t call, nf_dtype_t dt, nf_op
 
 /* The call as nf_decide.h sees it. */
 static nf_decide_call_t nf_adm_call(const nf_comm_t *c, uint64_t call, const nf_adm_entry_t *e,
-                                    uint64_t count)
+                                    uint64_t bytes, uint64_t count)
 {
     return (nf_decide_call_t){.comm_name = c->name, .comm_size = c->size, .dt = e->dt,
-                              .op = e->op, .bytes = e->bytes, .count = count, .call = call};
+                              .op = e->op, .bytes = bytes, .count = count, .call = call};
 }
 
 /* Whether a segment of this call could match a rule whose pmpi-ness differs
@@ -366,32 +375,35 @@ static int nf_adm_split(const nf_policy_query_t *call)
     return 0;
 }
 
-/* The policy's action for this call, from the cache when it may answer. */
+/* The policy's action for this call, from the cache when it may answer
+ * (a hit reads the entry, never writes it); the call's bytes into *bytes. */
 static nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
-                                     MPI_Datatype datatype, MPI_Op op, nf_adm_entry_t *scratch)
+                                     MPI_Datatype datatype, MPI_Op op, nf_adm_entry_t *scratch,
+                                     uint64_t *bytes_out)
 {
-    if (s->last != NULL && s->last_dt == datatype && s->last_op == op && s->last_count == count)
+    if (s->last != NULL && s->last_dt == datatype && s->last_op == op && s->last_count == count) {
+        *bytes_out = s->last_bytes;
         return s->last;
+    }
     int tsize = 0;
     if (PMPI_Type_size(datatype, &tsize) != MPI_SUCCESS)
         tsize = 0; /* an invalid datatype: PMPI_Allreduce will say so */
     nf_dtype_t dt = nf_dtype_of(datatype);
     nf_opkind_t ok = nf_opkind_of(op);
     uint64_t bytes = (uint64_t)count * (uint64_t)tsize;
+    *bytes_out = bytes;
     int cacheable = !(nf_pol_fields & NF_POLICY_F_CALLS) ||
                     s->calls >= nf_policy_calls_settled(nf_pol);
     uint64_t key = nf_adm_key(dt, ok, bytes);
     int fresh = 0;
     nf_adm_entry_t *e = cacheable ? nf_adm_find(s, key, &fresh) : NULL;
-    if (e != NULL && !fresh) { /* same class: same action; the trace shows this size */
-        e->bytes = bytes;
+    if (e != NULL && !fresh) /* same class: same action */
         goto hit;
-    }
     if (e == NULL)
         e = scratch;
     nf_policy_query_t q;
-    e->dt = dt, e->op = ok, e->bytes = bytes, e->auto_known = 0;
-    nf_decide_call_t dc = nf_adm_call(c, s->calls, e, (uint64_t)(count > 0 ? count : 0));
+    e->dt = dt, e->op = ok, e->fill = ++s->fills;
+    nf_decide_call_t dc = nf_adm_call(c, s->calls, e, bytes, (uint64_t)(count > 0 ? count : 0));
     nf_decide_whole(&nf_dx, &dc, &e->a);
     nf_adm_query(c, s->calls, dt, ok, bytes, &q);
     e->split = nf_adm_split(&q);
@@ -404,14 +416,15 @@ hit:
      * one-entry cache. A user op's handle may be reused too, but every
      * user op is one kind to the policy. */
     if (dt != NF_DT_DERIVED)
-        s->last = e, s->last_dt = datatype, s->last_op = op, s->last_count = count;
+        s->last = e, s->last_dt = datatype, s->last_op = op, s->last_count = count,
+        s->last_bytes = bytes;
     return e;
 }
 
 /* A sum of 4-byte floats (MPI_FLOAT, or Fortran's REAL when it is 4 bytes). */
-static int nf_adm_float_sum(const nf_adm_entry_t *e, int count)
+static int nf_adm_float_sum(const nf_adm_entry_t *e, uint64_t bytes, int count)
 {
-    return count > 0 && nf_decide_float_sum(e->dt, e->op, e->bytes, (uint64_t)count);
+    return count > 0 && nf_decide_float_sum(e->dt, e->op, bytes, (uint64_t)count);
 }
 
 /* A profile entry route = auto ignored (nf_decide_auto): said once. */
@@ -427,19 +440,21 @@ static void nf_adm_stale(const nf_profile_entry_t *pe, uint64_t m)
 /* route = auto for an unfused call, through its decision entry: the
  * profile's route for its buffer:BYTES, fp32 without one (formatted once
  * per size), and why (in *why; the rule's route: NF_WHY_RULE). */
-static void nf_adm_auto_whole(nf_seg_t *g, nf_adm_entry_t *e, nf_decide_reason_t *why)
+static void nf_adm_auto_whole(nf_adm_comm_t *s, nf_seg_t *g, const nf_adm_entry_t *e,
+                              nf_decide_reason_t *why)
 {
     uint64_t bytes = (uint64_t)g->m * sizeof(float);
+    nf_adm_auto_t *m = &s->autom;
     *why = (nf_decide_reason_t){NF_WHY_RULE, NULL};
     if (!e->a.route_auto)
         return;
-    if (!e->auto_known || e->auto_bytes != bytes) {
-        e->auto_route = nf_decide_auto(&nf_dx, &e->a, g->name, g->m, &e->auto_why);
-        if (e->auto_why.why == NF_WHY_STALE)
-            nf_adm_stale(e->auto_why.pe, g->m);
-        e->auto_bytes = bytes, e->auto_known = 1;
+    if (m->e != e || m->fill != e->fill || m->bytes != bytes) {
+        m->route = nf_decide_auto(&nf_dx, &e->a, g->name, g->m, &m->why);
+        if (m->why.why == NF_WHY_STALE)
+            nf_adm_stale(m->why.pe, g->m);
+        m->e = e, m->fill = e->fill, m->bytes = bytes;
     }
-    g->route = e->auto_route, *why = e->auto_why;
+    g->route = m->route, *why = m->why;
 }
 
 /* "file:line" into buf, keeping a long file name's tail. */
@@ -479,13 +494,13 @@ static void nf_adm_record(const nf_seg_t *g, const nf_policy_action_t *a,
  * is looked up when a plan is made; a kept plan keeps it): nf_adm_fuse's
  * result, or NF_ADM_NOMEM (the call runs whole). */
 static int nf_adm_fuse_plan(nf_comm_t *c, nf_plan_t *p, const void *x, int count,
-                            const nf_adm_entry_t *e, uint64_t call)
+                            const nf_adm_entry_t *e, uint64_t bytes, uint64_t call)
 {
     long np = 0;
     nf_decide_t *d = &p->dec;
     if (nf_region_generation() != 0 && (np = nf_plan_parts(p, x, (size_t)count)) < 0)
         return NF_ADM_NOMEM;
-    nf_decide_call_t dc = nf_adm_call(c, call, e, (uint64_t)count);
+    nf_decide_call_t dc = nf_adm_call(c, call, e, bytes, (uint64_t)count);
     dc.parts = p->dparts, dc.nparts = (size_t)np;
     d->whole = e->a, d->stale = NULL, d->stale_m = 0;
     if (nf_decide_cut(&nf_dx, &dc, d) != 0)
@@ -509,11 +524,11 @@ static int nf_adm_fuse_plan(nf_comm_t *c, nf_plan_t *p, const void *x, int count
  * decision entry are the same as then (the policy can then answer nothing
  * else: no match runs), else a new one, kept when the entry is cached. */
 static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
-                       const nf_adm_entry_t *e, uint64_t call)
+                       const nf_adm_entry_t *e, uint64_t bytes, uint64_t call)
 {
     nf_plan_key_t key;
     int r;
-    if (!nf_adm_float_sum(e, count) || e->a.segment == NF_POLICY_SEGMENT_BUFFER)
+    if (!nf_adm_float_sum(e, bytes, count) || e->a.segment == NF_POLICY_SEGMENT_BUFFER)
         return 0;
     key = (nf_plan_key_t){.x = x, .m = (size_t)count, .gen = nf_region_generation(),
                           .entry = e};
@@ -524,13 +539,13 @@ static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
         }
     /* A call that is not cut (a loss, a metric) takes no kept plan's place. */
     const nf_layout_entry_t *first;
-    if (!nf_region_any(x, (size_t)count) && nf_layout_find(nf_lay, e->bytes, &first) == 0)
+    if (!nf_region_any(x, (size_t)count) && nf_layout_find(nf_lay, bytes, &first) == 0)
         return 0;
     s->cur = s->next;
     s->next = (s->next + 1) % NF_ADM_PLANS;
     nf_plan_t *p = &s->plan[s->cur];
     nf_plan_forget(p);
-    r = nf_adm_fuse_plan(c, p, x, count, e, call);
+    r = nf_adm_fuse_plan(c, p, x, count, e, bytes, call);
     if (r == NF_ADM_NOMEM)
         return 0;
     if (r == 0)
@@ -571,7 +586,7 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
         return;
     const nf_adm_entry_t *e = d->entry;
     nf_policy_query_t q;
-    nf_adm_query(c, d->call, e->dt, e->op, e->bytes, &q);
+    nf_adm_query(c, d->call, e->dt, e->op, d->bytes, &q);
     if (!d->fused) {
         const nf_seg_t *g = &d->seg[0];
         const nf_seg_note_t *t = &d->note[0];
@@ -595,9 +610,10 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
  * another pmpi-ness than the call's (nf_adm_split). Only from what every
  * rank sees alike (policy, call, communicator), so all or none agree. A
  * calibration run reduces every float sum, so nothing of it is pmpi. */
-static int nf_adm_may_differ(const nf_comm_t *c, const nf_adm_entry_t *e, int count)
+static int nf_adm_may_differ(const nf_comm_t *c, const nf_adm_entry_t *e, uint64_t bytes,
+                             int count)
 {
-    return e->split && !nf_calib_on() && nf_adm_float_sum(e, count) &&
+    return e->split && !nf_calib_on() && nf_adm_float_sum(e, bytes, count) &&
            e->a.segment != NF_POLICY_SEGMENT_BUFFER && c->use == NF_COMM_OK && !c->is_inter &&
            c->size >= 2;
 }
@@ -667,16 +683,15 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
                           .ef_decay = -1.0, .fallback = -1, .scale_block = -1};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
         return;
-    nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &s->scratch);
+    nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &s->scratch, &out->bytes);
     out->call = s->calls++;
     out->entry = e;
-    out->bytes = e->bytes;
-    int fused = nf_adm_fuse(c, s, x, count, e, out->call);
+    int fused = nf_adm_fuse(c, s, x, count, e, out->bytes, out->call);
     /* A calibration run reduces every float sum it can, whatever the rule. */
-    int calib = nf_calib_on() && nf_adm_float_sum(e, count);
+    int calib = nf_calib_on() && nf_adm_float_sum(e, out->bytes, count);
     /* The communicator is checked below, with its fallback counters. */
     nf_route_t want = nf_decide_route(e->a.route, fused, calib, 1);
-    if (nf_adm_may_differ(c, e, count) && nf_adm_agree_pmpi(c, want == NF_ROUTE_PMPI))
+    if (nf_adm_may_differ(c, e, out->bytes, count) && nf_adm_agree_pmpi(c, want == NF_ROUTE_PMPI))
         fused = 0, want = NF_ROUTE_PMPI;
     out->route = nf_adm_comm_check(c, want);
     out->calibrate = calib && out->route != NF_ROUTE_PMPI;
@@ -691,7 +706,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     out->one.ef_decay = e->a.ef_decay;
     out->one.scale_block = e->a.scale_block;
     if (out->route != NF_ROUTE_PMPI)
-        nf_adm_auto_whole(&out->one, e, &out->one_note.why);
+        nf_adm_auto_whole(s, &out->one, e, &out->one_note.why);
     if (out->calibrate)
         out->one_note.why.why = NF_WHY_CALIBRATE, out->one_note.why.pe = NULL;
     nf_adm_health(s, out, &e->a);
