@@ -228,16 +228,15 @@ static void nf_stats_json(FILE *fp, const uint64_t *v, int nranks)
         fprintf(fp, "%d", nf_place_node());
     else
         fprintf(fp, "null");
-    fprintf(fp, ", \"evidence\": \"%s\", \"reducer\": \"%s\"", nf_cxl_evidence_name(nf_place_evidence()),
-            nf_place_reducer());
     fprintf(fp, ", \"reason\": \"%s\", \"buffer_bytes\": %llu, \"buffer_resident_bytes\": %llu, "
             "\"residual_bytes\": %llu, \"residual_resident_bytes\": %llu, \"residual_peak_bytes\": %llu, "
-            "\"residuals_dropped\": %llu},\n  \"regions\": ",
+            "\"residuals_dropped\": %llu, \"evidence\": \"%s\", \"reducer\": \"%s\"},\n  \"regions\": ",
             nf_place_node() >= 0 ? nf_place_reason()
                                  : nf_place_detail()[0] ? nf_place_detail() : "nothing placed",
             (unsigned long long)p[0], (unsigned long long)p[1], (unsigned long long)p[2],
             (unsigned long long)p[3], (unsigned long long)v[NF_V_PEAK],
-            (unsigned long long)v[NF_V_DROPS]);
+            (unsigned long long)v[NF_V_DROPS], nf_cxl_evidence_name(nf_place_evidence()),
+            nf_place_reducer());
     nf_regstats_json(fp);
     fprintf(fp, ",\n  \"health\": ");
     nf_regstats_health_json(fp);
