@@ -1879,7 +1879,7 @@ START_TEST(test_profile_write_refuses)
     int rc, err;
 
     text = profile_text(c->e, c->n, &rc, &err);
-    ck_assert_msg(rc == -1 && err == EINVAL, "%s: rc %d errno %d", c->what, rc, err);
+    ck_assert_msg(rc == NF_ERR_INVALID && err == EINVAL, "%s: rc %d errno %d", c->what, rc, err);
     ck_assert_msg(text[0] == '\0', "%s: wrote %s", c->what, text);
     free(text);
 }
@@ -1903,13 +1903,13 @@ START_TEST(test_profile_write_errors)
     nf_profile_free(p);
     free(text);
     errno = 0;
-    ck_assert_int_eq(nf_profile_write(NULL, &e, 1), -1);
+    ck_assert_int_eq(nf_profile_write(NULL, &e, 1), NF_ERR_INVALID);
     ck_assert_int_eq(errno, EINVAL);
     /* A full disk is a write error with its errno. */
     full = fopen("/dev/full", "w");
     if (full != NULL) {
         errno = 0;
-        ck_assert_int_eq(nf_profile_write(full, &e, 1), -1);
+        ck_assert_int_eq(nf_profile_write(full, &e, 1), NF_ERR_IO);
         ck_assert_int_eq(errno, ENOSPC);
         fclose(full);
     }
@@ -2091,7 +2091,7 @@ START_TEST(test_decide)
                              .op = c->op, .bytes = size * c->count, .count = c->count,
                              .parts = parts, .nparts = np};
     nf_decide_t d = {0};
-    ck_assert_int_eq(nf_decide(&x, &call, c->comm_ok, &d), 0);
+    ck_assert_int_eq(nf_decide(&x, &call, c->comm_ok, &d), NF_OK);
     ck_assert_msg(d.cut == c->cut && d.route == c->route, "%s: cut %d route %s, expected %d %s",
                   c->what, d.cut, nf_route_name(d.route), c->cut, nf_route_name(c->route));
     ck_assert_msg((d.stale != NULL) == c->stale, "%s: stale %p", c->what, (void *)d.stale);

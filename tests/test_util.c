@@ -22,13 +22,14 @@
 
 /* ------------------------------------------------------------ bool */
 
-typedef struct bool_case { const char *s; int rc, v; } bool_case_t;
+typedef struct bool_case { const char *s; nf_status_t rc; int v; } bool_case_t;
 
 static const bool_case_t bool_cases[] = {
-    {"on", 0, 1}, {"ON", 0, 1}, {"1", 0, 1}, {"Yes", 0, 1}, {"tRUE", 0, 1},
-    {"off", 0, 0}, {"Off", 0, 0}, {"0", 0, 0}, {"NO", 0, 0}, {"false", 0, 0},
-    {"", -1, 0}, {"2", -1, 0}, {"onn", -1, 0}, {"o", -1, 0}, {" on", -1, 0},
-    {"on ", -1, 0}, {"01", -1, 0}, {"inherit", -1, 0}, {NULL, -1, 0},
+    {"on", NF_OK, 1}, {"ON", NF_OK, 1}, {"1", NF_OK, 1}, {"Yes", NF_OK, 1}, {"tRUE", NF_OK, 1},
+    {"off", NF_OK, 0}, {"Off", NF_OK, 0}, {"0", NF_OK, 0}, {"NO", NF_OK, 0}, {"false", NF_OK, 0},
+    {"", NF_ERR_INVALID, 0}, {"2", NF_ERR_INVALID, 0}, {"onn", NF_ERR_INVALID, 0},
+    {"o", NF_ERR_INVALID, 0}, {" on", NF_ERR_INVALID, 0}, {"on ", NF_ERR_INVALID, 0},
+    {"01", NF_ERR_INVALID, 0}, {"inherit", NF_ERR_INVALID, 0}, {NULL, NF_ERR_INVALID, 0},
 };
 
 START_TEST(test_bool)
@@ -37,26 +38,30 @@ START_TEST(test_bool)
     int v = 42;
 
     ck_assert_msg(nf_parse_bool(c->s, &v) == c->rc, "'%s': rc", c->s ? c->s : "NULL");
-    ck_assert_int_eq(v, c->rc == 0 ? c->v : 42);
+    ck_assert_int_eq(v, c->rc == NF_OK ? c->v : 42);
 }
 END_TEST
 
 /* ------------------------------------------------------------ long */
 
-typedef struct long_case { const char *s; long lo, hi; int rc; long v; } long_case_t;
+typedef struct long_case { const char *s; long lo, hi; nf_status_t rc; long v; } long_case_t;
 
 static const long_case_t long_cases[] = {
-    {"0", 0, 10, 0, 0}, {"10", 0, 10, 0, 10}, {"007", 0, 10, 0, 7},
-    {"+3", 0, 10, 0, 3}, {"-5", -5, 5, 0, -5},
-    {"11", 0, 10, -1, 0}, {"-1", 0, 10, -1, 0}, {"-6", -5, 5, -1, 0},
-    {"9223372036854775807", LONG_MIN, LONG_MAX, 0, LONG_MAX},
-    {"-9223372036854775808", LONG_MIN, LONG_MAX, 0, LONG_MIN},
-    {"9223372036854775808", LONG_MIN, LONG_MAX, -1, 0},
-    {"-9223372036854775809", LONG_MIN, LONG_MAX, -1, 0},
-    {"99999999999999999999999", LONG_MIN, LONG_MAX, -1, 0},
-    {"", 0, 10, -1, 0}, {"-", 0, 10, -1, 0}, {"+", 0, 10, -1, 0}, {"1x", 0, 10, -1, 0},
-    {" 1", 0, 10, -1, 0}, {"1 ", 0, 10, -1, 0}, {"0x10", 0, 100, -1, 0}, {"1e3", 0, 5000, -1, 0},
-    {"--1", -5, 5, -1, 0}, {"1.0", 0, 10, -1, 0}, {"\xd9\xa3", 0, 10, -1, 0}, {NULL, 0, 10, -1, 0},
+    {"0", 0, 10, NF_OK, 0}, {"10", 0, 10, NF_OK, 10}, {"007", 0, 10, NF_OK, 7},
+    {"+3", 0, 10, NF_OK, 3}, {"-5", -5, 5, NF_OK, -5},
+    {"11", 0, 10, NF_ERR_INVALID, 0}, {"-1", 0, 10, NF_ERR_INVALID, 0},
+    {"-6", -5, 5, NF_ERR_INVALID, 0},
+    {"9223372036854775807", LONG_MIN, LONG_MAX, NF_OK, LONG_MAX},
+    {"-9223372036854775808", LONG_MIN, LONG_MAX, NF_OK, LONG_MIN},
+    {"9223372036854775808", LONG_MIN, LONG_MAX, NF_ERR_CAPACITY, 0},
+    {"-9223372036854775809", LONG_MIN, LONG_MAX, NF_ERR_CAPACITY, 0},
+    {"99999999999999999999999", LONG_MIN, LONG_MAX, NF_ERR_CAPACITY, 0},
+    {"", 0, 10, NF_ERR_INVALID, 0}, {"-", 0, 10, NF_ERR_INVALID, 0},
+    {"+", 0, 10, NF_ERR_INVALID, 0}, {"1x", 0, 10, NF_ERR_INVALID, 0},
+    {" 1", 0, 10, NF_ERR_INVALID, 0}, {"1 ", 0, 10, NF_ERR_INVALID, 0},
+    {"0x10", 0, 100, NF_ERR_INVALID, 0}, {"1e3", 0, 5000, NF_ERR_INVALID, 0},
+    {"--1", -5, 5, NF_ERR_INVALID, 0}, {"1.0", 0, 10, NF_ERR_INVALID, 0},
+    {"\xd9\xa3", 0, 10, NF_ERR_INVALID, 0}, {NULL, 0, 10, NF_ERR_INVALID, 0},
 };
 
 static void check_long(int i)
@@ -65,7 +70,7 @@ static void check_long(int i)
     long v = 42;
 
     ck_assert_msg(nf_parse_long(c->s, c->lo, c->hi, &v) == c->rc, "'%s': rc", c->s ? c->s : "NULL");
-    ck_assert_int_eq(v, c->rc == 0 ? c->v : 42);
+    ck_assert_int_eq(v, c->rc == NF_OK ? c->v : 42);
 }
 
 START_TEST(test_long)
@@ -76,16 +81,19 @@ END_TEST
 
 /* ------------------------------------------------------------ double */
 
-typedef struct double_case { const char *s; int rc; double v; } double_case_t;
+typedef struct double_case { const char *s; nf_status_t rc; double v; } double_case_t;
 
 static const double_case_t double_cases[] = {
-    {"0", 0, 0.0}, {"0.7", 0, 0.7}, {"1.25e0", 0, 1.25}, {"1E3", 0, 1000.0},
-    {"-2.5", 0, -2.5}, {"+.5", 0, 0.5}, {"5.", 0, 5.0}, {"1e-3", 0, 1e-3},
-    {"12345678901234567890", 0, 12345678901234567890.0}, {"2.5E+2", 0, 250.0},
-    {"", -1, 0}, {".", -1, 0}, {"-", -1, 0}, {"e3", -1, 0}, {".e3", -1, 0},
-    {"1e", -1, 0}, {"1e+", -1, 0}, {"1.2.3", -1, 0}, {"--1", -1, 0}, {"1,5", -1, 0},
-    {" 1", -1, 0}, {"1 ", -1, 0}, {"inf", -1, 0}, {"-infinity", -1, 0}, {"nan", -1, 0},
-    {"0x1p3", -1, 0}, {"1e999", -1, 0}, {"1e-999", -1, 0}, {NULL, -1, 0},
+    {"0", NF_OK, 0.0}, {"0.7", NF_OK, 0.7}, {"1.25e0", NF_OK, 1.25}, {"1E3", NF_OK, 1000.0},
+    {"-2.5", NF_OK, -2.5}, {"+.5", NF_OK, 0.5}, {"5.", NF_OK, 5.0}, {"1e-3", NF_OK, 1e-3},
+    {"12345678901234567890", NF_OK, 12345678901234567890.0}, {"2.5E+2", NF_OK, 250.0},
+    {"", NF_ERR_INVALID, 0}, {".", NF_ERR_INVALID, 0}, {"-", NF_ERR_INVALID, 0},
+    {"e3", NF_ERR_INVALID, 0}, {".e3", NF_ERR_INVALID, 0}, {"1e", NF_ERR_INVALID, 0},
+    {"1e+", NF_ERR_INVALID, 0}, {"1.2.3", NF_ERR_INVALID, 0}, {"--1", NF_ERR_INVALID, 0},
+    {"1,5", NF_ERR_INVALID, 0}, {" 1", NF_ERR_INVALID, 0}, {"1 ", NF_ERR_INVALID, 0},
+    {"inf", NF_ERR_INVALID, 0}, {"-infinity", NF_ERR_INVALID, 0}, {"nan", NF_ERR_INVALID, 0},
+    {"0x1p3", NF_ERR_INVALID, 0}, {"1e999", NF_ERR_INVALID, 0}, {"1e-999", NF_ERR_INVALID, 0},
+    {NULL, NF_ERR_INVALID, 0},
 };
 
 static void check_double(int i)
@@ -94,7 +102,7 @@ static void check_double(int i)
     double v = 42.0;
 
     ck_assert_msg(nf_parse_double(c->s, &v) == c->rc, "'%s': rc", c->s ? c->s : "NULL");
-    ck_assert_msg(v == (c->rc == 0 ? c->v : 42.0), "'%s': got %g", c->s, v);
+    ck_assert_msg(v == (c->rc == NF_OK ? c->v : 42.0), "'%s': got %g", c->s, v);
 }
 
 START_TEST(test_double)
@@ -191,16 +199,18 @@ END_TEST
 
 /* ------------------------------------------------------------ size */
 
-typedef struct size_case { const char *s; int rc; uint64_t v; } size_case_t;
+typedef struct size_case { const char *s; nf_status_t rc; uint64_t v; } size_case_t;
 
 static const size_case_t size_cases[] = {
-    {"0", 0, 0}, {"4096", 0, 4096}, {"1k", 0, 1024}, {"1K", 0, 1024}, {"64M", 0, 64ull << 20},
-    {"64MiB", 0, 64ull << 20}, {"64mb", 0, 64ull << 20}, {"2G", 0, 2ull << 30},
-    {"3T", 0, 3ull << 40}, {"100B", 0, 100}, {"18446744073709551615", 0, UINT64_MAX},
-    {"16777215T", 0, 16777215ull << 40},
-    {"18446744073709551616", -1, 0}, {"16777216T", -1, 0}, {"", -1, 0}, {"M", -1, 0},
-    {"-1", -1, 0}, {"+1", -1, 0}, {" 1", -1, 0}, {"1 ", -1, 0}, {"1P", -1, 0},
-    {"1.5G", -1, 0}, {"1MM", -1, 0}, {"1iB", -1, 0}, {"0x10", -1, 0}, {NULL, -1, 0},
+    {"0", NF_OK, 0}, {"4096", NF_OK, 4096}, {"1k", NF_OK, 1024}, {"1K", NF_OK, 1024},
+    {"64M", NF_OK, 64ull << 20}, {"64MiB", NF_OK, 64ull << 20}, {"64mb", NF_OK, 64ull << 20},
+    {"2G", NF_OK, 2ull << 30}, {"3T", NF_OK, 3ull << 40}, {"100B", NF_OK, 100},
+    {"18446744073709551615", NF_OK, UINT64_MAX}, {"16777215T", NF_OK, 16777215ull << 40},
+    {"18446744073709551616", NF_ERR_CAPACITY, 0}, {"16777216T", NF_ERR_CAPACITY, 0},
+    {"", NF_ERR_INVALID, 0}, {"M", NF_ERR_INVALID, 0}, {"-1", NF_ERR_INVALID, 0},
+    {"+1", NF_ERR_INVALID, 0}, {" 1", NF_ERR_INVALID, 0}, {"1 ", NF_ERR_INVALID, 0},
+    {"1P", NF_ERR_INVALID, 0}, {"1.5G", NF_ERR_INVALID, 0}, {"1MM", NF_ERR_INVALID, 0},
+    {"1iB", NF_ERR_INVALID, 0}, {"0x10", NF_ERR_INVALID, 0}, {NULL, NF_ERR_INVALID, 0},
 };
 
 START_TEST(test_size)
@@ -209,7 +219,7 @@ START_TEST(test_size)
     uint64_t v = 42;
 
     ck_assert_msg(nf_parse_size(c->s, &v) == c->rc, "'%s': rc", c->s ? c->s : "NULL");
-    ck_assert_uint_eq(v, c->rc == 0 ? c->v : 42);
+    ck_assert_uint_eq(v, c->rc == NF_OK ? c->v : 42);
 }
 END_TEST
 
@@ -401,7 +411,7 @@ START_TEST(test_id_array)
     ck_assert_int_eq(nf_id_array_grow(&v, &cap, 1000, sizeof(*v)), 0);
     ck_assert_uint_gt(cap, 1000);
     ck_assert(v[5] == 1.5 && v[6] == 0.0 && v[1000] == 0.0);
-    ck_assert_int_eq(nf_id_array_grow(&v, &cap, NF_INTERN_MAX, sizeof(*v)), -1);
+    ck_assert_int_eq(nf_id_array_grow(&v, &cap, NF_INTERN_MAX, sizeof(*v)), NF_ERR_CAPACITY);
     free(v);
 }
 END_TEST

@@ -680,7 +680,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .seg = &out->one, .nseg = 1,
                            .note = &out->one_note};
     out->one = (nf_seg_t){.m = m, .route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0,
-                          .ef_decay = -1.0, .fallback = -1, .scale_block = -1};
+                          .ef_decay = -1.0, .fallback = NF_FALLBACK_NONE, .scale_block = -1};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
         return;
     nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &s->scratch, &out->bytes);

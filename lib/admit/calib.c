@@ -95,7 +95,7 @@ static nf_calib_seg_t *nf_calib_find(const nf_seg_t *g)
             return NULL;
         nf_cal.v = v, nf_cal.cap = cap;
     }
-    if (nf_keymap_put(&nf_cal.index, a, b, (uint32_t)nf_cal.n) != 0)
+    if (nf_keymap_put(&nf_cal.index, a, b, (uint32_t)nf_cal.n) != NF_OK)
         return NULL;
     nf_calib_seg_t *s = &nf_cal.v[nf_cal.n++];
     memset(s, 0, sizeof(*s));
@@ -105,10 +105,11 @@ static nf_calib_seg_t *nf_calib_find(const nf_seg_t *g)
 }
 
 /* Cosine similarity and relative L2 error of got against want (double
- * sums in element order: every rank computes the same bits). -1 when a sum
- * is not finite (a NaN or Inf in either, or an overflow): no measurement. */
-static int nf_calib_compare(const float *got, const float *want, size_t m, double *cos,
-                            double *rel)
+ * sums in element order: every rank computes the same bits).
+ * NF_ERR_UNSUPPORTED when a sum is not finite (a NaN or Inf in either, or
+ * an overflow): no measurement. */
+static nf_status_t nf_calib_compare(const float *got, const float *want, size_t m, double *cos,
+                                    double *rel)
 {
     double dot = 0.0, gg = 0.0, ww = 0.0, dd = 0.0;
     for (size_t j = 0; j < m; j++) {
@@ -116,10 +117,10 @@ static int nf_calib_compare(const float *got, const float *want, size_t m, doubl
         dot += g * w, gg += g * g, ww += w * w, dd += (g - w) * (g - w);
     }
     if (!isfinite(dot) || !isfinite(gg) || !isfinite(ww) || !isfinite(dd))
-        return -1;
+        return NF_ERR_UNSUPPORTED;
     *cos = gg > 0.0 && ww > 0.0 ? dot / sqrt(gg * ww) : (gg == ww ? 1.0 : 0.0);
     *rel = ww > 0.0 ? sqrt(dd / ww) : (dd > 0.0 ? 1.0 : 0.0);
-    return isfinite(*cos) && isfinite(*rel) ? 0 : -1;
+    return isfinite(*cos) && isfinite(*rel) ? NF_OK : NF_ERR_UNSUPPORTED;
 }
 
 /* Whether r wants more calls: fewer than K measured, and fewer than 2K
@@ -160,7 +161,8 @@ static void nf_calib_record(const nf_seg_t *seg, size_t nseg, const nf_seg_t *co
         int bad = 0, lowbit = 1;
         for (int w = 0; w < 2; w++) {
             bad |= ran[w][s].nonfinite ||
-                   nf_calib_compare(shadow[w] + g->off, exact + g->off, g->m, &cs[w], &rl[w]);
+                   nf_calib_compare(shadow[w] + g->off, exact + g->off, g->m, &cs[w],
+                                    &rl[w]) != NF_OK;
             lowbit &= nf_route_lowbit(ran[w][s].ran);
         }
         if (bad) {
@@ -251,8 +253,9 @@ nf_status_t nf_calib_run(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, si
     return st;
 }
 
-/* After the entries, as comments: the calls each segment skipped. */
-static int nf_calib_skips(FILE *fp, uint64_t *skipped)
+/* After the entries, as comments: the calls each segment skipped. NF_OK,
+ * or NF_ERR_IO with errno. */
+static nf_status_t nf_calib_skips(FILE *fp, uint64_t *skipped)
 {
     int bad = 0;
     *skipped = 0;
@@ -265,7 +268,7 @@ static int nf_calib_skips(FILE *fp, uint64_t *skipped)
                       " that ran a fallback's fp32, %" PRIu64 " measured\n", r->name,
                       r->nonfinite, r->fallback, r->calls) < 0;
     }
-    return bad ? -1 : 0;
+    return bad ? NF_ERR_IO : NF_OK;
 }
 
 static void nf_calib_write(void)
@@ -296,7 +299,7 @@ static void nf_calib_write(void)
         e[n].route = nf_profile_choose(e[n].cos_binary, e[n].cos_ternary, nf_cal.admit);
         n++;
     }
-    if (nf_profile_write(f->fp, e, n) != 0 || nf_calib_skips(f->fp, &skipped) != 0) {
+    if (nf_profile_write(f->fp, e, n) != NF_OK || nf_calib_skips(f->fp, &skipped) != NF_OK) {
         nf_log_warn("writing the calibration profile %s failed: %m", nf_cal.path);
         nf_wfile_abort(f);
     } else if (nf_wfile_commit(f) == NF_OK) {

@@ -93,29 +93,31 @@ static void nf_hseg_fix(void *rec, uint32_t id)
     ((nf_hseg_t *)rec)->id = id; /* this process's id of the region */
 }
 
-int nf_health_comm_load(nf_health_comm_t *h, nf_rbuf_t *r, int commit)
+nf_status_t nf_health_comm_load(nf_health_comm_t *h, nf_rbuf_t *r, int commit)
 {
     nf_segtab_t check = {.size = sizeof(nf_hseg_t), .max = NF_HSEG_MAX};
     uint64_t nloss, at, w = nf_hcfg.loss_window;
-    int bad = nf_segtab_load(commit ? &h->segs : &check, r, commit, nf_hseg_fix) != 0;
+    nf_status_t st = nf_segtab_load(commit ? &h->segs : &check, r, commit, nf_hseg_fix);
     nf_segtab_free(&check);
-    if (bad || nf_rbuf_u64(r, &nloss) != 0 || nf_rbuf_u64(r, &at) != 0 || nloss > w ||
+    if (st != NF_OK)
+        return st;
+    if (nf_rbuf_u64(r, &nloss) != NF_OK || nf_rbuf_u64(r, &at) != NF_OK || nloss > w ||
         (nloss > 0 && at >= w) || nloss > (r->n - r->at) / 8)
-        return -1;
+        return NF_ERR_PARSE;
     if (commit && nloss > 0 && h->losses == NULL && (h->losses = calloc(w, sizeof(double))) == NULL)
-        return -1;
+        return NF_ERR_NO_MEMORY;
     for (uint64_t i = 0; i < nloss; i++) {
         uint64_t u = 0;
         double v;
-        if (nf_rbuf_u64(r, &u) != 0)
-            return -1;
+        if (nf_rbuf_u64(r, &u) != NF_OK)
+            return NF_ERR_PARSE;
         memcpy(&v, &u, sizeof(v));
         if (commit)
             h->losses[i] = v;
     }
     if (commit)
         h->nloss = (unsigned)nloss, h->at = nloss > 0 ? (unsigned)at : 0;
-    return 0;
+    return NF_OK;
 }
 
 static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *seg, size_t n, size_t i,

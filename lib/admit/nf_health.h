@@ -39,10 +39,11 @@ typedef struct nf_health_comm nf_health_comm_t;
 nf_health_comm_t *nf_health_comm_new(void);
 void nf_health_comm_free(nf_health_comm_t *h);
 /* Cool-downs and the loss window in a residual checkpoint, and back
- * (nf_segtab_load's commit; h may be NULL to check). -1 on malformed
- * input or a loss window of another length than the policy's. */
+ * (nf_segtab_load's commit; h may be NULL to check). NF_ERR_PARSE on
+ * malformed input or a loss window of another length than the policy's,
+ * NF_ERR_NO_MEMORY (commit). */
 void nf_health_comm_save(const nf_health_comm_t *h, nf_wbuf_t *b);
-int nf_health_comm_load(nf_health_comm_t *h, nf_rbuf_t *r, int commit);
+nf_status_t nf_health_comm_load(nf_health_comm_t *h, nf_rbuf_t *r, int commit);
 
 /* Before the communicator's call index call: segments cooling down run
  * fp32 (note->cooling, and note->health names the signal for the trace);

@@ -43,12 +43,12 @@ typedef struct nf_plan {
 } nf_plan_t;
 
 /* The bound regions in [x, x + m), in p->parts and p->dparts: their
- * number, or -1 without memory. */
+ * number, or a negative nf_status_t (NF_ERR_NO_MEMORY). */
 long nf_plan_parts(nf_plan_t *p, const float *x, size_t m);
 
 /* Take d's segments (nf_decide_cut) as the plan's: a part of p->parts
  * keeps its interned id, a layout entry's name is interned. The number of
- * segments, or -1 without memory. */
+ * segments, or a negative nf_status_t (NF_ERR_NO_MEMORY). */
 long nf_plan_take(nf_plan_t *p, const nf_decide_t *d, size_t nparts);
 
 /* Keep the plan now in p (segments as matched, and the caller's result

@@ -49,7 +49,9 @@ void nf_segtab_free(nf_segtab_t *t);
 void nf_segtab_save(const nf_segtab_t *t, nf_wbuf_t *b);
 /* Read such a table: commit 0 checks it only, commit 1 (after a check
  * passed) replaces t's records, calling fix(record, region id or 0) on
- * each. -1 on malformed input or (commit 1) no memory. */
-int nf_segtab_load(nf_segtab_t *t, nf_rbuf_t *r, int commit, void (*fix)(void *rec, uint32_t id));
+ * each. NF_ERR_PARSE on malformed input, NF_ERR_NO_MEMORY (commit 1),
+ * NF_ERR_CAPACITY for records of more than 256 bytes. */
+nf_status_t nf_segtab_load(nf_segtab_t *t, nf_rbuf_t *r, int commit,
+                           void (*fix)(void *rec, uint32_t id));
 
 #endif

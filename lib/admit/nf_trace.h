@@ -13,7 +13,7 @@ void nf_trace_open(const char *path, int rank);
 int nf_trace_on(void);
 /* Why a record ran where it ran: admission's reason for its route, the
  * health signal of a cool-down ("reentry" on the first call back), the
- * runner's fallback (an nf_fallback_t, -1 none). */
+ * runner's fallback (an nf_fallback_t, NF_FALLBACK_NONE for none). */
 typedef struct nf_trace_why {
     nf_decide_reason_t reason;
     const char *health;

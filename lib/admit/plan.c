@@ -7,10 +7,10 @@
 #include "nf_intern.h"
 #include "nf_plan.h"
 
-static int nf_plan_grow(nf_plan_t *p, size_t n)
+static nf_status_t nf_plan_grow(nf_plan_t *p, size_t n)
 {
     if (n <= p->cap)
-        return 0;
+        return NF_OK;
     size_t cap = n > 2 * p->cap ? n : 2 * p->cap;
     nf_seg_t *seg = realloc(p->seg, cap * sizeof(*seg));
     if (seg != NULL)
@@ -25,9 +25,9 @@ static int nf_plan_grow(nf_plan_t *p, size_t n)
     if (note != NULL)
         p->note = note;
     if (seg == NULL || tmpl == NULL || act == NULL || note == NULL)
-        return -1;
+        return NF_ERR_NO_MEMORY;
     p->cap = cap;
-    return 0;
+    return NF_OK;
 }
 
 long nf_plan_parts(nf_plan_t *p, const float *x, size_t m)
@@ -36,11 +36,11 @@ long nf_plan_parts(nf_plan_t *p, const float *x, size_t m)
     if (n > p->parts_cap) {
         nf_region_part_t *v = realloc(p->parts, n * sizeof(*v));
         if (v == NULL)
-            return -1;
+            return NF_ERR_NO_MEMORY;
         p->parts = v;
         nf_decide_part_t *w = realloc(p->dparts, n * sizeof(*w));
         if (w == NULL)
-            return -1;
+            return NF_ERR_NO_MEMORY;
         p->dparts = w, p->parts_cap = n;
         n = nf_region_parts(x, m, p->parts, p->parts_cap);
         if (n > p->parts_cap) /* bound meanwhile: the next call sees it */
@@ -55,15 +55,15 @@ long nf_plan_take(nf_plan_t *p, const nf_decide_t *d, size_t nparts)
 {
     size_t j = 0;
     p->n = 0;
-    if (nf_plan_grow(p, d->nseg) != 0)
-        return -1;
+    if (nf_plan_grow(p, d->nseg) != NF_OK)
+        return NF_ERR_NO_MEMORY;
     for (size_t i = 0; i < d->nseg; i++) {
         const nf_decide_seg_t *t = &d->seg[i];
         nf_seg_t *g = &p->seg[i];
         memset(g, 0, sizeof(*g));
         g->off = (size_t)t->off, g->m = (size_t)t->m;
         g->route = t->route, g->ef = t->act.ef, g->gamma = t->act.gamma;
-        g->ef_decay = t->act.ef_decay, g->fallback = -1;
+        g->ef_decay = t->act.ef_decay, g->fallback = NF_FALLBACK_NONE;
         g->scale_block = t->act.scale_block;
         p->act[i] = t->act;
         p->note[i].why = t->why;
@@ -77,7 +77,7 @@ long nf_plan_take(nf_plan_t *p, const nf_decide_t *d, size_t nparts)
         }
         uint32_t id = nf_intern(t->name); /* a layout entry */
         if (id == 0)
-            return -1;
+            return NF_ERR_NO_MEMORY;
         g->name = nf_intern_name(id), g->id = id, g->tag = nf_intern_hash(id);
     }
     p->n = d->nseg;

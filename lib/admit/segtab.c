@@ -45,7 +45,7 @@ void *nf_segtab_get(nf_segtab_t *t, const nf_seg_t *seg, size_t n, size_t i, int
             return NULL;
         t->v = v, t->cap = cap;
     }
-    if (nf_keymap_put(&t->index, a, b, (uint32_t)t->n) != 0)
+    if (nf_keymap_put(&t->index, a, b, (uint32_t)t->n) != NF_OK)
         return NULL;
     void *r = nf_segtab_at(t, t->n++);
     memset(r, 0, t->size);
@@ -89,52 +89,57 @@ void nf_segtab_save(const nf_segtab_t *t, nf_wbuf_t *b)
 }
 
 /* One record's key, interned back to this process's ids (commit only:
- * a check must not intern names). */
-static int nf_segtab_key_load(nf_rbuf_t *r, int commit, uint64_t *a, uint64_t *bb)
+ * a check must not intern names). NF_ERR_PARSE, or NF_ERR_NO_MEMORY when
+ * a name cannot be interned. */
+static nf_status_t nf_segtab_key_load(nf_rbuf_t *r, int commit, uint64_t *a, uint64_t *bb)
 {
     char n1[256], n2[256];
     unsigned char kind;
-    if (nf_rbuf_get(r, &kind, 1) != 0 || kind > 1 || nf_rbuf_str(r, n1, sizeof(n1)) != 0)
-        return -1;
+    if (nf_rbuf_get(r, &kind, 1) != NF_OK || kind > 1 || nf_rbuf_str(r, n1, sizeof(n1)) != NF_OK)
+        return NF_ERR_PARSE;
     if (kind == 0) {
         *bb = 0;
         *a = commit ? nf_intern(n1) : 1;
-        return n1[0] != '\0' && *a != 0 ? 0 : -1;
+        return n1[0] == '\0' ? NF_ERR_PARSE : *a == 0 ? NF_ERR_NO_MEMORY : NF_OK;
     }
-    if (nf_rbuf_str(r, n2, sizeof(n2)) != 0 || nf_rbuf_u64(r, bb) != 0 || *bb == 0)
-        return -1;
+    if (nf_rbuf_str(r, n2, sizeof(n2)) != NF_OK || nf_rbuf_u64(r, bb) != NF_OK || *bb == 0)
+        return NF_ERR_PARSE;
     uint64_t prev = commit && n1[0] ? nf_intern(n1) : 0;
     uint64_t next = commit && n2[0] ? nf_intern(n2) : 0;
     *a = prev << 32 | next;
-    return 0;
+    return NF_OK;
 }
 
-int nf_segtab_load(nf_segtab_t *t, nf_rbuf_t *r, int commit, void (*fix)(void *rec, uint32_t id))
+nf_status_t nf_segtab_load(nf_segtab_t *t, nf_rbuf_t *r, int commit,
+                           void (*fix)(void *rec, uint32_t id))
 {
     uint64_t n, size, a, b;
-    if (nf_rbuf_u64(r, &n) != 0 || nf_rbuf_u64(r, &size) != 0 || size != t->size ||
+    nf_status_t st;
+    if (nf_rbuf_u64(r, &n) != NF_OK || nf_rbuf_u64(r, &size) != NF_OK || size != t->size ||
         n > t->max || n > (r->n - r->at) / (size + 2))
-        return -1;
+        return NF_ERR_PARSE;
     if (commit) {
         nf_segtab_free(t);
         if (n > 0 && (t->v = malloc(n * t->size)) == NULL)
-            return -1;
+            return NF_ERR_NO_MEMORY;
         t->cap = n;
     }
     for (uint64_t k = 0; k < n; k++) {
         unsigned char rec[256];
-        if (t->size > sizeof(rec) || nf_segtab_key_load(r, commit, &a, &b) != 0 ||
-            nf_rbuf_get(r, rec, t->size) != 0)
-            return -1;
+        if (t->size > sizeof(rec))
+            return NF_ERR_CAPACITY;
+        if ((st = nf_segtab_key_load(r, commit, &a, &b)) != NF_OK ||
+            (st = nf_rbuf_get(r, rec, t->size)) != NF_OK)
+            return st;
         if (!commit)
             continue;
         uint32_t at = nf_keymap_get(&t->index, a, b); /* a key twice: the last wins */
-        if (at == UINT32_MAX && nf_keymap_put(&t->index, a, b, (uint32_t)t->n) != 0)
-            return -1;
+        if (at == UINT32_MAX && (st = nf_keymap_put(&t->index, a, b, (uint32_t)t->n)) != NF_OK)
+            return st;
         void *dst = nf_segtab_at(t, at == UINT32_MAX ? t->n++ : at);
         memcpy(dst, rec, t->size);
         if (fix != NULL)
             fix(dst, b == 0 ? (uint32_t)a : 0);
     }
-    return 0;
+    return NF_OK;
 }

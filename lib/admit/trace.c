@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "nf_coll.h"
 #include "nf_file.h"
 #include "nf_log.h"
 #include "nf_trace.h"
@@ -93,7 +94,7 @@ static int nf_trace_line(char *buf, size_t n, int rank, const nf_policy_query_t 
                     a->file[0] ? a->file : "-", a->line, g->region != NULL ? g->region : "-",
                     (unsigned long long)g->offset, (unsigned long long)g->elements,
                     nf_route_name(g->ran), g->health != NULL ? g->health : "-", g->why,
-                    g->fallback >= 0 ? nf_fallback_name((nf_fallback_t)g->fallback) : "-");
+                    g->fallback != NF_FALLBACK_NONE ? nf_fallback_name((nf_fallback_t)g->fallback) : "-");
 }
 
 void nf_trace_open(const char *path, int rank)

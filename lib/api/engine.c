@@ -224,8 +224,9 @@ static void *nf_eng_worker(void *arg)
     return NULL;
 }
 
-/* Start one worker (lock held). */
-static int nf_eng_spawn(void)
+/* Start one worker (lock held). NF_OK, or NF_ERR_IO when the thread cannot
+ * be made (warned once). */
+static nf_status_t nf_eng_spawn(void)
 {
     pthread_attr_t attr;
     pthread_t t;
@@ -238,12 +239,12 @@ static int nf_eng_spawn(void)
     if (e == 0) {
         if (nf_eng.workers++ == 0)
             nf_init_at_finalize(nf_engine_finalize); /* also without the shim's MPI_Finalize */
-        return 0;
+        return NF_OK;
     }
     errno = e;
     nf_log_warn_once("cannot start a progress thread (%m): nonblocking calls on some "
                      "communicators wait for another's to finish");
-    return -1;
+    return NF_ERR_IO;
 }
 
 /* ------------------------------------------------------------ queues */
@@ -290,7 +291,7 @@ static int nf_eng_can_thread(void)
     if (!nf_engine_local())
         return 0;
     pthread_mutex_lock(&nf_eng.lock);
-    up = nf_eng.workers > 0 || nf_eng_spawn() == 0;
+    up = nf_eng.workers > 0 || nf_eng_spawn() == NF_OK;
     pthread_mutex_unlock(&nf_eng.lock);
     return up;
 }
@@ -372,13 +373,14 @@ void nf_engine_agreed(int all)
                        "MPI_THREAD_MULTIPLE)");
 }
 
-int nf_engine_submit(nf_eng_queue_t *q, nf_job_t *j)
+nf_status_t nf_engine_submit(nf_eng_queue_t *q, nf_job_t *j)
 {
+    nf_status_t st;
     j->next = NULL;
     pthread_mutex_lock(&nf_eng.lock);
-    if (nf_eng.workers == 0 && nf_eng_spawn() != 0) {
+    if (nf_eng.workers == 0 && (st = nf_eng_spawn()) != NF_OK) {
         pthread_mutex_unlock(&nf_eng.lock);
-        return -1; /* no worker at all: the caller runs it */
+        return st; /* no worker at all: the caller runs it */
     }
     j->index = ++q->issued;
     if (q->tail != NULL)
@@ -401,7 +403,7 @@ int nf_engine_submit(nf_eng_queue_t *q, nf_job_t *j)
         pthread_cond_signal(&nf_eng.work);
     }
     pthread_mutex_unlock(&nf_eng.lock);
-    return 0;
+    return NF_OK;
 }
 
 /* ------------------------------------------------------------- waits */

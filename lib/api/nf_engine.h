@@ -69,9 +69,9 @@ nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **q);
 nf_eng_mode_t nf_engine_mode(const nf_eng_queue_t *q);
 
 /* Queue j (j->a, j->route, j->req set; refs counted by the caller) on q
- * in issue order and wake or start a worker: 0. -1 when no worker could
- * be started at all: the caller runs it (nf_engine_run_here). */
-int nf_engine_submit(nf_eng_queue_t *q, nf_job_t *j);
+ * in issue order and wake or start a worker: NF_OK. NF_ERR_IO when no
+ * worker could be started at all: the caller runs it (nf_engine_run_here). */
+nf_status_t nf_engine_submit(nf_eng_queue_t *q, nf_job_t *j);
 /* Run a job in the caller (no worker, or none could take it), after the
  * queue's earlier jobs, as the other ranks run theirs; its MPI code. */
 int nf_engine_run_here(nf_eng_queue_t *q, nf_job_t *j);

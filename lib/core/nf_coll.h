@@ -14,6 +14,11 @@ static inline int nf_route_lowbit(nf_route_t r)
     return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY;
 }
 
+/* nf_seg_t's fallback when a segment ran as given. Not an nf_fallback_t
+ * value: the public enum, its numbering and NF_FALLBACK_COUNT stay as they
+ * are (the stats index their counters with them). */
+enum { NF_FALLBACK_NONE = -1 };
+
 /* One part of a call that shares one route and one scale (binary with
  * scale_block: one per block of it). A call without bound regions is one
  * segment; a fused buffer is one per region and gap. */
@@ -37,7 +42,8 @@ typedef struct nf_seg {
                              the first call back after a cool-down) */
     nf_route_t ran;       /* out (run.c): the route it ran on, fallbacks included */
     int fallback;         /* out (run.c): why ran is not route (an nf_fallback_t:
-                             nonfinite, layout, capacity, resource), -1 when not */
+                             nonfinite, layout, capacity, resource), else
+                             NF_FALLBACK_NONE */
     double ef_ratio;      /* out, health on: mean |e| / mean |x| over the segment,
                              the ranks' mean (NAN when not measured) */
     /* set by nf_coll_run: */

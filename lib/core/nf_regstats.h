@@ -14,7 +14,7 @@
 
 /* A region segment's call, by the region's interned id (nf_intern.h):
  * the route it ran on and, when that is not the route it was given, why
- * (an nf_fallback_t; -1 when it ran as given). */
+ * (an nf_fallback_t; NF_FALLBACK_NONE when it ran as given). */
 void nf_regstats_add(uint32_t id, nf_route_t route, uint64_t elements, uint64_t upstream,
                      uint64_t total, int fallback);
 

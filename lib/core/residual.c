@@ -280,7 +280,7 @@ static void nf_res_remove(nf_residual_table_t *t, const nf_residual_t *r)
 }
 
 /* Room in t->by_id for id. */
-static int nf_res_by_id_grow(nf_residual_table_t *t, uint32_t id)
+static nf_status_t nf_res_by_id_grow(nf_residual_table_t *t, uint32_t id)
 {
     return nf_id_array_grow(&t->by_id, &t->by_id_cap, id, sizeof(*t->by_id));
 }
@@ -393,26 +393,26 @@ static nf_residual_t *nf_res_reshape(nf_residual_table_t *t, nf_residual_t *r, s
     return r;
 }
 
-/* Room in *v (capacity *cap) for one more than n pointers: 0, or -1 without memory. */
-static int nf_res_room_for(nf_residual_t ***v, size_t *cap, size_t n)
+/* Room in *v (capacity *cap) for one more than n pointers. */
+static nf_status_t nf_res_room_for(nf_residual_t ***v, size_t *cap, size_t n)
 {
     if (n < *cap)
-        return 0;
+        return NF_OK;
     size_t c = *cap ? 2 * *cap : 16;
     nf_residual_t **w = realloc(*v, c * sizeof(*w));
     if (w == NULL)
-        return -1;
+        return NF_ERR_NO_MEMORY;
     *v = w, *cap = c;
-    return 0;
+    return NF_OK;
 }
 
 static nf_residual_t *nf_res_new(nf_residual_table_t *t, const nf_res_key_t *key,
                                  size_t count)
 {
-    if (key->name != NULL && nf_res_by_id_grow(t, key->id) != 0)
+    if (key->name != NULL && nf_res_by_id_grow(t, key->id) != NF_OK)
         return NULL;
-    if (nf_res_room_for(&t->v, &t->cap, t->n) != 0 ||
-        (key->name == NULL && nf_res_room_for(&t->ub, &t->ubcap, t->nub) != 0))
+    if (nf_res_room_for(&t->v, &t->cap, t->n) != NF_OK ||
+        (key->name == NULL && nf_res_room_for(&t->ub, &t->ubcap, t->nub) != NF_OK))
         return NULL;
     if (nf_res_room(nf_res_footprint(count * sizeof(float))) != NF_OK)
         return NULL;
@@ -608,7 +608,7 @@ void nf_residual_table_replace(nf_residual_table_t *t, nf_residual_t **v, size_t
         /* A name interned without memory, or no room to index it: found
          * by no lookup (its region restarts from zero, as if dropped). */
         if (v[i]->name[0] != '\0' && (v[i]->id = nf_intern(v[i]->name)) != 0 &&
-            nf_res_by_id_grow(t, v[i]->id) == 0)
+            nf_res_by_id_grow(t, v[i]->id) == NF_OK)
             t->by_id[v[i]->id] = v[i];
         v[i]->stamp = ++nf_res_clock;
         if (v[i]->first >= t->next_first)

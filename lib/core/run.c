@@ -52,7 +52,8 @@ int nf_run_float(MPI_Datatype dt)
     return PMPI_Type_size(dt, &size) == MPI_SUCCESS && size == (int)sizeof(float);
 }
 
-/* Why fp32 and the low-bit routes cannot take this call, or -1 if they can. */
+/* Why fp32 and the low-bit routes cannot take this call, or NF_FALLBACK_NONE
+ * if they can. */
 static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c)
 {
     if (!nf_run_float(a->datatype))
@@ -63,7 +64,7 @@ static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c)
         return NF_FALLBACK_COMM;
     if (nf_comm_ready(c) != NF_OK)
         return NF_FALLBACK_RESOURCE;
-    return -1;
+    return NF_FALLBACK_NONE;
 }
 
 /* Region segments keep their residual by name, through its id (a bucket
@@ -106,8 +107,8 @@ static nf_route_t nf_seg_ran_as(const nf_call_t *call, const nf_seg_t *g)
  * said before the run, in g->fallback). */
 static int nf_seg_fallback(const nf_call_t *call, const nf_seg_t *g)
 {
-    if (g->ran == g->route && g->fallback < 0)
-        return -1;
+    if (g->ran == g->route && g->fallback == NF_FALLBACK_NONE)
+        return NF_FALLBACK_NONE;
     return g->nonfinite       ? NF_FALLBACK_NONFINITE
            : call->mismatch   ? NF_FALLBACK_LAYOUT
            : call->capacity   ? NF_FALLBACK_CAPACITY
@@ -215,18 +216,18 @@ nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, siz
 {
     int whole = nseg == 1 && seg[0].m == (size_t)(a->count > 0 ? a->count : 0);
     nf_route_t route = whole ? seg[0].route : NF_ROUTE_FP32;
-    nf_seg_ran(seg, nseg, NF_ROUTE_PMPI, -1);
+    nf_seg_ran(seg, nseg, NF_ROUTE_PMPI, NF_FALLBACK_NONE);
     if ((whole && route == NF_ROUTE_PMPI) || c == NULL || !nf_ctx_ready())
         return nf_run_pmpi(a, c != NULL ? c->size : nf_run_size(a->comm));
     int why = nf_unfit(a, c);
-    if (why >= 0) {
+    if (why != NF_FALLBACK_NONE) {
         nf_stats_fallback((nf_fallback_t)why);
         nf_seg_ran(seg, nseg, NF_ROUTE_PMPI, why);
         return nf_run_pmpi(a, c->size);
     }
     if (a->count == 0) {
         nf_stats_count(route, 0, (unsigned)c->size, c->k);
-        nf_seg_ran(seg, nseg, route, -1);
+        nf_seg_ran(seg, nseg, route, NF_FALLBACK_NONE);
         return NF_OK;
     }
     for (size_t s = 0; s < nseg; s++) {
@@ -243,7 +244,7 @@ nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_s
     nf_call_t call = {.x = x, .r = r, .m = m, .seg = seg, .nseg = nseg};
     for (size_t s = 0; s < nseg; s++) {
         nf_seg_defaults(&seg[s]);
-        seg[s].fallback = -1;
+        seg[s].fallback = NF_FALLBACK_NONE;
         nf_status_t why; /* a shadow residual refused: that shadow runs without EF */
         seg[s].res = seg[s].ef && c->lowbit_ok
                          ? nf_seg_residual(&c->shadow[which], x, &seg[s], &why)

@@ -66,16 +66,16 @@ void nf_decide_whole(const nf_decide_ctx_t *x, const nf_decide_call_t *c,
     nf_policy_match(x->pol, &q, out);
 }
 
-static int nf_decide_grow(nf_decide_t *d, size_t n)
+static nf_status_t nf_decide_grow(nf_decide_t *d, size_t n)
 {
     if (n <= d->cap)
-        return 0;
+        return NF_OK;
     size_t cap = n > 2 * d->cap ? n : 2 * d->cap;
     nf_decide_seg_t *v = realloc(d->seg, cap * sizeof(*v));
     if (v == NULL)
-        return -1;
+        return NF_ERR_NO_MEMORY;
     d->seg = v, d->cap = cap;
-    return 0;
+    return NF_OK;
 }
 
 static void nf_decide_add(nf_decide_t *d, uint64_t off, uint64_t m, const char *name)
@@ -99,18 +99,19 @@ static void nf_decide_part(nf_decide_t *d, uint64_t *at, uint64_t off, uint64_t 
     *at = off + m;
 }
 
-/* The segments: parts, gaps between them. 0 when nothing cuts the call. */
-static int nf_decide_segments(const nf_decide_ctx_t *x, const nf_decide_call_t *c,
-                              nf_decide_t *d)
+/* The segments: parts, gaps between them (none when nothing cuts the
+ * call). NF_OK or NF_ERR_NO_MEMORY. */
+static nf_status_t nf_decide_segments(const nf_decide_ctx_t *x, const nf_decide_call_t *c,
+                                      nf_decide_t *d)
 {
     const nf_layout_entry_t *e = NULL;
     size_t k = c->nparts;
     uint64_t at = 0;
     d->nseg = 0;
     if (k == 0 && (k = nf_layout_find(x->layout, c->bytes, &e)) == 0)
-        return 0;
-    if (nf_decide_grow(d, 2 * k + 1) != 0)
-        return -1;
+        return NF_OK;
+    if (nf_decide_grow(d, 2 * k + 1) != NF_OK)
+        return NF_ERR_NO_MEMORY;
     for (size_t i = 0; i < k; i++) {
         if (e == NULL)
             nf_decide_part(d, &at, c->parts[i].off, c->parts[i].m, c->parts[i].name, c->count);
@@ -119,23 +120,23 @@ static int nf_decide_segments(const nf_decide_ctx_t *x, const nf_decide_call_t *
     }
     if (at < c->count)
         nf_decide_add(d, at, c->count - at, NULL);
-    return 0;
+    return NF_OK;
 }
 
-int nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide_t *d)
+nf_status_t nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide_t *d)
 {
     nf_policy_query_t q;
     int any = 0;
     d->cut = 0, d->nseg = 0;
     if (!nf_decide_float_sum(c->dt, c->op, c->bytes, c->count) ||
         d->whole.segment == NF_POLICY_SEGMENT_BUFFER)
-        return 0;
-    if (nf_decide_segments(x, c, d) != 0) {
+        return NF_OK;
+    if (nf_decide_segments(x, c, d) != NF_OK) {
         d->nseg = 0;
-        return -1;
+        return NF_ERR_NO_MEMORY;
     }
     if (d->nseg == 0)
-        return 0;
+        return NF_OK;
     nf_decide_query(c, &q);
     for (size_t s = 0; s < d->nseg; s++) { /* each segment, as a call of its own */
         nf_decide_seg_t *g = &d->seg[s];
@@ -150,7 +151,7 @@ int nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide
         any |= g->route != NF_ROUTE_PMPI;
     }
     d->cut = any ? 1 : -1;
-    return 0;
+    return NF_OK;
 }
 
 nf_route_t nf_decide_route(nf_route_t whole, int cut, int calibrate, int comm_ok)
@@ -164,10 +165,10 @@ nf_route_t nf_decide_want(const nf_decide_t *d, int comm_ok)
     return nf_decide_route(d->whole.route, d->cut, d->calibrate, comm_ok);
 }
 
-int nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int comm_ok,
-              nf_decide_t *d)
+nf_status_t nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int comm_ok,
+                      nf_decide_t *d)
 {
-    int rc;
+    nf_status_t rc;
     d->stale = NULL, d->stale_m = 0;
     nf_decide_whole(x, c, &d->whole);
     d->calibrate = x->calibrate && nf_decide_float_sum(c->dt, c->op, c->bytes, c->count);

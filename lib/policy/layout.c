@@ -52,57 +52,62 @@ static void nf_lay_drop(const nf_lparse_t *lp, int line, const char *fmt, ...)
 
 /* --------------------------------------------------------- one line alone */
 
-static int nf_lay_bytes(const nf_lparse_t *lp, int line, const nf_pol_field_t *f, uint64_t *bytes)
+/* The checks of one field say what is wrong (the entry is dropped) and
+ * return NF_ERR_PARSE. */
+static nf_status_t nf_lay_bytes(const nf_lparse_t *lp, int line, const nf_pol_field_t *f,
+                                uint64_t *bytes)
 {
     char buf[64], show[48];
 
     if (f->len >= sizeof(buf)) {
         nf_lay_drop(lp, line, "bad BYTES '%s' (expected a size such as 4096, 64K or 1M)",
                     nf_pol_field_show(f, show, sizeof(show)));
-        return -1;
+        return NF_ERR_PARSE;
     }
     memcpy(buf, f->s, f->len);
     buf[f->len] = '\0';
     if (nf_policy_parse_size(buf, bytes) != NF_OK) {
         nf_lay_drop(lp, line, "bad BYTES '%s' (expected a size such as 4096, 64K or 1M)",
                     nf_pol_field_show(f, show, sizeof(show)));
-        return -1;
+        return NF_ERR_PARSE;
     }
     if (*bytes == 0 || *bytes % 4 != 0) {
         nf_lay_drop(lp, line, "BYTES %" PRIu64 " is not a positive multiple of 4 (a whole number of floats)",
                     *bytes);
-        return -1;
+        return NF_ERR_PARSE;
     }
-    return 0;
+    return NF_OK;
 }
 
 /* OFFSET and COUNT, and that the range fits in a call of e->bytes. */
-static int nf_lay_range(const nf_lparse_t *lp, int line, const nf_pol_field_t *f, nf_layout_entry_t *e)
+static nf_status_t nf_lay_range(const nf_lparse_t *lp, int line, const nf_pol_field_t *f,
+                                nf_layout_entry_t *e)
 {
     char show[48];
     uint64_t elems = e->bytes / 4;
 
-    if (nf_pol_field_u64(&f[2], &e->off) != 0) {
+    if (nf_pol_field_u64(&f[2], &e->off) != NF_OK) {
         nf_lay_drop(lp, line, "bad OFFSET '%s' (expected a decimal element index)",
                     nf_pol_field_show(&f[2], show, sizeof(show)));
-        return -1;
+        return NF_ERR_PARSE;
     }
-    if (nf_pol_field_u64(&f[3], &e->count) != 0 || e->count == 0) {
+    if (nf_pol_field_u64(&f[3], &e->count) != NF_OK || e->count == 0) {
         nf_lay_drop(lp, line, "bad COUNT '%s' (expected a decimal number of elements, at least 1)",
                     nf_pol_field_show(&f[3], show, sizeof(show)));
-        return -1;
+        return NF_ERR_PARSE;
     }
     if (e->off > elems || e->count > elems - e->off) {
         nf_lay_drop(lp, line, "'%s' ends past the call: OFFSET %" PRIu64 " + COUNT %" PRIu64
                     " is more than the %" PRIu64 " floats of %" PRIu64 " bytes",
                     nf_pol_field_show(&f[1], show, sizeof(show)), e->off, e->count, elems, e->bytes);
-        return -1;
+        return NF_ERR_PARSE;
     }
-    return 0;
+    return NF_OK;
 }
 
-/* Check one entry line; keep it as a candidate. -1 only when out of memory. */
-static int nf_lay_line(nf_lparse_t *lp, int line, const char *s, size_t len)
+/* Check one entry line; keep it as a candidate. NF_OK also for a line
+ * dropped (said why): NF_ERR_NO_MEMORY is the only error. */
+static nf_status_t nf_lay_line(nf_lparse_t *lp, int line, const char *s, size_t len)
 {
     nf_pol_field_t f[4];
     nf_layout_entry_t e = {0};
@@ -112,31 +117,31 @@ static int nf_lay_line(nf_lparse_t *lp, int line, const char *s, size_t len)
 
     if (n != 4) {
         nf_lay_drop(lp, line, "expected BYTES NAME OFFSET COUNT, found %d field%s", n, n == 1 ? "" : "s");
-        return 0;
+        return NF_OK;
     }
-    if (nf_lay_bytes(lp, line, &f[0], &e.bytes) != 0)
-        return 0;
-    if (nf_pol_name_check(&f[1], "NAME", why, sizeof(why)) != 0) {
+    if (nf_lay_bytes(lp, line, &f[0], &e.bytes) != NF_OK)
+        return NF_OK;
+    if (nf_pol_name_check(&f[1], "NAME", why, sizeof(why)) != NF_OK) {
         nf_lay_drop(lp, line, "%s", why);
-        return 0;
+        return NF_OK;
     }
-    if (nf_lay_range(lp, line, f, &e) != 0)
-        return 0;
+    if (nf_lay_range(lp, line, f, &e) != NF_OK)
+        return NF_OK;
     if (lp->n == lp->cap) {
         size_t cap = lp->cap ? 2 * lp->cap : 16;
         nf_layout_entry_t *grown = realloc(lp->e, cap * sizeof(*grown));
         if (grown == NULL)
-            return -1;
+            return NF_ERR_NO_MEMORY;
         lp->e = grown;
         lp->cap = cap;
     }
     name = strndup(f[1].s, f[1].len);
     if (name == NULL)
-        return -1;
+        return NF_ERR_NO_MEMORY;
     e.name = name;
     e.line = line;
     lp->e[lp->n++] = e;
-    return 0;
+    return NF_OK;
 }
 
 /* ----------------------------------------------- lines against each other */
@@ -338,7 +343,7 @@ nf_status_t nf_layout_parse(const char *text, size_t len, const char *name, nf_p
     }
     lp.file = l->file;
     while (nf_pol_next_line(&it, &s, &n))
-        if (!nf_pol_comment(s, n) && nf_lay_line(&lp, it.line, s, n) != 0)
+        if (!nf_pol_comment(s, n) && nf_lay_line(&lp, it.line, s, n) != NF_OK)
             goto out;
     rc = nf_lay_build(&lp, l);
     if (rc == NF_OK && l->n == 0)

@@ -111,8 +111,9 @@ void nf_decide_whole(const nf_decide_ctx_t *x, const nf_decide_call_t *c,
 /* Cut a float sum whose whole match (d->whole) does not say `segment =
  * buffer`: by its parts, or the layout's entries for its bytes; match
  * every segment and resolve route = auto. Sets d->cut (and d->seg,
- * d->nseg, d->stale); -1 without memory (d->cut 0: the call runs whole). */
-int nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide_t *d);
+ * d->nseg, d->stale). NF_OK, or NF_ERR_NO_MEMORY (d->cut 0: the call runs
+ * whole). */
+nf_status_t nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide_t *d);
 
 /* The whole call's route from d->whole and d->cut (and d->calibrate for a
  * float sum): fp32 when fused or calibrated, pmpi when every segment is;
@@ -122,9 +123,9 @@ nf_route_t nf_decide_want(const nf_decide_t *d, int comm_ok);
 /* The same from its parts: the whole match's route, cut and calibrate. */
 nf_route_t nf_decide_route(nf_route_t whole, int cut, int calibrate, int comm_ok);
 
-/* All of the above for one call. 0, or -1 without memory. */
-int nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int comm_ok,
-              nf_decide_t *d);
+/* All of the above for one call. NF_OK, or NF_ERR_NO_MEMORY. */
+nf_status_t nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int comm_ok,
+                      nf_decide_t *d);
 
 /* What the runner makes of route for a (part of a) call of this
  * communicator size, as far as the call tells (not a NaN, not resources):

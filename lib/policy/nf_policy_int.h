@@ -85,7 +85,7 @@ extern const char *const nf_pol_key_names[K_NKEYS];
 /* Unsigned decimal, nothing else (no sign, no spaces); with suffix, also a
  * binary suffix (K, KB, KiB, M, ... T). NF_OK, NF_ERR_INVALID, or
  * NF_ERR_CAPACITY above UINT64_MAX. */
-int nf_pol_parse_u64(const char *s, int suffix, uint64_t *v);
+nf_status_t nf_pol_parse_u64(const char *s, int suffix, uint64_t *v);
 
 /* Where diagnostics go when the caller gives no nf_policy_diag_fn:
  * nf_log_error or nf_log_warn as "file:line: message". */
@@ -153,13 +153,14 @@ int nf_pol_fields(const char *s, size_t len, nf_pol_field_t *f, int max);
  * printable ASCII and space as '?', "..." when cut. Returns buf. */
 const char *nf_pol_field_show(const nf_pol_field_t *f, char *buf, size_t size);
 
-/* A field as an unsigned decimal (nf_pol_parse_u64 without suffix):
- * 0, or -1 when it is not one. */
-int nf_pol_field_u64(const nf_pol_field_t *f, uint64_t *v);
+/* A field as an unsigned decimal (nf_pol_parse_u64 without suffix): NF_OK,
+ * or its error when it is not one (NF_ERR_INVALID, also for a field of 32
+ * bytes or more; NF_ERR_CAPACITY above UINT64_MAX). */
+nf_status_t nf_pol_field_u64(const nf_pol_field_t *f, uint64_t *v);
 
 /* A region or segment name: 1 to NF_POL_MAX_SEGNAME - 1 bytes of printable
- * ASCII other than space (0x21-0x7e). 0, or -1 with the reason, naming the
- * field `label`, in why. */
-int nf_pol_name_check(const nf_pol_field_t *f, const char *label, char *why, size_t size);
+ * ASCII other than space (0x21-0x7e). NF_OK, or NF_ERR_INVALID with the
+ * reason, naming the field `label`, in why. */
+nf_status_t nf_pol_name_check(const nf_pol_field_t *f, const char *label, char *why, size_t size);
 
 #endif /* NF_POLICY_INT_H */

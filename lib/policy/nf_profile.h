@@ -80,7 +80,9 @@ nf_route_t nf_profile_choose(double cos_binary, double cos_ternary, double admit
  * (numbers as %.4f, with '.' whatever the locale). The text is checked with
  * nf_profile_parse before anything reaches fp: an entry the parser would
  * refuse (a bad name, a NaN, a duplicate segment, route pmpi) writes nothing
- * and fails with EINVAL (logged). Returns 0, or -1 with errno. */
-int nf_profile_write(FILE *fp, const nf_profile_entry_t *e, size_t n);
+ * and fails with EINVAL (logged). Returns NF_OK, or with errno set
+ * NF_ERR_INVALID (EINVAL: bad arguments, or such an entry), NF_ERR_NO_MEMORY
+ * (the text could not be made) or NF_ERR_IO (writing fp failed). */
+nf_status_t nf_profile_write(FILE *fp, const nf_profile_entry_t *e, size_t n);
 
 #endif /* NF_PROFILE_H */

@@ -120,7 +120,7 @@ static char *nf_trim(char *s)
 }
 
 /* Unsigned decimal with an optional binary suffix (K, KB, KiB, M, ... T). */
-int nf_pol_parse_u64(const char *s, int suffix, uint64_t *v)
+nf_status_t nf_pol_parse_u64(const char *s, int suffix, uint64_t *v)
 {
     uint64_t x = 0, mul = 1;
 
@@ -197,14 +197,14 @@ static int nf_split_checked(nf_parser_t *ps, const char *key, char *s, char **it
     return n;
 }
 
-static int nf_parse_range(nf_parser_t *ps, const char *key, char *item, int suffix,
-                          uint64_t min, uint64_t max, nf_range_t *r)
+static nf_status_t nf_parse_range(nf_parser_t *ps, const char *key, char *item, int suffix,
+                                  uint64_t min, uint64_t max, nf_range_t *r)
 {
     static const char *const what[2] = {
         "an integer N, or a range LO-HI, LO- or -HI",
         "a size such as 4096, 64K or 1M, or a range LO-HI, LO- or -HI"};
     char *dash = strchr(item, '-'), *lo = item, *hi = item;
-    int rc = NF_OK;
+    nf_status_t rc = NF_OK;
 
     r->lo = min;
     r->hi = max;
@@ -225,41 +225,43 @@ static int nf_parse_range(nf_parser_t *ps, const char *key, char *item, int suff
         *dash = '-';
     if (rc == NF_ERR_CAPACITY || (rc == NF_OK && (r->lo > max || r->hi > max || r->lo < min))) {
         nf_rule_bad(ps, "%s value '%s' out of range (%" PRIu64 "..%" PRIu64 ")", key, item, min, max);
-        return -1;
+        return NF_ERR_PARSE;
     }
     if (rc != NF_OK) {
         nf_rule_bad(ps, "bad %s '%s' (expected %s)", key, item, what[suffix]);
-        return -1;
+        return NF_ERR_PARSE;
     }
     if (r->lo > r->hi) {
         nf_rule_bad(ps, "empty %s range '%s' (low end above high end)", key, item);
-        return -1;
+        return NF_ERR_PARSE;
     }
-    return 0;
+    return NF_OK;
 }
 
-static int nf_parse_ranges(nf_parser_t *ps, const char *key, char *value, int suffix,
-                           uint64_t min, uint64_t max, nf_ranges_t *out)
+/* The list parsers below say what is wrong (nf_rule_bad; nf_split_checked
+ * for the list itself) and return NF_ERR_PARSE, or NF_ERR_NO_MEMORY. */
+static nf_status_t nf_parse_ranges(nf_parser_t *ps, const char *key, char *value, int suffix,
+                                   uint64_t min, uint64_t max, nf_ranges_t *out)
 {
     char *items[NF_POL_MAX_LIST];
     int n = nf_split_checked(ps, key, value, items);
 
     for (int i = 0; i < n; i++) {
         nf_range_t *r = &out->r[i];
-        if (nf_parse_range(ps, key, items[i], suffix, min, max, r) != 0)
-            return -1;
+        if (nf_parse_range(ps, key, items[i], suffix, min, max, r) != NF_OK)
+            return NF_ERR_PARSE;
         for (int j = 0; j < i; j++) {
             if (r->lo <= out->r[j].hi && out->r[j].lo <= r->hi) {
                 nf_rule_bad(ps, "overlapping %s ranges '%s' and '%s'", key, items[j], items[i]);
-                return -1;
+                return NF_ERR_PARSE;
             }
         }
     }
     out->n = n > 0 ? n : 0;
-    return n > 0 ? 0 : -1;
+    return n > 0 ? NF_OK : NF_ERR_PARSE;
 }
 
-static int nf_parse_globs(nf_parser_t *ps, const char *key, char *value, nf_globs_t *out)
+static nf_status_t nf_parse_globs(nf_parser_t *ps, const char *key, char *value, nf_globs_t *out)
 {
     char *items[NF_POL_MAX_LIST];
     int n = nf_split_checked(ps, key, value, items);
@@ -267,22 +269,23 @@ static int nf_parse_globs(nf_parser_t *ps, const char *key, char *value, nf_glob
     for (int i = 0; i < n; i++) {
         if (!nf_pol_glob_valid(items[i])) {
             nf_rule_bad(ps, "unterminated '[' in %s pattern '%s'", key, items[i]);
-            return -1;
+            return NF_ERR_PARSE;
         }
     }
     for (int i = 0; i < n; i++) {
         out->g[i] = strdup(items[i]);
         if (out->g[i] == NULL) {
             nf_rule_bad(ps, "out of memory");
-            return -1;
+            return NF_ERR_NO_MEMORY;
         }
         out->n = i + 1;
     }
-    return n > 0 ? 0 : -1;
+    return n > 0 ? NF_OK : NF_ERR_PARSE;
 }
 
-static int nf_parse_names(nf_parser_t *ps, const char *key, char *value,
-                          int (*lookup)(const char *), const char *expected, uint64_t *mask)
+static nf_status_t nf_parse_names(nf_parser_t *ps, const char *key, char *value,
+                                  int (*lookup)(const char *), const char *expected,
+                                  uint64_t *mask)
 {
     char *items[NF_POL_MAX_LIST];
     int n = nf_split_checked(ps, key, value, items);
@@ -291,19 +294,19 @@ static int nf_parse_names(nf_parser_t *ps, const char *key, char *value,
         int k = lookup(items[i]);
         if (k < 0) {
             nf_rule_bad(ps, "unknown %s '%s' (expected %s)", key, items[i], expected);
-            return -1;
+            return NF_ERR_PARSE;
         }
         *mask |= NF_BIT(k);
     }
-    return n > 0 ? 0 : -1;
+    return n > 0 ? NF_OK : NF_ERR_PARSE;
 }
 
 /* ef: a bool (nf_parse_bool's spellings) or inherit (-1). */
-static int nf_parse_ef(const char *v, int *out)
+static nf_status_t nf_parse_ef(const char *v, int *out)
 {
     if (nf_strcaseeq(v, "inherit")) {
         *out = -1;
-        return 0;
+        return NF_OK;
     }
     return nf_parse_bool(v, out);
 }
@@ -371,17 +374,17 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
         break;
     }
     case K_EF:
-        if (nf_parse_ef(v, &r->ef) != 0)
+        if (nf_parse_ef(v, &r->ef) != NF_OK)
             nf_rule_bad(ps, "bad ef '%s' (expected on|off|inherit)", v);
         break;
     case K_EF_DECAY:
-        if (nf_parse_double(v, &r->ef_decay) != 0 || !(r->ef_decay >= 0 && r->ef_decay <= 1)) {
+        if (nf_parse_double(v, &r->ef_decay) != NF_OK || !(r->ef_decay >= 0 && r->ef_decay <= 1)) {
             r->ef_decay = -1.0;
             nf_rule_bad(ps, "bad ef_decay '%s' (expected a number from 0 to 1, such as 0.5)", v);
         }
         break;
     case K_GAMMA:
-        if (nf_parse_double(v, &r->gamma) != 0 || r->gamma < 0)
+        if (nf_parse_double(v, &r->gamma) != NF_OK || r->gamma < 0)
             nf_rule_bad(ps, "bad gamma '%s' (expected a number >= 0, such as 0.7)", v);
         break;
     case K_SEGMENT:
@@ -398,7 +401,7 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
                         NF_POLICY_WARMUP_MAX);
         break;
     case K_SCALE_BLOCK:
-        if (nf_parse_long(v, 0, NF_SCALE_BLOCK_MAX, &r->scale_block) != 0 ||
+        if (nf_parse_long(v, 0, NF_SCALE_BLOCK_MAX, &r->scale_block) != NF_OK ||
             r->scale_block % NF_SCALE_BLOCK_UNIT != 0) {
             r->scale_block = -1;
             nf_rule_bad(ps, "bad scale_block '%s' (expected 0 or a multiple of 512 up to 2^30, "
@@ -507,7 +510,7 @@ static void nf_setting_number(nf_parser_t *ps, const char *name, const char *val
                     "bad calibrate_calls '%s' (expected an integer from 1 to %u); setting ignored", value,
                     UINT_MAX);
     } else {
-        if (nf_parse_double(value, &x) == 0 && x >= -1.0 && x <= 1.0)
+        if (nf_parse_double(value, &x) == NF_OK && x >= -1.0 && x <= 1.0)
             p->admit_cosine = x == 0 ? 0.0 : x;     /* -0 decides as 0: hash it alike */
         else
             nf_diag(ps, NF_POLICY_DISABLED, ps->line,
@@ -525,7 +528,7 @@ static int nf_setting_health(nf_parser_t *ps, const char *name, const char *valu
     int b;
 
     if (nf_strcaseeq(name, "health")) {
-        if (nf_parse_bool(value, &b) == 0)
+        if (nf_parse_bool(value, &b) == NF_OK)
             h->on = b;
         else
             nf_diag(ps, NF_POLICY_DISABLED, ps->line, "bad health '%s' (expected on|off); setting ignored", value);
@@ -540,7 +543,7 @@ static int nf_setting_health(nf_parser_t *ps, const char *name, const char *valu
                     "bad %s '%s' (expected an integer from 1 to 1000000); setting ignored", name, value);
     } else if (nf_strcaseeq(name, "loss_spike") || nf_strcaseeq(name, "ef_growth")) {
         double *slot = nf_strcaseeq(name, "loss_spike") ? &h->loss_spike : &h->ef_growth;
-        if (nf_parse_double(value, &x) == 0 && x > 0.0 && x <= 1e9)
+        if (nf_parse_double(value, &x) == NF_OK && x > 0.0 && x <= 1e9)
             *slot = x;
         else
             nf_diag(ps, NF_POLICY_DISABLED, ps->line,

@@ -68,22 +68,25 @@ static const struct { const char *name, *expected; double lo, hi; } nf_prof_num[
     {"relerr_ternary", "a number >= 0", 0.0, DBL_MAX},
 };
 
-static int nf_prof_number(nf_pparse_t *pp, int col, const nf_pol_field_t *f, double *v)
+/* The checks of fields and lines say what is wrong (nf_prof_error) and
+ * return NF_ERR_PARSE. */
+static nf_status_t nf_prof_number(nf_pparse_t *pp, int col, const nf_pol_field_t *f, double *v)
 {
     char buf[DBL_MAX_10_EXP + 16], show[48];   /* %.4f of any finite double fits */
 
     if (f->len < sizeof(buf)) {
         memcpy(buf, f->s, f->len);
         buf[f->len] = '\0';
-        if (nf_parse_double(buf, v) == 0 && *v >= nf_prof_num[col].lo && *v <= nf_prof_num[col].hi)
-            return 0;
+        if (nf_parse_double(buf, v) == NF_OK && *v >= nf_prof_num[col].lo &&
+            *v <= nf_prof_num[col].hi)
+            return NF_OK;
     }
     nf_prof_error(pp, "bad %s '%s' (expected %s)", nf_prof_num[col].name, nf_pol_field_show(f, show, sizeof(show)),
                   nf_prof_num[col].expected);
-    return -1;
+    return NF_ERR_PARSE;
 }
 
-static int nf_prof_route(nf_pparse_t *pp, const nf_pol_field_t *f, nf_route_t *route)
+static nf_status_t nf_prof_route(nf_pparse_t *pp, const nf_pol_field_t *f, nf_route_t *route)
 {
     static const nf_route_t ok[] = {NF_ROUTE_BINARY, NF_ROUTE_TERNARY, NF_ROUTE_FP32};
     char show[48];
@@ -92,16 +95,16 @@ static int nf_prof_route(nf_pparse_t *pp, const nf_pol_field_t *f, nf_route_t *r
         const char *name = nf_route_name(ok[i]);
         if (f->len == strlen(name) && memcmp(f->s, name, f->len) == 0) {
             *route = ok[i];
-            return 0;
+            return NF_OK;
         }
     }
     nf_prof_error(pp, "bad route '%s' (expected binary|ternary|fp32)", nf_pol_field_show(f, show, sizeof(show)));
-    return -1;
+    return NF_ERR_PARSE;
 }
 
 /* Every field of an entry line into e (segment not yet copied); each bad
- * field is reported. 0 when all are good. */
-static int nf_prof_fields(nf_pparse_t *pp, const nf_pol_field_t *f, nf_profile_entry_t *e)
+ * field is reported. NF_OK when all are good. */
+static nf_status_t nf_prof_fields(nf_pparse_t *pp, const nf_pol_field_t *f, nf_profile_entry_t *e)
 {
     static const char *const counts[2] = {"elements", "calls"};
     uint64_t *cv[2] = {&e->elements, &e->calls};
@@ -109,25 +112,26 @@ static int nf_prof_fields(nf_pparse_t *pp, const nf_pol_field_t *f, nf_profile_e
     char why[256], show[48];
     int bad = 0;
 
-    if (nf_pol_name_check(&f[0], "segment", why, sizeof(why)) != 0) {
+    if (nf_pol_name_check(&f[0], "segment", why, sizeof(why)) != NF_OK) {
         nf_prof_error(pp, "%s", why);
         bad = 1;
     }
     for (int i = 0; i < 2; i++) {
-        if (nf_pol_field_u64(&f[1 + i], cv[i]) != 0) {
+        if (nf_pol_field_u64(&f[1 + i], cv[i]) != NF_OK) {
             nf_prof_error(pp, "bad %s '%s' (expected an unsigned decimal integer)", counts[i],
                           nf_pol_field_show(&f[1 + i], show, sizeof(show)));
             bad = 1;
         }
     }
     for (int i = 0; i < 4; i++)
-        bad |= nf_prof_number(pp, i, &f[3 + i], dv[i]) != 0;
-    bad |= nf_prof_route(pp, &f[7], &e->route) != 0;
-    return bad ? -1 : 0;
+        bad |= nf_prof_number(pp, i, &f[3 + i], dv[i]) != NF_OK;
+    bad |= nf_prof_route(pp, &f[7], &e->route) != NF_OK;
+    return bad ? NF_ERR_PARSE : NF_OK;
 }
 
-/* One entry line. -1 only when out of memory. */
-static int nf_prof_line(nf_pparse_t *pp, const char *s, size_t len)
+/* One entry line: NF_OK also for a bad one (said why), NF_ERR_NO_MEMORY
+ * the only error. */
+static nf_status_t nf_prof_line(nf_pparse_t *pp, const char *s, size_t len)
 {
     nf_profile_t *p = pp->p;
     nf_pol_field_t f[NF_PROFILE_FIELDS];
@@ -137,29 +141,29 @@ static int nf_prof_line(nf_pparse_t *pp, const char *s, size_t len)
     if (n != NF_PROFILE_FIELDS) {
         nf_prof_error(pp, "expected %d fields (segment elements calls cos_binary cos_ternary relerr_binary "
                       "relerr_ternary route), found %d", NF_PROFILE_FIELDS, n);
-        return 0;
+        return NF_OK;
     }
-    if (nf_prof_fields(pp, f, &e) != 0)
-        return 0;                       /* keep the good ones: duplicates are still checked */
+    if (nf_prof_fields(pp, f, &e) != NF_OK)
+        return NF_OK;                   /* keep the good ones: duplicates are still checked */
     if (p->n == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 16;
         nf_profile_entry_t *ge = realloc(p->e, cap * sizeof(*ge));
         int *gl;
         if (ge == NULL)
-            return -1;
+            return NF_ERR_NO_MEMORY;
         p->e = ge;
         gl = realloc(p->line, cap * sizeof(*gl));
         if (gl == NULL)
-            return -1;
+            return NF_ERR_NO_MEMORY;
         p->line = gl;
         p->cap = cap;
     }
     e.segment = strndup(f[0].s, f[0].len);
     if (e.segment == NULL)
-        return -1;
+        return NF_ERR_NO_MEMORY;
     p->line[p->n] = pp->line;
     p->e[p->n++] = e;
-    return 0;
+    return NF_OK;
 }
 
 /* ------------------------------------------------------------ the table */
@@ -250,7 +254,7 @@ static nf_status_t nf_prof_hash(nf_profile_t *p)
 
 /* ------------------------------------------------------------ parsing */
 
-static int nf_prof_header(nf_pparse_t *pp, nf_pol_lines_t *it)
+static nf_status_t nf_prof_header(nf_pparse_t *pp, nf_pol_lines_t *it)
 {
     const char *s = "";
     size_t n = 0;
@@ -259,7 +263,7 @@ static int nf_prof_header(nf_pparse_t *pp, nf_pol_lines_t *it)
 
     if (nf_pol_next_line(it, &s, &n) && n == strlen(NF_PROFILE_HEADER) &&
         memcmp(s, NF_PROFILE_HEADER, n) == 0)
-        return 0;
+        return NF_OK;
     pp->line = 1;
     f.s = s;
     f.len = n;
@@ -268,7 +272,7 @@ static int nf_prof_header(nf_pparse_t *pp, nf_pol_lines_t *it)
     else
         nf_prof_error(pp, "not a libnfcoll profile: the first line must be '" NF_PROFILE_HEADER "' (found '%s')",
                       nf_pol_field_show(&f, show, sizeof(show)));
-    return -1;
+    return NF_ERR_PARSE;
 }
 
 static nf_status_t nf_prof_read(nf_pparse_t *pp, const char *text, size_t len)
@@ -277,11 +281,11 @@ static nf_status_t nf_prof_read(nf_pparse_t *pp, const char *text, size_t len)
     const char *s;
     size_t n;
 
-    if (nf_prof_header(pp, &it) != 0)
+    if (nf_prof_header(pp, &it) != NF_OK)
         return NF_ERR_PARSE;
     while (nf_pol_next_line(&it, &s, &n)) {
         pp->line = it.line;
-        if (!nf_pol_comment(s, n) && nf_prof_line(pp, s, n) != 0)
+        if (!nf_pol_comment(s, n) && nf_prof_line(pp, s, n) != NF_OK)
             return NF_ERR_NO_MEMORY;
     }
     if (nf_prof_index(pp) != NF_OK)
@@ -369,14 +373,15 @@ nf_route_t nf_profile_choose(double cos_binary, double cos_ternary, double admit
 }
 
 /* The profile's text, with '.' as the decimal point whatever LC_NUMERIC
- * says (the parser reads only '.'). */
-static int nf_prof_format(FILE *m, const nf_profile_entry_t *e, size_t n)
+ * says (the parser reads only '.'). Into a memory stream: every failure is
+ * one of memory. */
+static nf_status_t nf_prof_format(FILE *m, const nf_profile_entry_t *e, size_t n)
 {
     locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0), old;
     int bad = 0;
 
     if (c == (locale_t)0)
-        return -1;
+        return NF_ERR_NO_MEMORY;
     old = uselocale(c);
     bad |= fprintf(m, NF_PROFILE_HEADER "\n" NF_PROFILE_COLUMNS "\n") < 0;
     for (size_t i = 0; i < n && !bad; i++)
@@ -385,37 +390,38 @@ static int nf_prof_format(FILE *m, const nf_profile_entry_t *e, size_t n)
                        e[i].cos_ternary, e[i].relerr_binary, e[i].relerr_ternary, nf_route_name(e[i].route)) < 0;
     uselocale(old);
     freelocale(c);
-    return bad ? -1 : 0;
+    return bad ? NF_ERR_NO_MEMORY : NF_OK;
 }
 
-int nf_profile_write(FILE *fp, const nf_profile_entry_t *e, size_t n)
+nf_status_t nf_profile_write(FILE *fp, const nf_profile_entry_t *e, size_t n)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *m;
     nf_profile_t *check = NULL;
-    int rc = -1, err = ENOMEM;
+    nf_status_t rc;
+    int err = ENOMEM;
 
     if (fp == NULL || (e == NULL && n > 0)) {
         errno = EINVAL;
-        return -1;
+        return NF_ERR_INVALID;
     }
     m = open_memstream(&text, &len);
     if (m == NULL)
-        return -1;
-    if (nf_prof_format(m, e, n) != 0 || fclose(m) != 0) {
+        return NF_ERR_NO_MEMORY;
+    if (nf_prof_format(m, e, n) != NF_OK || fclose(m) != 0) {
         free(text);
         errno = err;
-        return -1;
+        return NF_ERR_NO_MEMORY;
     }
     /* What the reader would refuse is not written at all; the parser says
      * why (through nf_log). */
     if (nf_profile_parse(text, len, "profile being written", NULL, NULL, &check) != NF_OK) {
-        err = EINVAL;
+        rc = NF_ERR_INVALID, err = EINVAL;
     } else if (fwrite(text, 1, len, fp) == len && fflush(fp) == 0) {
-        rc = 0;
+        rc = NF_OK;
     } else {
-        err = errno;
+        rc = NF_ERR_IO, err = errno;
     }
     nf_profile_free(check);
     free(text);

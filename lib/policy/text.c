@@ -111,32 +111,32 @@ const char *nf_pol_field_show(const nf_pol_field_t *f, char *buf, size_t size)
     return buf;
 }
 
-int nf_pol_field_u64(const nf_pol_field_t *f, uint64_t *v)
+nf_status_t nf_pol_field_u64(const nf_pol_field_t *f, uint64_t *v)
 {
     char buf[32];
 
     if (f->len >= sizeof(buf))
-        return -1;
+        return NF_ERR_INVALID;
     memcpy(buf, f->s, f->len);
     buf[f->len] = '\0';
-    return nf_pol_parse_u64(buf, 0, v) == NF_OK ? 0 : -1;
+    return nf_pol_parse_u64(buf, 0, v);
 }
 
-int nf_pol_name_check(const nf_pol_field_t *f, const char *label, char *why, size_t size)
+nf_status_t nf_pol_name_check(const nf_pol_field_t *f, const char *label, char *why, size_t size)
 {
     char show[48];
 
     if (f->len >= NF_POL_MAX_SEGNAME) {
         snprintf(why, size, "%s too long (%zu bytes; at most %d)", label, f->len, NF_POL_MAX_SEGNAME - 1);
-        return -1;
+        return NF_ERR_INVALID;
     }
     for (size_t i = 0; i < f->len; i++) {
         unsigned char c = (unsigned char)f->s[i];
         if (c < 0x21 || c > 0x7e) {
             snprintf(why, size, "%s '%s' has byte 0x%02x (expected printable ASCII, no spaces)", label,
                      nf_pol_field_show(f, show, sizeof(show)), c);
-            return -1;
+            return NF_ERR_INVALID;
         }
     }
-    return 0;
+    return NF_OK;
 }

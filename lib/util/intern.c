@@ -62,20 +62,20 @@ static uint32_t *nf_in_find(const char *name, uint64_t hash)
 }
 
 /* Under the lock: double the table at half full. */
-static int nf_in_grow(void)
+static nf_status_t nf_in_grow(void)
 {
     uint32_t n = atomic_load(&nf_in_next) - 1;
     if (nf_in_cap != 0 && 2 * ((size_t)n + 1) <= nf_in_cap)
-        return 0;
+        return NF_OK;
     size_t cap = nf_in_cap ? 2 * nf_in_cap : 1024;
     uint32_t *v = calloc(cap, sizeof(*v)), *old = nf_in_slot;
     if (v == NULL)
-        return -1;
+        return NF_ERR_NO_MEMORY;
     nf_in_slot = v, nf_in_cap = cap;
     for (uint32_t id = 1; id <= n; id++)
         *nf_in_find(nf_in_entry(id)->name, nf_in_entry(id)->hash) = id;
     free(old);
-    return 0;
+    return NF_OK;
 }
 
 static uint32_t nf_in_add(const char *name, uint64_t hash, uint32_t *slot)
@@ -105,7 +105,7 @@ uint32_t nf_intern(const char *name)
     uint64_t hash = nf_hash_str(NF_HASH_INIT, name);
     uint32_t id = 0;
     pthread_mutex_lock(&nf_in_lock);
-    if (nf_in_grow() == 0) {
+    if (nf_in_grow() == NF_OK) {
         uint32_t *slot = nf_in_find(name, hash);
         id = *slot != 0 ? *slot : nf_in_add(name, hash, slot);
     }
@@ -113,24 +113,24 @@ uint32_t nf_intern(const char *name)
     return id;
 }
 
-int nf_id_array_grow(void *arr, uint32_t *cap, uint32_t id, size_t size)
+nf_status_t nf_id_array_grow(void *arr, uint32_t *cap, uint32_t id, size_t size)
 {
     void *old;
     if (id < *cap)
-        return 0;
+        return NF_OK;
     if (id >= NF_INTERN_MAX)
-        return -1;
+        return NF_ERR_CAPACITY;
     uint32_t n = *cap ? *cap : 64;
     while (n <= id)
         n *= 2;
     memcpy(&old, arr, sizeof(old)); /* arr is a T **: no aliasing through void ** */
     char *p = realloc(old, (size_t)n * size);
     if (p == NULL)
-        return -1;
+        return NF_ERR_NO_MEMORY;
     memset(p + (size_t)*cap * size, 0, (size_t)(n - *cap) * size);
     memcpy(arr, &p, sizeof(p));
     *cap = n;
-    return 0;
+    return NF_OK;
 }
 
 /* ---------------------------------------------------------------- keymap */
@@ -158,12 +158,12 @@ uint32_t nf_keymap_get(const nf_keymap_t *m, uint64_t a, uint64_t b)
     return s->used ? s->v : UINT32_MAX;
 }
 
-int nf_keymap_put(nf_keymap_t *m, uint64_t a, uint64_t b, uint32_t v)
+nf_status_t nf_keymap_put(nf_keymap_t *m, uint64_t a, uint64_t b, uint32_t v)
 {
     if (2 * (m->n + 1) > m->cap) {
         nf_keymap_t g = {.cap = m->cap ? 2 * m->cap : 64};
         if ((g.slot = calloc(g.cap, sizeof(*g.slot))) == NULL)
-            return -1;
+            return NF_ERR_NO_MEMORY;
         for (size_t i = 0; i < m->cap; i++)
             if (m->slot[i].used)
                 *nf_km_find(&g, m->slot[i].a, m->slot[i].b) = m->slot[i];
@@ -174,7 +174,7 @@ int nf_keymap_put(nf_keymap_t *m, uint64_t a, uint64_t b, uint32_t v)
     struct nf_keymap_slot *s = nf_km_find(m, a, b);
     m->n += !s->used;
     *s = (struct nf_keymap_slot){.a = a, .b = b, .v = v, .used = 1};
-    return 0;
+    return NF_OK;
 }
 
 void nf_keymap_free(nf_keymap_t *m)

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nfcoll.h"
+
 /* The id of name (1, 2, ...), made on first sight; 0 without memory or
  * past NF_INTERN_MAX names. Thread-safe. */
 uint32_t nf_intern(const char *name);
@@ -27,9 +29,9 @@ uint32_t nf_intern_bound(void);
 #define NF_INTERN_MAX (1u << 24)
 
 /* An array indexed by id (*arr, of *cap elements of size bytes each)
- * grown, zero-filled, to hold index id. 0, or -1 without memory (the
- * array is as it was). */
-int nf_id_array_grow(void *arr, uint32_t *cap, uint32_t id, size_t size);
+ * grown, zero-filled, to hold index id. NF_OK; NF_ERR_NO_MEMORY, or
+ * NF_ERR_CAPACITY for an id past NF_INTERN_MAX (the array is as it was). */
+nf_status_t nf_id_array_grow(void *arr, uint32_t *cap, uint32_t id, size_t size);
 
 /* ---- a map from two 64-bit words to an index, for state keyed by id ----
  * Open addressing, linear probing, grown at half full. Not thread-safe:
@@ -41,8 +43,8 @@ typedef struct nf_keymap {
 
 /* The index stored for (a, b), or UINT32_MAX when absent. */
 uint32_t nf_keymap_get(const nf_keymap_t *m, uint64_t a, uint64_t b);
-/* Store v for (a, b) (replacing). 0, or -1 without memory. */
-int nf_keymap_put(nf_keymap_t *m, uint64_t a, uint64_t b, uint32_t v);
+/* Store v for (a, b) (replacing). NF_OK, or NF_ERR_NO_MEMORY. */
+nf_status_t nf_keymap_put(nf_keymap_t *m, uint64_t a, uint64_t b, uint32_t v);
 void nf_keymap_free(nf_keymap_t *m);
 
 #endif

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nfcoll.h"
+
 /* ---------------------------------------------------------------- hash */
 
 /** FNV-1a 64-bit offset basis (14695981039346656037): the h to start a
@@ -45,31 +47,35 @@ void nf_wbuf_u64(nf_wbuf_t *b, uint64_t v);
 /* A string of at most 255 bytes: u8 length, the bytes (NULL: ""). */
 void nf_wbuf_str(nf_wbuf_t *b, const char *s);
 
-/* Reading them back: each get fails (-1, nothing read) past the end. */
+/* Reading them back: each get fails past the end (NF_ERR_PARSE, nothing
+ * read: the bytes are truncated). */
 typedef struct nf_rbuf {
     const unsigned char *p;
     size_t n, at;
 } nf_rbuf_t;
-int nf_rbuf_get(nf_rbuf_t *r, void *p, size_t n);
-int nf_rbuf_u64(nf_rbuf_t *r, uint64_t *v);
-/* Into s (len >= 256), NUL-terminated. */
-int nf_rbuf_str(nf_rbuf_t *r, char *s, size_t len);
+nf_status_t nf_rbuf_get(nf_rbuf_t *r, void *p, size_t n);
+nf_status_t nf_rbuf_u64(nf_rbuf_t *r, uint64_t *v);
+/* Into s, NUL-terminated (NF_ERR_INVALID when len < 256). */
+nf_status_t nf_rbuf_str(nf_rbuf_t *r, char *s, size_t len);
 
 /* ------------------------------------------------------------- parsers */
 
-/** on/off, 1/0, yes/no, true/false in any case: *out = 1 or 0. Returns 0 on
- * success, -1 otherwise (*out untouched). */
-int nf_parse_bool(const char *s, int *out);
+/* Each parser returns NF_OK, or NF_ERR_INVALID for NULL or text it does not
+ * take (*out untouched); nf_parse_long and nf_parse_size say
+ * NF_ERR_CAPACITY for digits past what their type holds. */
+
+/** on/off, 1/0, yes/no, true/false in any case: *out = 1 or 0. */
+nf_status_t nf_parse_bool(const char *s, int *out);
 
 /** A decimal integer, [+-]digits, nothing else (no spaces, no 0x), within
- * lo..hi. Returns 0 on success, -1 otherwise (*out untouched). */
-int nf_parse_long(const char *s, long lo, long hi, long *out);
+ * lo..hi (NF_ERR_INVALID outside). */
+nf_status_t nf_parse_long(const char *s, long lo, long hi, long *out);
 
 /** A finite decimal number, [+-]digits[.digits][(e|E)[+-]digits] (digits
  * may be missing on one side of the point), with '.' as the point whatever
  * LC_NUMERIC says. No inf, nan, hex or spaces; overflow and underflow are
- * errors. Returns 0 on success, -1 otherwise (*out untouched). */
-int nf_parse_double(const char *s, double *out);
+ * NF_ERR_INVALID (NF_ERR_NO_MEMORY: no C locale could be made). */
+nf_status_t nf_parse_double(const char *s, double *out);
 
 /** v as "%.4f" with '.' as the point whatever LC_NUMERIC says (what
  * nf_parse_double reads back), into buf; returns buf. */
@@ -77,9 +83,8 @@ char *nf_format_fixed4(char *buf, size_t len, double v);
 
 /** A byte count: decimal digits with an optional binary suffix K, M, G or T
  * (any case, optionally followed by "i" and/or "B": 64M, 64MiB, 64mb);
- * nothing else. Returns 0 on success, -1 otherwise (overflow included;
- * *out untouched). */
-int nf_parse_size(const char *s, uint64_t *out);
+ * nothing else. NF_ERR_CAPACITY above UINT64_MAX bytes. */
+nf_status_t nf_parse_size(const char *s, uint64_t *out);
 
 /* --------------------------------------------------------------- ASCII */
 

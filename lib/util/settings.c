@@ -91,10 +91,10 @@ static void nf_settings_bad(nf_setting_id_t id, const char *v)
 static void nf_load_ef(nf_settings_t *s)
 {
     const char *v = nf_setting_raw(NF_SET_EF);
-    if (v != NULL && nf_parse_bool(v, &s->ef) != 0)
+    if (v != NULL && nf_parse_bool(v, &s->ef) != NF_OK)
         nf_settings_bad(NF_SET_EF, v);
     v = nf_setting_raw(NF_SET_SIMD_TUNE);
-    if (v != NULL && nf_parse_bool(v, &s->simd_tune) != 0)
+    if (v != NULL && nf_parse_bool(v, &s->simd_tune) != NF_OK)
         nf_settings_bad(NF_SET_SIMD_TUNE, v);
 }
 
@@ -104,7 +104,7 @@ static void nf_load_gamma(nf_settings_t *s)
     double g;
     if (v == NULL)
         return;
-    if (nf_parse_double(v, &g) != 0 || g < 0.0)
+    if (nf_parse_double(v, &g) != NF_OK || g < 0.0)
         nf_settings_bad(NF_SET_TERNARY_GAMMA, v);
     else
         s->gamma = g;
@@ -116,7 +116,7 @@ static void nf_load_ef_decay(nf_settings_t *s)
     double d;
     if (v == NULL)
         return;
-    if (nf_parse_double(v, &d) != 0 || !(d >= 0.0 && d <= 1.0))
+    if (nf_parse_double(v, &d) != NF_OK || !(d >= 0.0 && d <= 1.0))
         nf_settings_bad(NF_SET_EF_DECAY, v);
     else
         s->ef_decay = d;
@@ -128,7 +128,7 @@ static void nf_load_scale_block(nf_settings_t *s)
     long b;
     if (v == NULL)
         return;
-    if (nf_parse_long(v, 0, NF_SCALE_BLOCK_MAX, &b) != 0 || b % NF_SCALE_BLOCK_UNIT != 0)
+    if (nf_parse_long(v, 0, NF_SCALE_BLOCK_MAX, &b) != NF_OK || b % NF_SCALE_BLOCK_UNIT != 0)
         nf_settings_bad(NF_SET_SCALE_BLOCK, v);
     else
         s->scale_block = (uint64_t)b;
@@ -166,7 +166,7 @@ static void nf_load_cxl(nf_settings_t *s)
     }
     v = nf_setting_raw(NF_SET_CXL_NODE);
     if (v != NULL && !nf_strcaseeq(v, "auto")) {
-        if (nf_parse_long(v, 0, 65535, &node) == 0)
+        if (nf_parse_long(v, 0, 65535, &node) == NF_OK)
             s->cxl_node = (int)node;
         else
             nf_settings_bad(NF_SET_CXL_NODE, v);
@@ -178,21 +178,21 @@ static void nf_load_ints(nf_settings_t *s)
     const char *v = nf_setting_raw(NF_SET_COUNT_BITS);
     long l;
     if (v != NULL) {
-        if (nf_parse_long(v, 1, NF_COUNT_PLANES_MAX, &l) == 0)
+        if (nf_parse_long(v, 1, NF_COUNT_PLANES_MAX, &l) == NF_OK)
             s->count_bits = (unsigned)l;
         else
             nf_settings_bad(NF_SET_COUNT_BITS, v);
     }
     v = nf_setting_raw(NF_SET_RANKS_PER_NODE);
     if (v != NULL) {
-        if (nf_parse_long(v, 0, 1 << 20, &l) == 0)
+        if (nf_parse_long(v, 0, 1 << 20, &l) == NF_OK)
             s->ranks_per_node = (int)l;
         else
             nf_settings_bad(NF_SET_RANKS_PER_NODE, v);
     }
     v = nf_setting_raw(NF_SET_VERBOSE);
     if (v != NULL) {
-        if (nf_parse_long(v, 0, 3, &l) == 0)
+        if (nf_parse_long(v, 0, 3, &l) == NF_OK)
             s->verbose = (int)l;
         else
             nf_settings_bad(NF_SET_VERBOSE, v);
@@ -210,7 +210,7 @@ static void nf_load_progress(nf_settings_t *s)
     v = nf_setting_raw(NF_SET_PROGRESS_CPU);
     if (v == NULL || nf_strcaseeq(v, "none"))
         return;
-    if (nf_parse_long(v, 0, 65535, &cpu) == 0)
+    if (nf_parse_long(v, 0, 65535, &cpu) == NF_OK)
         s->progress_cpu = (int)cpu;
     else
         nf_settings_bad(NF_SET_PROGRESS_CPU, v);
@@ -222,7 +222,7 @@ static void nf_load_stall(nf_settings_t *s)
     double t = 0.0;
     if (v == NULL)
         return;
-    if (nf_parse_double(v, &t) == 0 && t >= 0.0 && t <= 1e9)
+    if (nf_parse_double(v, &t) == NF_OK && t >= 0.0 && t <= 1e9)
         s->stall_warn = t;
     else
         nf_settings_bad(NF_SET_STALL_WARN, v);
@@ -236,7 +236,7 @@ static void nf_load_residual_max(nf_settings_t *s)
         return;
     if (nf_strcaseeq(v, "off"))
         s->residual_max = NF_RESIDUAL_MAX_OFF;
-    else if (nf_parse_size(v, &b) == 0 && b > 0 && b != NF_RESIDUAL_MAX_OFF)
+    else if (nf_parse_size(v, &b) == NF_OK && b > 0 && b != NF_RESIDUAL_MAX_OFF)
         s->residual_max = b;
     else
         nf_settings_bad(NF_SET_RESIDUAL_MAX, v);

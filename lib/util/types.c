@@ -26,21 +26,22 @@ const char *nf_opkind_name(nf_opkind_t op)
     return (unsigned)op < NF_OP_N ? nf_op_names[op] : "unknown";
 }
 
-/* name in lower case without an "MPI_" prefix, into buf; 0 when it fits.
- * ASCII only: the C locale's tolower would make this locale-dependent. */
-static int nf_canon(const char *name, char *buf, size_t len)
+/* name in lower case without an "MPI_" prefix, into buf; NF_ERR_INVALID
+ * when it is empty or does not fit (no name is that long). ASCII only: the
+ * C locale's tolower would make this locale-dependent. */
+static nf_status_t nf_canon(const char *name, char *buf, size_t len)
 {
     if (name == NULL)
-        return -1;
+        return NF_ERR_INVALID;
     if ((name[0] | 0x20) == 'm' && (name[1] | 0x20) == 'p' && (name[2] | 0x20) == 'i' &&
         name[3] == '_')
         name += 4;
     size_t n = strlen(name);
     if (n == 0 || n >= len)
-        return -1;
+        return NF_ERR_INVALID;
     for (size_t i = 0; i <= n; i++)
         buf[i] = (char)nf_ascii_lower((unsigned char)name[i]);
-    return 0;
+    return NF_OK;
 }
 
 static int nf_find(const char *const *names, int n, const char *key)
@@ -54,7 +55,7 @@ static int nf_find(const char *const *names, int n, const char *key)
 int nf_dtype_parse(const char *name)
 {
     char buf[32];
-    if (nf_canon(name, buf, sizeof(buf)) != 0)
+    if (nf_canon(name, buf, sizeof(buf)) != NF_OK)
         return -1;
     int i = nf_find(nf_dt_names, NF_DT_N, buf);
     if (i >= 0)
@@ -68,7 +69,7 @@ int nf_dtype_parse(const char *name)
 int nf_opkind_parse(const char *name)
 {
     char buf[32];
-    if (nf_canon(name, buf, sizeof(buf)) != 0)
+    if (nf_canon(name, buf, sizeof(buf)) != NF_OK)
         return -1;
     return nf_find(nf_op_names, NF_OP_N, buf);
 }

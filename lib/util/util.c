@@ -44,56 +44,56 @@ int nf_strcaseeq(const char *a, const char *b)
     return 0;
 }
 
-int nf_parse_bool(const char *s, int *out)
+nf_status_t nf_parse_bool(const char *s, int *out)
 {
     static const char *const on[] = {"on", "1", "yes", "true"};
     static const char *const off[] = {"off", "0", "no", "false"};
 
     if (s == NULL)
-        return -1;
+        return NF_ERR_INVALID;
     for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
         if (nf_strcaseeq(s, on[i])) {
             *out = 1;
-            return 0;
+            return NF_OK;
         }
         if (nf_strcaseeq(s, off[i])) {
             *out = 0;
-            return 0;
+            return NF_OK;
         }
     }
-    return -1;
+    return NF_ERR_INVALID;
 }
 
 /* strtol also takes leading spaces and, in some locales, more forms than
  * the C locale's: count the digits ourselves. */
-int nf_parse_long(const char *s, long lo, long hi, long *out)
+nf_status_t nf_parse_long(const char *s, long lo, long hi, long *out)
 {
     unsigned long mag = 0, lim = LONG_MAX;
     int neg;
     long v;
 
     if (s == NULL)
-        return -1;
+        return NF_ERR_INVALID;
     neg = *s == '-';
     if (*s == '-' || *s == '+')
         s++;
     if (neg)
         lim = (unsigned long)LONG_MAX + 1;
     if (!nf_ascii_isdigit((unsigned char)*s))
-        return -1;
+        return NF_ERR_INVALID;
     for (; nf_ascii_isdigit((unsigned char)*s); s++) {
         unsigned d = (unsigned)(*s - '0');
         if (mag > (lim - d) / 10)
-            return -1;
+            return NF_ERR_CAPACITY;
         mag = mag * 10 + d;
     }
     if (*s != '\0')
-        return -1;
+        return NF_ERR_INVALID;
     v = !neg ? (long)mag : mag == lim ? LONG_MIN : -(long)mag;
     if (v < lo || v > hi)
-        return -1;
+        return NF_ERR_INVALID;
     *out = v;
-    return 0;
+    return NF_OK;
 }
 
 /* [+-]digits[.digits][(e|E)[+-]digits], at least one mantissa digit. */
@@ -133,7 +133,7 @@ char *nf_format_fixed4(char *buf, size_t len, double v)
     return buf;
 }
 
-int nf_parse_double(const char *s, double *out)
+nf_status_t nf_parse_double(const char *s, double *out)
 {
     locale_t c, old;
     char *end;
@@ -141,10 +141,10 @@ int nf_parse_double(const char *s, double *out)
     int err;
 
     if (s == NULL || !nf_decimal_syntax(s))
-        return -1;
+        return NF_ERR_INVALID;
     c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     if (c == (locale_t)0)
-        return -1;
+        return NF_ERR_NO_MEMORY;
     old = uselocale(c);
     errno = 0;
     d = strtod(s, &end);
@@ -152,23 +152,23 @@ int nf_parse_double(const char *s, double *out)
     uselocale(old);
     freelocale(c);
     if (*end != '\0' || err != 0 || !isfinite(d))
-        return -1;
+        return NF_ERR_INVALID;
     *out = d;
-    return 0;
+    return NF_OK;
 }
 
-int nf_parse_size(const char *s, uint64_t *out)
+nf_status_t nf_parse_size(const char *s, uint64_t *out)
 {
     static const char units[] = "kmgt";
     uint64_t v = 0;
     unsigned shift = 0;
 
     if (s == NULL || !nf_ascii_isdigit((unsigned char)*s))
-        return -1;
+        return NF_ERR_INVALID;
     for (; nf_ascii_isdigit((unsigned char)*s); s++) {
         uint64_t d = (uint64_t)(*s - '0');
         if (v > (UINT64_MAX - d) / 10)
-            return -1;
+            return NF_ERR_CAPACITY;
         v = v * 10 + d;
     }
     const char *u = *s != '\0' ? strchr(units, nf_ascii_lower((unsigned char)*s)) : NULL;
@@ -178,10 +178,12 @@ int nf_parse_size(const char *s, uint64_t *out)
         s += *s == 'i' || *s == 'I';
     }
     s += *s == 'b' || *s == 'B';
-    if (*s != '\0' || (shift > 0 && v > UINT64_MAX >> shift))
-        return -1;
+    if (*s != '\0')
+        return NF_ERR_INVALID;
+    if (shift > 0 && v > UINT64_MAX >> shift)
+        return NF_ERR_CAPACITY;
     *out = v << shift;
-    return 0;
+    return NF_OK;
 }
 
 /* ------------------------------------------------------ byte buffers */
@@ -221,31 +223,35 @@ void nf_wbuf_str(nf_wbuf_t *b, const char *s)
     nf_wbuf_put(b, s, len);
 }
 
-int nf_rbuf_get(nf_rbuf_t *r, void *p, size_t n)
+nf_status_t nf_rbuf_get(nf_rbuf_t *r, void *p, size_t n)
 {
     if (n > r->n - r->at)
-        return -1;
+        return NF_ERR_PARSE;
     memcpy(p, r->p + r->at, n);
     r->at += n;
-    return 0;
+    return NF_OK;
 }
 
-int nf_rbuf_u64(nf_rbuf_t *r, uint64_t *v)
+nf_status_t nf_rbuf_u64(nf_rbuf_t *r, uint64_t *v)
 {
     unsigned char le[8];
-    if (nf_rbuf_get(r, le, sizeof(le)) != 0)
-        return -1;
+    nf_status_t st = nf_rbuf_get(r, le, sizeof(le));
+    if (st != NF_OK)
+        return st;
     *v = 0;
     for (int i = 7; i >= 0; i--)
         *v = *v << 8 | le[i];
-    return 0;
+    return NF_OK;
 }
 
-int nf_rbuf_str(nf_rbuf_t *r, char *s, size_t len)
+nf_status_t nf_rbuf_str(nf_rbuf_t *r, char *s, size_t len)
 {
     unsigned char n;
-    if (len < 256 || nf_rbuf_get(r, &n, 1) != 0 || nf_rbuf_get(r, s, n) != 0)
-        return -1;
+    nf_status_t st;
+    if (len < 256)
+        return NF_ERR_INVALID;
+    if ((st = nf_rbuf_get(r, &n, 1)) != NF_OK || (st = nf_rbuf_get(r, s, n)) != NF_OK)
+        return st;
     s[n] = '\0';
-    return 0;
+    return NF_OK;
 }
