@@ -154,6 +154,7 @@ static void show_kernels(void)
 {
     struct timespec t0, t1;
     nf_isa_t cap = (nf_isa_t)nf_settings_load()->simd_cap;
+    nf_kernels_set_tune(nf_settings_load()->simd_tune);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const nf_kernels_t *T = nf_kernels_tuned(cap);
     clock_gettime(CLOCK_MONOTONIC, &t1);

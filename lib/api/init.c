@@ -30,7 +30,8 @@ static const nf_kernels_t *nf_pick_kernels(const nf_settings_t *s)
     if (nf_setting_raw(NF_SET_SIMD) != NULL && (nf_isa_t)s->simd_cap > best)
         nf_log_warn("NFCOLL_SIMD=%s asks for more than this CPU (or build) offers; using %s",
                     nf_setting_raw(NF_SET_SIMD), nf_isa_name(best));
-    return nf_kernels_tuned(isa); /* NFCOLL_SIMD_TUNE=off: the highest ISA */
+    nf_kernels_set_tune(s->simd_tune); /* off: the highest ISA, untimed */
+    return nf_kernels_tuned(isa);
 }
 
 /* Runs at MPI_Finalize, while MPI is still usable. */

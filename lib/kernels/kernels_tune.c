@@ -26,11 +26,11 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "nf_kernels.h"
@@ -50,15 +50,17 @@
 #define TUNE_ROUNDS 25
 #define TUNE_MARGIN 0.95    /* a lower ISA replaces a higher one only 5 % faster */
 
-enum { K_ABS_SUM, K_BIN_PACK, K_BIN_PACK_EF, K_BIN_FINISH, K_TER_PACK, K_TER_Y_EF, K_TER_FINISH,
-       K_COUNT_SUM, K_COUNT_MERGE, K_SUM_F32, K_BF16_PACK, K_SUM_BF16, K_SUM_BF16_F32, K_COUNT };
-
-static const char *const kernel_names[K_COUNT] = {
-    "abs_sum", "bin_pack", "bin_pack_ef", "bin_finish", "ter_pack", "ter_y_ef",
-    "ter_finish", "count_sum", "count_merge", "sum_f32", "bf16_pack", "sum_bf16", "sum_bf16_f32",
-};
+#define NF_K_ID(f, ID) K_##ID,
+#define NF_K_NAME(f, ID) #f,
+#define NF_K_PLACE(f, ID)                                                                  \
+    _Static_assert(offsetof(nf_kernels_t, f) ==                                            \
+                       offsetof(nf_kernels_t, abs_sum) + K_##ID * sizeof(void (*)(void)),  \
+                   "NF_KERNEL_LIST: " #f " is not at its place in nf_kernels_t");
+enum { NF_KERNEL_LIST(NF_K_ID) K_COUNT };
+static const char *const kernel_names[K_COUNT] = {NF_KERNEL_LIST(NF_K_NAME)};
+NF_KERNEL_LIST(NF_K_PLACE)
 _Static_assert(sizeof(nf_kernels_t) == offsetof(nf_kernels_t, abs_sum) + K_COUNT * sizeof(void (*)(void)),
-               "one K_ entry (name, probe, set_entry case) per kernel of nf_kernels_t");
+               "a kernel of nf_kernels_t is missing from NF_KERNEL_LIST");
 
 /* ---- the measurement ---- */
 
@@ -304,32 +306,23 @@ static pthread_mutex_t tune_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void set_entry(nf_kernels_t *t, int i, const nf_kernels_t *s)
 {
+#define NF_K_SET(f, ID)                                                                    \
+    case K_##ID:                                                                           \
+        t->f = s->f;                                                                       \
+        break;
     switch (i) {
-    case K_ABS_SUM: t->abs_sum = s->abs_sum; break;
-    case K_BIN_PACK: t->bin_pack = s->bin_pack; break;
-    case K_BIN_PACK_EF: t->bin_pack_ef = s->bin_pack_ef; break;
-    case K_BIN_FINISH: t->bin_finish = s->bin_finish; break;
-    case K_TER_PACK: t->ter_pack = s->ter_pack; break;
-    case K_TER_Y_EF: t->ter_y_ef = s->ter_y_ef; break;
-    case K_TER_FINISH: t->ter_finish = s->ter_finish; break;
-    case K_COUNT_SUM: t->count_sum = s->count_sum; break;
-    case K_COUNT_MERGE: t->count_merge = s->count_merge; break;
-    case K_SUM_F32: t->sum_f32 = s->sum_f32; break;
-    case K_BF16_PACK: t->bf16_pack = s->bf16_pack; break;
-    case K_SUM_BF16: t->sum_bf16 = s->sum_bf16; break;
-    default: t->sum_bf16_f32 = s->sum_bf16_f32; break;
+        NF_KERNEL_LIST(NF_K_SET)
+    default:
+        break;
     }
+#undef NF_K_SET
 }
 
-static int tune_enabled(void)
-{
-    static const char *const off[] = {"off", "0", "no", "false"};
-    const char *v = getenv("NFCOLL_SIMD_TUNE");
-    for (size_t i = 0; v != NULL && i < sizeof(off) / sizeof(off[0]); i++)
-        if (strcasecmp(v, off[i]) == 0)
-            return 0;
-    return 1;
-}
+static atomic_int tune_on = 1; /* nf_kernels_set_tune */
+
+void nf_kernels_set_tune(int on) { atomic_store(&tune_on, on != 0); }
+
+static int tune_enabled(void) { return atomic_load(&tune_on); }
 
 /* Per kernel, the fastest candidate; the highest one unless a lower one is
  * faster by the margin (a tie is noise: keep what the CPU advertises). */

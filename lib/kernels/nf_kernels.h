@@ -183,6 +183,28 @@ typedef struct nf_kernels {
                          unsigned nin, size_t m);
 } nf_kernels_t;
 
+/*
+ * The kernels of nf_kernels_t, in its order: X(field, ID). The one list the
+ * tuner's kernel ids, names and table copies are generated from
+ * (kernels_tune.c), checked against the struct field by field at compile
+ * time (each field's offset is its place in the list). A new kernel is a
+ * field above, with its contract, and a line here.
+ */
+#define NF_KERNEL_LIST(X)                                                                  \
+    X(abs_sum, ABS_SUM)                                                                    \
+    X(bin_pack, BIN_PACK)                                                                  \
+    X(bin_pack_ef, BIN_PACK_EF)                                                            \
+    X(bin_finish, BIN_FINISH)                                                              \
+    X(ter_pack, TER_PACK)                                                                  \
+    X(ter_y_ef, TER_Y_EF)                                                                  \
+    X(ter_finish, TER_FINISH)                                                              \
+    X(count_sum, COUNT_SUM)                                                                \
+    X(count_merge, COUNT_MERGE)                                                            \
+    X(sum_f32, SUM_F32)                                                                    \
+    X(bf16_pack, BF16_PACK)                                                                \
+    X(sum_bf16, SUM_BF16)                                                                  \
+    X(sum_bf16_f32, SUM_BF16_F32)
+
 /* Per-ISA tables; NULL when the ISA was not built (see NF_HAVE_AVX2/512). */
 extern const nf_kernels_t nf_kernels_scalar;
 extern const nf_kernels_t nf_kernels_avx2;
@@ -204,13 +226,19 @@ const char *nf_isa_name(nf_isa_t isa);
  * run. The first call for a cap times them within about 20 ms, on buffers
  * flushed from the caches (the regime of buffers beyond the last-level
  * cache); a lower ISA replaces the highest only when at least 5 % faster.
- * With NFCOLL_SIMD_TUNE=off (or 0, no, false) nothing is timed and every
- * entry is the highest ISA at or below cap. The choice changes speed only:
+ * After nf_kernels_set_tune(0) (the library's NFCOLL_SIMD_TUNE=off) nothing
+ * is timed and every entry is the highest ISA at or below cap. The choice changes speed only:
  * all ISAs give the same bits. Thread-safe; built once per cap; the table
  * lives for the process. Its name summarises the choice ("avx512", or
  * "avx512 (avx2: ter_pack sum_f32)" when some kernels differ).
  */
 const nf_kernels_t *nf_kernels_tuned(nf_isa_t cap);
+
+/** Whether nf_kernels_tuned() times the candidates (default 1). The caller
+ * owns the setting (libnfcoll: NFCOLL_SIMD_TUNE, parsed once by settings);
+ * set it before the first nf_kernels_tuned() of a cap: a table, once
+ * built, stays. */
+void nf_kernels_set_tune(int on);
 
 /** Number of kernels in a table: the function pointers of nf_kernels_t. */
 int nf_kernels_count(void);

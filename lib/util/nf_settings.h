@@ -61,7 +61,7 @@ typedef struct nf_settings {
     unsigned count_bits; /* count lane width, 1..16 */
     int verbose;
     int ranks_per_node;  /* 0: real nodes; N: pretend nodes of N ranks (tests) */
-    int simd_tune;       /* time each kernel's ISAs at init (the kernels read it) */
+    int simd_tune;       /* time each kernel's ISAs at init (init hands it to the tuner) */
     const char *calibrate; /* profile path of a calibration run, or NULL */
     uint64_t residual_max; /* bytes of residuals per process: NF_RESIDUAL_MAX_AUTO
                               (a quarter of the node), NF_RESIDUAL_MAX_OFF, or a size */
