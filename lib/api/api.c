@@ -120,7 +120,7 @@ NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                  nf_route_t route)
 {
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
+    nf_run_args_t a = NF_RUN_ARGS(sendbuf, recvbuf, count, datatype, op, comm);
     if ((unsigned)route >= NF_ROUTE_COUNT)
         return nf_api_raise(comm, MPI_ERR_ARG);
     int rc = nf_api_check(&a);
@@ -130,7 +130,7 @@ NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
 NF_EXPORT int NF_Allreduce(const void *sendbuf, void *recvbuf, int count,
                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
+    nf_run_args_t a = NF_RUN_ARGS(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = nf_api_check(&a);
     return rc != MPI_SUCCESS ? nf_api_raise(comm, rc) : nf_api_allreduce(&a, -1);
 }

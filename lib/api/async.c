@@ -140,7 +140,7 @@ NF_EXPORT int NF_Iallreduce_route(const void *sendbuf, void *recvbuf, int count,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                   nf_route_t route, MPI_Request *request)
 {
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
+    nf_run_args_t a = NF_RUN_ARGS(sendbuf, recvbuf, count, datatype, op, comm);
     if ((unsigned)route >= NF_ROUTE_COUNT)
         return nf_api_raise(comm, MPI_ERR_ARG);
     if (request == NULL)
@@ -154,7 +154,7 @@ NF_EXPORT int NF_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                             MPI_Request *request)
 {
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
+    nf_run_args_t a = NF_RUN_ARGS(sendbuf, recvbuf, count, datatype, op, comm);
     if (request == NULL)
         return nf_api_raise(comm, MPI_ERR_REQUEST);
     int rc = nf_api_check(&a);

@@ -167,7 +167,7 @@ NF_EXPORT int MPI_Finalize(void)
 __attribute__((noinline)) int nf_shim_allreduce(const void *sendbuf, void *recvbuf, int count,
                                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
+    nf_run_args_t a = NF_RUN_ARGS(sendbuf, recvbuf, count, datatype, op, comm);
     /* Bad arguments: MPI reports them, its own way. */
     if (nf_inside || nf_api_check(&a) != MPI_SUCCESS)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
@@ -191,7 +191,7 @@ __attribute__((noinline)) int nf_shim_iallreduce(const void *sendbuf, void *recv
                                                  MPI_Datatype datatype, MPI_Op op,
                                                  MPI_Comm comm, MPI_Request *request)
 {
-    nf_run_args_t a = {sendbuf, recvbuf, count, datatype, op, comm, -1, 0, NAN, NULL, NULL};
+    nf_run_args_t a = NF_RUN_ARGS(sendbuf, recvbuf, count, datatype, op, comm);
     if (nf_inside || request == NULL || nf_api_check(&a) != MPI_SUCCESS)
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
     nf_inside = 1;

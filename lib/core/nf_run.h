@@ -4,6 +4,7 @@
 #ifndef NF_RUN_H
 #define NF_RUN_H
 
+#include <math.h>
 #include <mpi.h>
 #include <stdint.h>
 
@@ -27,6 +28,14 @@ typedef struct nf_run_args {
                             what every rank records of the call stays alike; NULL:
                             returned as the call's status */
 } nf_run_args_t;
+
+/* The arguments of one MPI_Allreduce-shaped call: no known byte count, no
+ * health, no loss, outputs none. The one initializer every entry point
+ * uses. */
+#define NF_RUN_ARGS(sendbuf, recvbuf, count, datatype, op, comm)                            \
+    ((nf_run_args_t){.sendbuf = (sendbuf), .recvbuf = (recvbuf), .count = (count),          \
+                     .datatype = (datatype), .op = (op), .comm = (comm), .bytes = -1,       \
+                     .health = 0, .loss = NAN, .loss_mean = NULL, .after = NULL})
 
 /* Run a on route; ef < 0 and gamma < 0 inherit the settings (ef_decay
  * always does). c may be NULL (no state for this communicator): the call
