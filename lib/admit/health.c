@@ -160,6 +160,7 @@ void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, si
         }
         note[i].health = nf_health_signal_name(s->why);
         seg[i].route = NF_ROUTE_FP32;
+        seg[i].claim = 1;
         note[i].cooling = 1;
         if (--s->left == 0)
             s->since = 0, s->back = 1;

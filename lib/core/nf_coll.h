@@ -40,6 +40,10 @@ typedef struct nf_seg {
                              (ids are per process) */
     int restart;          /* in: start its residual over before the call (health:
                              the first call back after a cool-down) */
+    int claim;            /* in: runs fp32 for a health cool-down but keeps its
+                             residual for the calls after it: a residual loaded
+                             for an unbound buffer is adopted now, in the order
+                             the uninterrupted run used it (run.c) */
     nf_route_t ran;       /* out (run.c): the route it ran on, fallbacks included */
     int fallback;         /* out (run.c): why ran is not route (an nf_fallback_t:
                              nonfinite, layout, capacity, resource), else

@@ -104,6 +104,12 @@ typedef struct nf_residual_table {
  * once). */
 nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count,
                                nf_status_t *why);
+/* A call that keeps key's residual without using it (a health cool-down
+ * runs fp32): a residual loaded for an unbound buffer of count elements is
+ * adopted by key now, as nf_residual_get would, so that buffers adopt the
+ * loaded residuals in the order the saved run used them. Creates, places
+ * and stamps nothing. */
+void nf_residual_claim(nf_residual_table_t *t, const nf_res_key_t *key, size_t count);
 /* e for the E-form kernels, converting a Y- or TY-form residual exactly. */
 float *nf_residual_e(nf_residual_t *r);
 /* e of elements [j0, j0 + n) into out, whatever the form, without

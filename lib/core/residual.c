@@ -467,6 +467,16 @@ static void nf_res_refuse(nf_residual_table_t *t, nf_residual_t *r)
     }
 }
 
+void nf_residual_claim(nf_residual_table_t *t, const nf_res_key_t *key, size_t count)
+{
+    if (key->name != NULL) /* keyed by name: nothing to adopt */
+        return;
+    pthread_mutex_lock(&nf_res_lock);
+    if (nf_res_find(t, key) == NULL)
+        nf_res_adopt(t, key->addr, count);
+    pthread_mutex_unlock(&nf_res_lock);
+}
+
 nf_residual_t *nf_residual_get(nf_residual_table_t *t, const nf_res_key_t *key, size_t count,
                                nf_status_t *why)
 {

@@ -175,6 +175,10 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
                          : NULL;
         if (seg[s].res != NULL && seg[s].restart)
             nf_residual_zero(seg[s].res);
+        if (seg[s].claim && seg[s].ef)
+            nf_residual_claim(&c->resid, &(nf_res_key_t){.addr = call.x + seg[s].off,
+                                                         .name = seg[s].name, .id = seg[s].id},
+                              seg[s].m);
         why = why != NF_OK ? why : w;
     }
     /* A residual that NFCOLL_CXL=require refused is this rank's error, but
