@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,6 @@
 #define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment|" \
     "warmup|scale_block"
 #define NF_DEFAULT_KEYS "route|ef|ef_decay|gamma|segment|warmup|scale_block"
-#define NF_POLICY_KEYS "version|cxl_node|stats|trace|regions|calibrate|calibrate_calls|" \
-    "admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth"
 #define NF_ROUTES "pmpi|fp32|binary|ternary|bf16|auto"
 
 /* "sum|prod|...|user" from the one table of ops, for messages. */
@@ -470,132 +469,170 @@ static char *nf_resolve_path(const char *policy_file, const char *path)
     return out;
 }
 
-/* stats, trace (kept as written) and the path keys (resolved). */
-static void nf_setting_text(nf_parser_t *ps, const char *name, const char *value, char **slot, int is_path)
+/* One [policy] key: its name, where its value goes in nf_policy_t, and the
+ * handler that parses and checks it (lo and hi bound a number; expect is
+ * the message's "(expected ...)" text). A new key is one row of
+ * nf_pol_keys[] and, when no handler fits, one handler (HACKING, "Adding a
+ * policy key"). */
+typedef struct nf_pol_key nf_pol_key_t;
+struct nf_pol_key {
+    const char *name;
+    void (*set)(nf_parser_t *ps, const nf_pol_key_t *k, const char *value);
+    size_t off;         /* offsetof(nf_policy_t, field) */
+    double lo, hi;      /* numbers: the accepted range (set_number: lo excluded when open) */
+    int open;           /* set_number: lo is excluded */
+    const char *expect; /* the "(expected ...)" part of the message */
+};
+
+static void *nf_pol_slot(nf_parser_t *ps, const nf_pol_key_t *k)
 {
+    return (char *)ps->pol + k->off;
+}
+
+static void nf_pol_ignored(nf_parser_t *ps, const nf_pol_key_t *k, const char *value)
+{
+    nf_diag(ps, NF_POLICY_DISABLED, ps->line, "bad %s '%s' (expected %s); setting ignored", k->name,
+            value, k->expect);
+}
+
+/* Text kept as written (stats, trace) or a path resolved against the
+ * policy file's directory (regions, calibrate, profile). */
+static void nf_pol_text(nf_parser_t *ps, const nf_pol_key_t *k, const char *value, int is_path)
+{
+    char **slot = nf_pol_slot(ps, k);
     char *v;
 
     if (*value == '\0') {
-        nf_diag(ps, NF_POLICY_DISABLED, ps->line, "empty value for '%s'; setting ignored", name);
+        nf_diag(ps, NF_POLICY_DISABLED, ps->line, "empty value for '%s'; setting ignored", k->name);
         return;
     }
     v = is_path ? nf_resolve_path(ps->pol->file, value) : strdup(value);
     if (v == NULL) {
-        nf_diag(ps, NF_POLICY_DISABLED, ps->line, "out of memory; '%s' ignored", name);
+        nf_diag(ps, NF_POLICY_DISABLED, ps->line, "out of memory; '%s' ignored", k->name);
         return;
     }
     free(*slot);
     *slot = v;
 }
 
-static void nf_setting_number(nf_parser_t *ps, const char *name, const char *value)
+static void nf_pol_set_text(nf_parser_t *ps, const nf_pol_key_t *k, const char *value)
 {
-    nf_policy_t *p = ps->pol;
-    uint64_t v;
-    double x;
+    nf_pol_text(ps, k, value, 0);
+}
 
-    if (nf_strcaseeq(name, "cxl_node")) {
-        if (nf_strcaseeq(value, "auto"))
-            p->cxl_node = -1;
-        else if (nf_pol_parse_u64(value, 0, &v) == NF_OK && v <= INT_MAX)
-            p->cxl_node = (int)v;
-        else
-            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
-                    "bad cxl_node '%s' (expected auto or a NUMA node number); setting ignored", value);
-    } else if (nf_strcaseeq(name, "calibrate_calls")) {
-        if (nf_pol_parse_u64(value, 0, &v) == NF_OK && v >= 1 && v <= UINT_MAX)
-            p->calibrate_calls = (unsigned)v;
-        else
-            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
-                    "bad calibrate_calls '%s' (expected an integer from 1 to %u); setting ignored", value,
-                    UINT_MAX);
-    } else {
-        if (nf_parse_double(value, &x) == NF_OK && x >= -1.0 && x <= 1.0)
-            p->admit_cosine = x == 0 ? 0.0 : x;     /* -0 decides as 0: hash it alike */
-        else
-            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
-                    "bad admit_cosine '%s' (expected a number from -1 to 1, such as 0.5); setting ignored",
-                    value);
+static void nf_pol_set_path(nf_parser_t *ps, const nf_pol_key_t *k, const char *value)
+{
+    nf_pol_text(ps, k, value, 1);
+}
+
+static void nf_pol_set_version(nf_parser_t *ps, const nf_pol_key_t *k, const char *value)
+{
+    uint64_t v;
+    (void)k;
+    if (nf_pol_parse_u64(value, 0, &v) != NF_OK || v < NF_POLICY_VERSION_MIN || v > NF_POLICY_VERSION) {
+        nf_diag(ps, NF_POLICY_ERROR, ps->line,
+                "unsupported policy version '%s' (expected version = " NF_POLICY_VERSIONS ")", value);
+        ps->version = -1;
+    } else if (ps->version == 0) {
+        ps->version = (int)v;
     }
 }
 
-/* health = on|off and its numbers. 1 when name is one of them. */
-static int nf_setting_health(nf_parser_t *ps, const char *name, const char *value)
+/* auto (-1) or a NUMA node number. */
+static void nf_pol_set_node(nf_parser_t *ps, const nf_pol_key_t *k, const char *value)
 {
-    nf_policy_health_t *h = &ps->pol->health;
+    int *slot = nf_pol_slot(ps, k);
     uint64_t v;
+    if (nf_strcaseeq(value, "auto"))
+        *slot = -1;
+    else if (nf_pol_parse_u64(value, 0, &v) == NF_OK && v <= INT_MAX)
+        *slot = (int)v;
+    else
+        nf_pol_ignored(ps, k, value);
+}
+
+/* An unsigned integer in [lo, hi]. */
+static void nf_pol_set_count(nf_parser_t *ps, const nf_pol_key_t *k, const char *value)
+{
+    unsigned *slot = nf_pol_slot(ps, k);
+    uint64_t v;
+    if (nf_pol_parse_u64(value, 0, &v) == NF_OK && (double)v >= k->lo && (double)v <= k->hi)
+        *slot = (unsigned)v;
+    else
+        nf_pol_ignored(ps, k, value);
+}
+
+/* A number in [lo, hi] ((lo, hi] when open); -0 is kept as 0, so that it
+ * hashes as the 0 it decides as. */
+static void nf_pol_set_number(nf_parser_t *ps, const nf_pol_key_t *k, const char *value)
+{
+    double *slot = nf_pol_slot(ps, k);
     double x;
+    if (nf_parse_double(value, &x) == NF_OK && (k->open ? x > k->lo : x >= k->lo) && x <= k->hi)
+        *slot = x == 0 ? 0.0 : x;
+    else
+        nf_pol_ignored(ps, k, value);
+}
+
+static void nf_pol_set_bool(nf_parser_t *ps, const nf_pol_key_t *k, const char *value)
+{
+    int *slot = nf_pol_slot(ps, k);
     int b;
-
-    if (nf_strcaseeq(name, "health")) {
-        if (nf_parse_bool(value, &b) == NF_OK)
-            h->on = b;
-        else
-            nf_diag(ps, NF_POLICY_DISABLED, ps->line, "bad health '%s' (expected on|off); setting ignored", value);
-    } else if (nf_strcaseeq(name, "cooldown") || nf_strcaseeq(name, "cooldown_max") ||
-               nf_strcaseeq(name, "loss_window")) {
-        unsigned *slot = nf_strcaseeq(name, "cooldown") ? &h->cooldown
-                         : nf_strcaseeq(name, "cooldown_max") ? &h->cooldown_max : &h->loss_window;
-        if (nf_pol_parse_u64(value, 0, &v) == NF_OK && v >= 1 && v <= 1000000)
-            *slot = (unsigned)v;
-        else
-            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
-                    "bad %s '%s' (expected an integer from 1 to 1000000); setting ignored", name, value);
-    } else if (nf_strcaseeq(name, "loss_spike") || nf_strcaseeq(name, "ef_growth")) {
-        double *slot = nf_strcaseeq(name, "loss_spike") ? &h->loss_spike : &h->ef_growth;
-        if (nf_parse_double(value, &x) == NF_OK && x > 0.0 && x <= 1e9)
-            *slot = x;
-        else
-            nf_diag(ps, NF_POLICY_DISABLED, ps->line,
-                    "bad %s '%s' (expected a number > 0, such as 2.0); setting ignored", name, value);
-    } else {
-        return 0;
-    }
-    return 1;
+    if (nf_parse_bool(value, &b) == NF_OK)
+        *slot = b;
+    else
+        nf_pol_ignored(ps, k, value);
 }
 
-/* The [policy] keys that hold text: stats and trace as written, the paths
- * resolved (*is_path). NULL for other keys. */
-static char **nf_setting_slot(nf_policy_t *p, const char *name, int *is_path)
+#define NF_PK(f) offsetof(nf_policy_t, f)
+#define NF_PK_COUNT_MSG "an integer from 1 to 1000000"
+#define NF_PK_POSITIVE_MSG "a number > 0, such as 2.0"
+/* In the order the unknown-key message lists them. */
+static const nf_pol_key_t nf_pol_keys[] = {
+    {"version", nf_pol_set_version, 0, 0, 0, 0, NULL},
+    {"cxl_node", nf_pol_set_node, NF_PK(cxl_node), 0, 0, 0, "auto or a NUMA node number"},
+    {"stats", nf_pol_set_text, NF_PK(stats), 0, 0, 0, NULL},
+    {"trace", nf_pol_set_text, NF_PK(trace), 0, 0, 0, NULL},
+    {"regions", nf_pol_set_path, NF_PK(regions), 0, 0, 0, NULL},
+    {"calibrate", nf_pol_set_path, NF_PK(calibrate), 0, 0, 0, NULL},
+    {"calibrate_calls", nf_pol_set_count, NF_PK(calibrate_calls), 1, UINT_MAX, 0,
+     "an integer from 1 to 4294967295"},
+    {"admit_cosine", nf_pol_set_number, NF_PK(admit_cosine), -1.0, 1.0, 0,
+     "a number from -1 to 1, such as 0.5"},
+    {"profile", nf_pol_set_path, NF_PK(profile), 0, 0, 0, NULL},
+    {"health", nf_pol_set_bool, NF_PK(health.on), 0, 0, 0, "on|off"},
+    {"cooldown", nf_pol_set_count, NF_PK(health.cooldown), 1, 1000000, 0, NF_PK_COUNT_MSG},
+    {"cooldown_max", nf_pol_set_count, NF_PK(health.cooldown_max), 1, 1000000, 0, NF_PK_COUNT_MSG},
+    {"loss_spike", nf_pol_set_number, NF_PK(health.loss_spike), 0.0, 1e9, 1, NF_PK_POSITIVE_MSG},
+    {"loss_window", nf_pol_set_count, NF_PK(health.loss_window), 1, 1000000, 0, NF_PK_COUNT_MSG},
+    {"ef_growth", nf_pol_set_number, NF_PK(health.ef_growth), 0.0, 1e9, 1, NF_PK_POSITIVE_MSG},
+};
+#undef NF_PK
+_Static_assert(UINT_MAX == 4294967295u, "calibrate_calls' message names UINT_MAX");
+
+/* "version|cxl_node|...", from the table, for the unknown-key message. */
+static const char *nf_pol_key_list(void)
 {
-    *is_path = 1;
-    if (nf_strcaseeq(name, "regions"))
-        return &p->regions;
-    if (nf_strcaseeq(name, "calibrate"))
-        return &p->calibrate;
-    if (nf_strcaseeq(name, "profile"))
-        return &p->profile;
-    *is_path = 0;
-    if (nf_strcaseeq(name, "stats"))
-        return &p->stats;
-    if (nf_strcaseeq(name, "trace"))
-        return &p->trace;
-    return NULL;
+    static char list[512];
+    if (list[0] == '\0') {
+        size_t o = 0;
+        for (size_t i = 0; i < sizeof(nf_pol_keys) / sizeof(nf_pol_keys[0]); i++)
+            o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? "|" : "",
+                                  nf_pol_keys[i].name);
+    }
+    return list;
 }
 
 static void nf_setting_key(nf_parser_t *ps, const char *name, const char *value)
 {
-    int is_path;
-    char **slot = nf_setting_slot(ps->pol, name, &is_path);
-    uint64_t v;
-
-    if (slot != NULL) {
-        nf_setting_text(ps, name, value, slot, is_path);
-    } else if (nf_strcaseeq(name, "version")) {
-        if (nf_pol_parse_u64(value, 0, &v) != NF_OK || v < NF_POLICY_VERSION_MIN || v > NF_POLICY_VERSION) {
-            nf_diag(ps, NF_POLICY_ERROR, ps->line,
-                    "unsupported policy version '%s' (expected version = " NF_POLICY_VERSIONS ")", value);
-            ps->version = -1;
-        } else if (ps->version == 0) {
-            ps->version = (int)v;
+    for (size_t i = 0; i < sizeof(nf_pol_keys) / sizeof(nf_pol_keys[0]); i++) {
+        if (nf_strcaseeq(name, nf_pol_keys[i].name)) {
+            nf_pol_keys[i].set(ps, &nf_pol_keys[i], value);
+            return;
         }
-    } else if (nf_strcaseeq(name, "cxl_node") || nf_strcaseeq(name, "calibrate_calls") ||
-               nf_strcaseeq(name, "admit_cosine")) {
-        nf_setting_number(ps, name, value);
-    } else if (!nf_setting_health(ps, name, value)) {
-        nf_diag(ps, NF_POLICY_DISABLED, ps->line,
-                "unknown key '%s' in [policy] (expected " NF_POLICY_KEYS "); ignored", name);
     }
+    nf_diag(ps, NF_POLICY_DISABLED, ps->line, "unknown key '%s' in [policy] (expected %s); ignored",
+            name, nf_pol_key_list());
 }
 
 /* inih's handler: never stops inih; we keep our own error state. */
