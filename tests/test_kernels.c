@@ -1389,8 +1389,7 @@ int main(void)
 {
     /* The library takes NFCOLL_SIMD_TUNE from its settings; this test of
      * the kernels layer alone reads it (tests/kernels_tune_off.sh). */
-    const char *tune = getenv("NFCOLL_SIMD_TUNE");
-    if (tune != NULL && strcmp(tune, "off") == 0)
+    if (tune_off())
         nf_kernels_set_tune(0);
     build_cases();
     SRunner *sr = srunner_create(kernels_suite());

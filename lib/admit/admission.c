@@ -126,6 +126,7 @@ const char *nf_admit_stats_dest(const nf_settings_t *s)
 
 #define NF_ADM_SLOTS 64 /* a power of two; full: decide without caching */
 #define NF_ADM_PLANS 8  /* fused buffers whose plans are kept (DDP's buckets) */
+#define NF_ADM_AUTOS 8  /* route = auto answers kept per communicator (unfused buckets) */
 
 typedef struct nf_adm_entry {
     uint64_t key;        /* 0: empty */
@@ -137,8 +138,9 @@ typedef struct nf_adm_entry {
 } nf_adm_entry_t;
 
 /* route = auto for a whole buffer: the profile's route for its size, kept
- * for the last (entry, size) asked; the cached entries are never written
- * on a hit, so per-size answers live here. */
+ * for the last NF_ADM_AUTOS (entry, size) asked (buckets of a step
+ * alternate); the cached entries are never written on a hit, so per-size
+ * answers live here. */
 typedef struct nf_adm_auto {
     const nf_adm_entry_t *e;
     uint64_t fill, bytes;
@@ -155,7 +157,8 @@ typedef struct nf_adm_comm {
     nf_warmup_comm_t *warmup; /* per-segment warm-up counts, when a rule asks for one */
     nf_adm_entry_t scratch; /* a decision the cache may not keep */
     uint64_t fills;         /* decisions made (each entry's fill) */
-    nf_adm_auto_t autom;    /* the last route = auto answer */
+    nf_adm_auto_t autom[NF_ADM_AUTOS]; /* the last route = auto answers */
+    unsigned autonext;      /* the memo to replace next */
     MPI_Datatype last_dt;
     MPI_Op last_op;
     int last_count;
@@ -444,11 +447,16 @@ static void nf_adm_auto_whole(nf_adm_comm_t *s, nf_seg_t *g, const nf_adm_entry_
                               nf_decide_reason_t *why)
 {
     uint64_t bytes = (uint64_t)g->m * sizeof(float);
-    nf_adm_auto_t *m = &s->autom;
+    nf_adm_auto_t *m = NULL;
     *why = (nf_decide_reason_t){NF_WHY_RULE, NULL};
     if (!e->a.route_auto)
         return;
-    if (m->e != e || m->fill != e->fill || m->bytes != bytes) {
+    for (unsigned i = 0; i < NF_ADM_AUTOS && m == NULL; i++)
+        if (s->autom[i].e == e && s->autom[i].fill == e->fill && s->autom[i].bytes == bytes)
+            m = &s->autom[i];
+    if (m == NULL) {
+        m = &s->autom[s->autonext];
+        s->autonext = (s->autonext + 1) % NF_ADM_AUTOS;
         m->route = nf_decide_auto(&nf_dx, &e->a, g->name, g->m, &m->why);
         if (m->why.why == NF_WHY_STALE)
             nf_adm_stale(m->why.pe, g->m);
