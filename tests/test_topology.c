@@ -58,9 +58,14 @@ static const topo_case_t topo_cases[] = {
     {"cxl-dev.xml", -1, NULL, "cxlsys/memdev", NF_OK, 2, "DAX under the CXL root", NULL,
      NF_CXL_EV_DEVICE, -1},
     /* Two CXL nodes: the one whose device is near the CPUs, else the one
-     * with the most free memory. */
+     * with the most free memory. In "two", dax1.0 has no resource file (it
+     * is root's only): its region is found from node 3's memory blocks. In
+     * "twohost1" mem0's host node is 1, known but not the CPUs' node 0: not
+     * near, so free memory decides. */
     {"cxl-two.xml", -1, NULL, "cxlsys/two", NF_OK, 3, "CXL bus", "near this process", NF_CXL_EV_DEVICE, 0},
     {"cxl-two.xml", -1, NULL, "cxlsys/twofar", NF_OK, 2, "CXL bus", "most free memory", NF_CXL_EV_DEVICE, -1},
+    {"cxl-two.xml", -1, NULL, "cxlsys/twohost1", NF_OK, 3, "CXL bus", "most free memory",
+     NF_CXL_EV_DEVICE, -1},
     /* NFIT persistent memory onlined as RAM is not CXL, not even a guess. */
     {"dram-cxl.xml", -1, NULL, "cxlsys/nvdimm", NF_OK, -1, "none", "none of them CXL", NF_CXL_EV_NONE, -1},
     {"dram-cxl.xml", -1, NULL, "cxlsys/memdev", NF_OK, 1, "memory attributes", "a guess", NF_CXL_EV_GUESS, -1},

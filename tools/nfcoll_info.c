@@ -270,19 +270,22 @@ static void print_node(hwloc_topology_t topo, hwloc_const_cpuset_t init, int os,
 }
 
 /* The CXL bus's memory, one chain per DAX device: what the library's
- * choice read (tests point NF_TEST_SYSFS at a fixture tree; a topology
- * from HWLOC_XMLFILE has no bus here). */
-static void print_cxl_bus(void)
+ * choice read for topo (the same sysfs root: tests point NF_TEST_SYSFS at
+ * a fixture tree; a topology from elsewhere has no bus here). */
+static void print_cxl_bus(hwloc_topology_t topo)
 {
-    const char *root = getenv("NF_TEST_SYSFS");
+    const char *root = nf_topo_sysroot(topo);
     nf_cxl_bus_t *bus = calloc(1, sizeof(*bus));
-    char line[400];
+    char line[512];
     if (bus == NULL)
         return;
-    if (root != NULL || getenv("HWLOC_XMLFILE") == NULL)
+    if (root != NULL)
         nf_cxl_bus_read(root, bus);
     if (!json) {
-        nf_cxl_bus_summary(bus, line, sizeof(line));
+        if (root != NULL)
+            nf_cxl_bus_summary(bus, line, sizeof(line));
+        else
+            snprintf(line, sizeof(line), "not read (the topology is not this machine's)");
         printf("CXL bus: %s\n", line);
         for (int i = 0; i < bus->n; i++) {
             nf_cxl_chain_format(&bus->mem[i], line, sizeof(line));
@@ -345,9 +348,9 @@ static int show_topo(int mask)
         }
         if (json)
             printf("\n  ]");
+        print_cxl_bus(topo);
         hwloc_bitmap_free(init);
         hwloc_topology_destroy(topo);
-        print_cxl_bus();
     }
     if (!json) {
         if (cxl >= 0)
@@ -374,7 +377,7 @@ static int show_topo(int mask)
     jstr(nf_strerror(st));
     jkey("cxl_evidence");
     jstr(nf_cxl_evidence_name(nf_place_evidence()));
-    jkey("reducer_cpus");
+    jkey("reducer");
     jstr(nf_place_reducer()[0] ? nf_place_reducer() : NULL);
     return 0;
 }

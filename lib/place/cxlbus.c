@@ -175,7 +175,7 @@ static void nf_cxl_count_memdev(const char *root, const char *name, void *arg)
     if (name[3] < '0' || name[3] > '9')
         return;
     (void)root;
-    if (bus->memdevs++ == 0 || strcmp(name, bus->first_memdev) < 0)
+    if (bus->memdevs++ == 0 || atoi(name + 3) < atoi(bus->first_memdev + 3))
         nf_cxl_copy(bus->first_memdev, sizeof(bus->first_memdev), name);
 }
 
@@ -184,6 +184,33 @@ static void nf_cxl_count_region(const char *root, const char *name, void *arg)
     nf_cxl_bus_t *bus = arg;
     (void)root;
     bus->regions += name[6] >= '0' && name[6] <= '9';
+}
+
+/* Lowest memory block of node, by name. */
+static void nf_cxl_min_block(const char *root, const char *name, void *arg)
+{
+    unsigned long *lo = arg, b;
+    (void)root;
+    if (sscanf(name, "memory%lu", &b) == 1 && b < *lo)
+        *lo = b;
+}
+
+/* The physical address where node's memory starts: its lowest memory
+ * block times the block size (both world-readable, where the DAX device's
+ * resource is root's only), UINT64_MAX when unknown. */
+static uint64_t nf_cxl_node_start(const char *root, int node)
+{
+    char dir[64];
+    unsigned long lo = (unsigned long)-1;
+    char b[32];
+    uint64_t bs = 0; /* block_size_bytes is hex without a prefix */
+    if (nf_cxl_read(root, "/sys/devices/system/memory/block_size_bytes", b, sizeof(b)))
+        bs = strtoull(b, NULL, 16);
+    if (node < 0 || bs == 0)
+        return UINT64_MAX;
+    snprintf(dir, sizeof(dir), "/sys/devices/system/node/node%d", node);
+    nf_cxl_each(root, dir, "memory", nf_cxl_min_block, &lo);
+    return lo != (unsigned long)-1 ? (uint64_t)lo * bs : UINT64_MAX;
 }
 
 typedef struct nf_cxl_dax_arg {
@@ -220,6 +247,8 @@ static void nf_cxl_dax(const char *root, const char *name, void *arg)
     m->system_ram = strcmp(drv, "kmem") == 0;
     snprintf(rel, sizeof(rel), "/sys/bus/dax/devices/%s/resource", name);
     nf_cxl_dax_arg_t a = {bus, nf_cxl_u64(root, rel, UINT64_MAX)};
+    if (a.start == UINT64_MAX && m->system_ram) /* resource is root's only */
+        a.start = nf_cxl_node_start(root, m->node);
     if (a.start != UINT64_MAX)
         nf_cxl_each(root, "/sys/bus/cxl/devices", "region", nf_cxl_match_region, &a);
     bus->n++;
@@ -236,19 +265,14 @@ static int nf_cxl_cmp(const void *a, const void *b)
 
 void nf_cxl_bus_read(const char *root, nf_cxl_bus_t *out)
 {
+    char path[PATH_MAX];
     memset(out, 0, sizeof(*out));
+    snprintf(path, sizeof(path), "%s/sys/bus/cxl", nf_cxl_root(root));
+    out->present = access(path, F_OK) == 0;
     nf_cxl_each(root, "/sys/bus/cxl/devices", "mem", nf_cxl_count_memdev, out);
     nf_cxl_each(root, "/sys/bus/cxl/devices", "region", nf_cxl_count_region, out);
     nf_cxl_each(root, "/sys/bus/dax/devices", "dax", nf_cxl_dax, out);
     qsort(out->mem, (size_t)out->n, sizeof(out->mem[0]), nf_cxl_cmp);
-}
-
-const nf_cxl_mem_t *nf_cxl_bus_node(const nf_cxl_bus_t *bus, int node)
-{
-    for (int i = 0; i < bus->n; i++)
-        if (bus->mem[i].node == node && node >= 0 && bus->mem[i].system_ram)
-            return &bus->mem[i];
-    return NULL;
 }
 
 typedef struct nf_cxl_nv_arg {
@@ -296,6 +320,10 @@ void nf_cxl_chain_format(const nf_cxl_mem_t *m, char *buf, size_t len)
     } while (0)
     for (int i = 0; i < m->nmem; i++) {
         const nf_cxl_memdev_t *d = &m->mem[i];
+        if (i == 2 && m->nmem > 3) { /* an interleave of many: the rest counted */
+            NF_CXL_PUT(" + %d more", m->nmem - 2);
+            break;
+        }
         nf_cxl_size(d->pmem_bytes + d->ram_bytes, s, sizeof(s));
         NF_CXL_PUT("%s%s (serial %s, %s %s", i ? " + " : "", d->name, d->serial, s,
                    d->ram_bytes ? (d->pmem_bytes ? "ram+pmem" : "ram") : "pmem");
@@ -320,6 +348,11 @@ void nf_cxl_bus_summary(const nf_cxl_bus_t *bus, char *buf, size_t len)
     int ram = 0;
     for (int i = 0; i < bus->n; i++)
         ram += bus->mem[i].system_ram;
+    if (!bus->present) {
+        snprintf(buf, len, "no CXL bus (the kernel's CXL drivers are not loaded, or there is "
+                 "no CXL hardware)");
+        return;
+    }
     if (bus->memdevs == 0 && bus->n == 0) {
         snprintf(buf, len, "no CXL memory device on the CXL bus");
         return;

@@ -38,6 +38,7 @@ typedef struct nf_cxl_mem {
 /* What the CXL bus holds: the DAX devices below the CXL root, and how many
  * memdevs and regions exist at all (to say what was found instead). */
 typedef struct nf_cxl_bus {
+    int present;           /* /sys/bus/cxl exists (the CXL drivers are loaded) */
     int n;                 /* entries of mem */
     int memdevs, regions;  /* on /sys/bus/cxl */
     char first_memdev[32]; /* one of them by name, for messages */
@@ -48,18 +49,17 @@ typedef struct nf_cxl_bus {
  * machine without the CXL drivers has an empty bus. */
 void nf_cxl_bus_read(const char *root, nf_cxl_bus_t *out);
 
-/* The entry whose node is node, NULL when none. */
-const nf_cxl_mem_t *nf_cxl_bus_node(const nf_cxl_bus_t *bus, int node);
-
 /* Is the DAX device's sysfs path below an NVDIMM (ACPI0012, NFIT) root, i.e.
  * persistent memory that is not CXL? node gets its target node. */
 int nf_cxl_bus_nvdimm_node(const char *root, int node);
 
 /* "mem0 (serial 0x0, 512 MiB pmem, host node 1) -> region0 (512 MiB, 1 way,
- * 256 B granularity) -> dax0.0 (system-ram) -> node 2" into buf. */
+ * 256 B granularity) -> dax0.0 (system-ram) -> node 2" into buf; of an
+ * interleave of more than three memdevs, two and "+ N more". */
 void nf_cxl_chain_format(const nf_cxl_mem_t *m, char *buf, size_t len);
 
-/* "1 memdev (mem0), 0 regions, no DAX device onlined as system RAM" */
+/* "1 CXL memdev (mem0), 0 regions, 0 DAX devices, 0 onlined as system
+ * RAM", or that there is no CXL bus at all. */
 void nf_cxl_bus_summary(const nf_cxl_bus_t *bus, char *buf, size_t len);
 
 #endif

@@ -31,7 +31,7 @@ typedef struct nf_cxl_choice {
     nf_cxl_evidence_t evidence;
     int near_node;      /* the CXL device's own NUMA node (its host bridge's),
                            -1 unknown: the reducer runs on its CPUs */
-    char detail[320];   /* human-readable why (the device chain, attribute
+    char detail[448];   /* human-readable why (the device chain, attribute
                            values, tiers; guesses say so) */
     char bus[160];      /* what the CXL bus holds ("" when not read) */
 } nf_cxl_choice_t;
@@ -50,6 +50,11 @@ typedef struct nf_cxl_choice {
  */
 nf_status_t nf_topo_choose_cxl(hwloc_topology_t topo, int explicit_node,
                                hwloc_const_cpuset_t initiators, nf_cxl_choice_t *out);
+
+/* The sysfs root the choice reads for topo: NF_TEST_SYSFS (tests), else ""
+ * for this system's topology, else NULL (a topology from elsewhere, such
+ * as HWLOC_XMLFILE: nothing of this machine's sysfs applies). */
+const char *nf_topo_sysroot(hwloc_topology_t topo);
 
 /* One NUMA node as the choice sees it (for nfcoll_info -t and the tests). */
 typedef struct nf_topo_node {

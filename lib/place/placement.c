@@ -38,7 +38,7 @@ static struct {
     int node;
     const char *reason;
     nf_cxl_evidence_t evidence;
-    char detail[640];
+    char detail[768];
     char reducer[160];    /* where the reducer runs and why, "" unmoved */
     struct bitmask *mask; /* just node */
     int pin;              /* reducer pinning pays off */
@@ -150,8 +150,9 @@ static nf_status_t nf_place_choose(const nf_place_config_t *s)
         c.node = -1, nf_pl.reason = "none", st = NF_ERR_NO_DEVICE;
     }
     if (c.node >= 0 && s->mode == NF_CXL_REQUIRE && c.evidence == NF_CXL_EV_GUESS) {
-        snprintf(nf_pl.detail, sizeof(nf_pl.detail), "%s; found instead NUMA node %d (%s, %s)",
-                 c.bus[0] ? c.bus : "no CXL device found", c.node, c.reason, c.detail);
+        snprintf(nf_pl.detail, sizeof(nf_pl.detail),
+                 "%s; found instead NUMA node %d (%s, %s); NFCOLL_CXL_NODE=%d takes it anyway",
+                 c.bus[0] ? c.bus : "no CXL device found", c.node, c.reason, c.detail, c.node);
         c.node = -1, nf_pl.reason = "none", st = NF_ERR_NO_DEVICE;
     }
     nf_pl.evidence = c.node >= 0 ? c.evidence : NF_CXL_EV_NONE;

@@ -165,7 +165,7 @@ static nf_status_t nf_topo_explicit(hwloc_topology_t topo, int node, nf_cxl_choi
 /* The sysfs root a topology can be read against: NF_TEST_SYSFS (tests),
  * else "" for this system's topology, else NULL (a topology from elsewhere
  * says nothing about our sysfs). */
-static const char *nf_topo_sysroot(hwloc_topology_t topo)
+const char *nf_topo_sysroot(hwloc_topology_t topo)
 {
     const char *root = getenv("NF_TEST_SYSFS");
     if (root != NULL)
@@ -219,7 +219,7 @@ static int nf_topo_bus(hwloc_topology_t topo, hwloc_const_nodeset_t mine, nf_cxl
     const char *root = nf_topo_sysroot(topo);
     nf_cxl_bus_t *bus;
     const nf_cxl_mem_t *best = NULL;
-    int best_near = 0, best_host = -1, cands = 0;
+    int best_near = 0, best_host = -1, cands = 0, nnear = 0;
     uint64_t best_free = 0;
     if (root == NULL || (bus = malloc(sizeof(*bus))) == NULL)
         return 0;
@@ -233,17 +233,20 @@ static int nf_topo_bus(hwloc_topology_t topo, hwloc_const_nodeset_t mine, nf_cxl
             continue;
         near = nf_topo_bus_near(m, mine, &host);
         uint64_t fr = nf_topo_free(root, n);
-        cands++;
+        cands++, nnear += near;
         if (best == NULL || near > best_near || (near == best_near && fr > best_free))
             best = m, best_near = near, best_free = fr, best_host = host;
     }
     if (best != NULL) {
-        char chain[256];
+        char chain[320];
         nf_cxl_chain_format(best, chain, sizeof(chain));
-        nf_topo_set(out, best->node, "CXL bus", "%s%s", chain,
-                    cands < 2 ? ""
-                    : best_near ? "; the CXL node whose device is near this process's CPUs"
-                                : "; the CXL node with the most free memory");
+        /* which rule decided among several */
+        const char *why = cands < 2                 ? ""
+                          : best_near && nnear == 1 ? "; the CXL node whose device is near this process's CPUs"
+                          : best_near ? "; of the CXL nodes whose devices are near this process's CPUs, "
+                                        "the one with the most free memory"
+                                      : "; the CXL node with the most free memory";
+        nf_topo_set(out, best->node, "CXL bus", "%s%s", chain, why);
         out->evidence = NF_CXL_EV_DEVICE;
         out->near_node = best_host;
     }
@@ -432,6 +435,9 @@ nf_status_t nf_topo_choose_cxl(hwloc_topology_t topo, int explicit_node,
 {
     nf_topo_scan_t s;
     nf_status_t st = NF_OK;
+    memset(out, 0, sizeof(*out));
+    nf_topo_set(out, -1, "none", "out of memory choosing the CXL node");
+    out->near_node = -1;
     hwloc_nodeset_t all = hwloc_bitmap_alloc(), mine = hwloc_bitmap_alloc();
     if (all == NULL || mine == NULL) {
         hwloc_bitmap_free(all);
@@ -440,8 +446,6 @@ nf_status_t nf_topo_choose_cxl(hwloc_topology_t topo, int explicit_node,
     }
     if (initiators != NULL && hwloc_bitmap_iszero(initiators))
         initiators = NULL;
-    memset(out, 0, sizeof(*out));
-    out->near_node = -1;
     nf_topo_cpu_nodes(topo, initiators, all, mine);
     if (explicit_node >= 0)
         st = nf_topo_explicit(topo, explicit_node, out);

@@ -88,7 +88,7 @@ prepare() {
     [ -n "$bb" ] || skip "busybox not found (Debian: apt-get install busybox-static)"
     ldd "$bb" >/dev/null 2>&1 && skip "$bb is dynamically linked (Debian: apt-get install busybox-static)"
     mkdir -p "$cache"
-    deb=$(find_deb "$cache")
+    deb=$(find_deb "$cache") || { rc=$?; echo "$deb"; exit "$rc"; } # a SKIP says why
     [ -n "$deb" ] || skip "no Debian kernel package (apt-get download linux-image-6.1.0-NN-amd64 into $cache, or set NFCOLL_CXL_KERNEL_DEB)"
     work="$cache/kroot.$$"
     rm -rf "$work"; mkdir -p "$work"
@@ -164,7 +164,12 @@ run() {
     qemu=${QEMU:-qemu-system-x86_64}
     command -v "$qemu" >/dev/null || skip "$qemu not found (Debian: apt-get install qemu-system-x86)"
     prepare "$cache"
-    margs=$(machine_args "$machine" "$cache")
+    margs=$(machine_args "$machine" "$cache") || { echo "$margs"; exit 1; }
+    case $machine in cxl*)
+        for t in cxl ndctl daxctl; do # the guest onlines the device with them
+            command -v $t >/dev/null || skip "$t not found (Debian: apt-get install ndctl daxctl)"
+        done ;;
+    esac
     script=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); shift
     cmd=$script
     for a in "$@"; do
