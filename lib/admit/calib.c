@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,12 +179,57 @@ static void nf_calib_record(const nf_seg_t *seg, size_t nseg, const nf_seg_t *co
     pthread_mutex_unlock(&nf_cal.lock);
 }
 
+/* The shadows' residuals per communicator, binary's and ternary's, as if
+ * that route had run all along: calibration's own, in a slot of core's
+ * nf_comm_t; not kept in checkpoints (a calibration run is its own run). */
+typedef struct nf_calib_comm {
+    nf_residual_table_t shadow[2];
+} nf_calib_comm_t;
+
+static void nf_calib_comm_free(nf_comm_t *c, void *p)
+{
+    nf_calib_comm_t *s = p;
+    (void)c;
+    if (s == NULL)
+        return;
+    nf_residual_table_free(&s->shadow[0]);
+    nf_residual_table_free(&s->shadow[1]);
+    free(s);
+}
+
+static const nf_comm_slot_ops_t nf_calib_slot_ops = {"calibration", NULL, nf_calib_comm_free,
+                                                     NULL, NULL};
+static int nf_calib_slot = -1;
+static pthread_once_t nf_calib_slot_once = PTHREAD_ONCE_INIT;
+
+static void nf_calib_slot_init(void)
+{
+    if (nf_comm_slot_register(&nf_calib_slot_ops, &nf_calib_slot) != NF_OK)
+        nf_calib_slot = -1;
+}
+
+/* c's shadow tables, made on first use; NULL without memory or a slot (the
+ * shadows then run without error feedback, said once). */
+static nf_calib_comm_t *nf_calib_comm(nf_comm_t *c)
+{
+    nf_calib_comm_t *s = NULL;
+    pthread_once(&nf_calib_slot_once, nf_calib_slot_init);
+    if (nf_calib_slot >= 0 && (s = atomic_load(&c->slot[nf_calib_slot])) == NULL &&
+        (s = calloc(1, sizeof(*s))) != NULL)
+        atomic_store(&c->slot[nf_calib_slot], s);
+    if (s == NULL)
+        nf_log_warn_once("no memory for calibration's shadow residuals: the shadows run "
+                         "without error feedback");
+    return s;
+}
+
 /* Both shadows of the call, from the input copy x into the two buffers;
  * tmp (2 * nseg) gets the segments as each shadow ran them. */
 static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, const nf_seg_t *seg,
                                     size_t nseg, nf_seg_t *tmp, float *const out[2])
 {
     nf_status_t st = NF_OK;
+    nf_calib_comm_t *cc = nf_calib_comm(c);
     for (unsigned w = 0; st == NF_OK && w < 2; w++) {
         nf_seg_t *t = tmp + w * nseg;
         for (size_t s = 0; s < nseg; s++) {
@@ -193,7 +239,7 @@ static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, cons
             /* ef_decay and scale_block stay the segment's: under such a
              * rule calibration measures the route as the rule runs it */
         }
-        st = nf_run_shadow(c, x, out[w], m, t, nseg, w);
+        st = nf_run_shadow(c, cc != NULL ? &cc->shadow[w] : NULL, x, out[w], m, t, nseg);
     }
     return st;
 }

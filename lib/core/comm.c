@@ -173,8 +173,6 @@ static void nf_comm_destroy(nf_comm_t *c)
     nf_comm_unlink(c);
     nf_shm_destroy(&c->shm);
     nf_residual_table_free(&c->resid);
-    nf_residual_table_free(&c->shadow[0]);
-    nf_residual_table_free(&c->shadow[1]);
     free(c->xnode);
     free(c->pcnt);
     free(c->scales);

@@ -109,8 +109,6 @@ typedef struct nf_comm {
     float *gate;         /* nscales: this rank's ternary gates */
     unsigned nscales;    /* capacity, low-bit segments per call */
     nf_residual_table_t resid;
-    nf_residual_table_t shadow[2]; /* calibration: binary's and ternary's, as if
-                                      that route had run all along */
 
     /* State the layers above keep per communicator (the progress engine's
      * queue, admission's decision cache), each in the slot it registered

@@ -51,11 +51,12 @@ nf_status_t nf_run(nf_comm_t *c, const nf_run_args_t *a, nf_route_t route, int e
 nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, size_t nseg);
 
 /* Calibration's shadow run of a fitting call (float sum, ready comm,
- * m > 0) into r, with the residuals of shadow table `which` (0 binary, 1
- * ternary) and no stats. Segments' routes are used as given; each seg's
- * `ran` says whether it ran on its route or on a fallback's fp32. */
-nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_seg_t *seg,
-                          size_t nseg, unsigned which);
+ * m > 0) into r, with the residuals of the caller's table shadow (NULL:
+ * without error feedback) and no stats. Segments' routes are used as
+ * given; each seg's `ran` says whether it ran on its route or on a
+ * fallback's fp32. */
+nf_status_t nf_run_shadow(nf_comm_t *c, nf_residual_table_t *shadow, const float *x, float *r,
+                          size_t m, nf_seg_t *seg, size_t nseg);
 
 /* 1 if fp32 and the low-bit routes take dt: a 4-byte float, MPI_FLOAT or
  * Fortran's MPI_REAL or MPI_REAL4. */

@@ -242,16 +242,16 @@ nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, siz
     return nf_run_segs(c, a, seg, nseg);
 }
 
-nf_status_t nf_run_shadow(nf_comm_t *c, const float *x, float *r, size_t m, nf_seg_t *seg,
-                          size_t nseg, unsigned which)
+nf_status_t nf_run_shadow(nf_comm_t *c, nf_residual_table_t *shadow, const float *x, float *r,
+                          size_t m, nf_seg_t *seg, size_t nseg)
 {
     nf_call_t call = {.x = x, .r = r, .m = m, .seg = seg, .nseg = nseg};
     for (size_t s = 0; s < nseg; s++) {
         nf_seg_defaults(&seg[s]);
         seg[s].fallback = NF_FALLBACK_NONE;
         nf_status_t why; /* a shadow residual refused: that shadow runs without EF */
-        seg[s].res = seg[s].ef && c->lowbit_ok
-                         ? nf_seg_residual(&c->shadow[which], x, &seg[s], &why)
+        seg[s].res = seg[s].ef && c->lowbit_ok && shadow != NULL
+                         ? nf_seg_residual(shadow, x, &seg[s], &why)
                          : NULL;
     }
     nf_lanes_check(c, seg, nseg);
