@@ -17,6 +17,35 @@
 #define NF_FIXTURES "tests/fixtures"
 #endif
 
+/* The fixture sysfs trees of the CXL bus (tests/fixtures/mkcxlsys.sh), made
+ * at start: their symlinks cannot travel in the release tarball. */
+static char cxlsys[512];
+
+static int make_cxlsys(void)
+{
+    char cmd[1200];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(cxlsys, sizeof(cxlsys), "%s/nf_cxlsys.XXXXXX", tmp != NULL ? tmp : "/tmp");
+    if (mkdtemp(cxlsys) == NULL) {
+        perror("test_topology: mkdtemp");
+        return -1;
+    }
+    snprintf(cmd, sizeof(cmd), "sh '%s/mkcxlsys.sh' '%s'", NF_FIXTURES, cxlsys);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "test_topology: %s failed\n", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+static void remove_cxlsys(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cxlsys);
+    if (system(cmd) != 0)
+        fprintf(stderr, "test_topology: cannot remove %s\n", cxlsys);
+}
+
 typedef struct topo_case {
     const char *xml;        /* fixture file */
     int explicit_node;      /* -1: choose */
@@ -85,11 +114,14 @@ static hwloc_topology_t load_fixture(const char *name)
 START_TEST(test_choose)
 {
     const topo_case_t *c = &topo_cases[_i];
-    char root[512];
+    char root[1024];
     hwloc_topology_t topo = load_fixture(c->xml);
     hwloc_bitmap_t init = NULL;
     nf_cxl_choice_t out;
-    if (c->sysfs != NULL) {
+    if (c->sysfs != NULL && strncmp(c->sysfs, "cxlsys/", 7) == 0) {
+        snprintf(root, sizeof(root), "%s/%s", cxlsys, c->sysfs + 7);
+        setenv("NF_TEST_SYSFS", root, 1);
+    } else if (c->sysfs != NULL) {
         snprintf(root, sizeof(root), "%s/%s", NF_FIXTURES, c->sysfs);
         setenv("NF_TEST_SYSFS", root, 1);
     } else {
@@ -263,9 +295,12 @@ static Suite *topo_suite(void)
 
 int main(void)
 {
+    if (make_cxlsys() != 0)
+        return EXIT_FAILURE;
     SRunner *r = srunner_create(topo_suite());
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);
     srunner_free(r);
+    remove_cxlsys();
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
