@@ -1,7 +1,8 @@
 #!/bin/sh
 # Fused buffers cut by bound regions, each part on its own route, on 2-4
 # ranks (tests/mpi/test_regions.c), and the same with pretend nodes; the
-# registry's and a fused call's cost at scale (test_regions --scale); then
+# registry's and a fused call's cost at scale (test_regions --scale); more
+# buffers and sizes than admission's cache holds (--many); then
 # layouts that differ between ranks under a pmpi default, which hung before
 # ranks agreed on pmpi (hence the shorter timeout).
 . "${srcdir:-.}/tests/mpi_common.sh"
@@ -27,6 +28,8 @@ nf_tier 3 && run 3 NFCOLL_POLICY=$pol NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_r
 # cases), each well within a generous time.
 run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_regions --scale
 run 2 ./tests/mpi/test_regions --forced
+# More fused buffers and call sizes than admission keeps decisions for.
+run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_regions --many
 export NF_TEST_TIMEOUT=${NF_TEST_TIMEOUT:-120}
 for np in 2 3; do
   nf_tier $np || continue

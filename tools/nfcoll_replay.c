@@ -103,7 +103,7 @@ static void rp_whole(replay_t *rp, const trace_call_t *c, const nf_decide_call_t
     const nf_decide_t *d = &rp->d;
     const trace_seg_t *t = &c->seg[0];
     nf_route_t asked = nf_decide_want(d, c->comm_size >= 2), ran;
-    int as_asked = !d->whole.route_auto || d->cut < 0;
+    int as_asked = !d->whole.route_auto || d->cut == NF_CUT_ALL_PMPI;
     if (!rp_traced_fused(c) && (t->ran == d->route || (t->route == asked && as_asked)))
         ran = t->ran;
     else
@@ -164,7 +164,7 @@ static void rp_replay(void *arg, const trace_call_t *c)
                 "(further such entries are not reported)\n", rp->d.stale->segment,
                 (unsigned long long)rp->d.stale->elements, (unsigned long long)rp->d.stale_m);
     rp->calls++;
-    if (rp->d.cut > 0 && rp->d.route != NF_ROUTE_PMPI)
+    if (rp->d.cut == NF_CUT_FUSED && rp->d.route != NF_ROUTE_PMPI)
         rp_segments(rp, c, &call);
     else
         rp_whole(rp, c, &call);

@@ -118,54 +118,65 @@ const char *nf_admit_stats_dest(const nf_settings_t *s)
 
 /* ---- the per-communicator decision cache ----
  * As UCX's protocol selection: a one-entry cache on the raw call (datatype
- * and op handles, count; predefined datatypes only) in front of a small
- * open-addressed table keyed on what the policy can tell apart (datatype,
- * op, size class). Valid while no
- * rule can change its answer with the call index: from the first call on
- * for a policy without `calls`, after the last call range otherwise. */
+ * and op handles, count; predefined datatypes only; the buffer when
+ * regions are bound) in front of a small set-associative table of
+ * decisions, each kept under one packed key of what nf_decide can tell
+ * apart: datatype, op, whether it is a float sum, its bytes (their size
+ * class when no layout or profile reads them), and the buffer with the
+ * region generation when bound regions cut it. A miss runs nf_decide for
+ * the whole call; a hit reads the decision and never writes it. Valid
+ * while no rule can change its answer with the call index: from the first
+ * call on for a policy without `calls`, after the last call range
+ * otherwise (before that, every call is decided in a scratch record). */
 
-#define NF_ADM_SLOTS 64 /* a power of two; full: decide without caching */
-#define NF_ADM_PLANS 8  /* fused buffers whose plans are kept (DDP's buckets) */
-#define NF_ADM_AUTOS 8  /* route = auto answers kept per communicator (unfused buckets) */
+#define NF_ADM_SETS 16 /* a power of two */
+#define NF_ADM_WAYS 4  /* a full set replaces its oldest decision */
+#define NF_ADM_CUTS 8  /* decisions that keep a cut's segments (DDP's buckets):
+                          the oldest such is dropped for a new one */
 
-typedef struct nf_adm_entry {
-    uint64_t key;        /* 0: empty */
+typedef struct nf_adm_key {
+    const void *x;       /* the buffer bound regions cut; NULL otherwise */
+    uint64_t size;       /* bytes, or their size class */
+    unsigned gen;        /* nf_region_generation() with x, else 0 */
     nf_dtype_t dt;
     nf_opkind_t op;
-    int split;           /* ranks that cut it differently may disagree on pmpi */
-    nf_policy_action_t a;
-    uint64_t fill;       /* which fill of the cache wrote it (the auto memo's key) */
-} nf_adm_entry_t;
+    int fsum;            /* a sum of 4-byte floats (nf_decide_float_sum) */
+} nf_adm_key_t;
 
-/* route = auto for a whole buffer: the profile's route for its size, kept
- * for the last NF_ADM_AUTOS (entry, size) asked (buckets of a step
- * alternate); the cached entries are never written on a hit, so per-size
- * answers live here. */
-typedef struct nf_adm_auto {
-    const nf_adm_entry_t *e;
-    uint64_t fill, bytes;
-    nf_route_t route;
-    nf_decide_reason_t why;
-} nf_adm_auto_t;
+/* One decision, as nf_decide made it, with its cut as segments to run. */
+typedef struct nf_adm_rec {
+    nf_adm_key_t key;
+    uint64_t fill;       /* 0: empty; else the decision's number (its age) */
+    int split;           /* ranks that cut it differently may disagree on pmpi */
+    nf_decide_t d;
+    nf_plan_t plan;      /* d's segments (d.cut != NF_CUT_NONE); plan.n 0
+                            without memory for them: the call runs whole, fp32 */
+} nf_adm_rec_t;
 
 typedef struct nf_adm_comm {
     uint64_t calls;      /* admitted on this communicator: the `calls` index */
-    nf_plan_t plan[NF_ADM_PLANS]; /* fused calls' segments, by buffer */
-    unsigned cur;        /* the plan of the last fused call */
-    unsigned next;       /* the plan to replace next */
     nf_health_comm_t *health; /* per-segment health, when the policy watches it */
     nf_warmup_comm_t *warmup; /* per-segment warm-up counts, when a rule asks for one */
-    nf_adm_entry_t scratch; /* a decision the cache may not keep */
-    uint64_t fills;         /* decisions made (each entry's fill) */
-    nf_adm_auto_t autom[NF_ADM_AUTOS]; /* the last route = auto answers */
-    unsigned autonext;      /* the memo to replace next */
+    uint64_t fills;      /* decisions made */
+    nf_adm_rec_t scratch; /* a decision the cache may not keep */
+    /* the one-entry cache: the last call's handles, count, buffer and
+     * region generation, and its decision while that is still its fill */
     MPI_Datatype last_dt;
     MPI_Op last_op;
     int last_count;
-    uint64_t last_bytes;
-    nf_adm_entry_t *last;
-    nf_adm_entry_t slot[NF_ADM_SLOTS];
+    const void *last_x;
+    unsigned last_gen;
+    uint64_t last_bytes, last_fill;
+    nf_adm_rec_t *last;
+    nf_adm_rec_t rec[NF_ADM_SETS * NF_ADM_WAYS];
 } nf_adm_comm_t;
+
+static void nf_adm_rec_free(nf_adm_rec_t *r)
+{
+    nf_decide_free(&r->d);
+    nf_plan_free(&r->plan);
+    memset(r, 0, sizeof(*r));
+}
 
 static void nf_adm_free(nf_comm_t *c, void *p)
 {
@@ -173,8 +184,9 @@ static void nf_adm_free(nf_comm_t *c, void *p)
     (void)c;
     if (s == NULL)
         return;
-    for (unsigned i = 0; i < NF_ADM_PLANS; i++)
-        nf_plan_free(&s->plan[i]);
+    for (unsigned i = 0; i < NF_ADM_SETS * NF_ADM_WAYS; i++)
+        nf_adm_rec_free(&s->rec[i]);
+    nf_adm_rec_free(&s->scratch);
     nf_health_comm_free(s->health);
     nf_warmup_comm_free(s->warmup);
     free(s);
@@ -313,29 +325,28 @@ static nf_adm_comm_t *nf_adm_state(nf_comm_t *c)
     return s;
 }
 
-/* Sizes the policy cannot tell apart share a class. */
-static uint64_t nf_adm_size_class(uint64_t bytes)
+/* Sizes the policy cannot tell apart share a class; a layout cuts by
+ * bytes and a profile names a buffer by them: then the bytes. */
+static uint64_t nf_adm_size(uint64_t bytes, int exact)
 {
+    if (exact || nf_lay != NULL || nf_prof != NULL)
+        return bytes;
     return (nf_pol_fields & NF_POLICY_F_BYTES) ? (uint64_t)nf_policy_size_class(nf_pol, bytes)
                                                 : 0;
 }
 
-static uint64_t nf_adm_key(nf_dtype_t dt, nf_opkind_t op, uint64_t bytes)
+static uint64_t nf_adm_hash(const nf_adm_key_t *k)
 {
-    return ((nf_adm_size_class(bytes) << 16) | ((uint64_t)dt << 8) | (uint64_t)op) + 1;
+    uint64_t h = nf_hash_u64((uint64_t)(uintptr_t)k->x, k->size);
+    h = nf_hash_u64(h, ((uint64_t)k->gen << 24) | ((uint64_t)k->dt << 16) |
+                           ((uint64_t)k->op << 8) | (uint64_t)k->fsum);
+    return h;
 }
 
-static nf_adm_entry_t *nf_adm_find(nf_adm_comm_t *s, uint64_t key, int *fresh)
+static int nf_adm_key_eq(const nf_adm_key_t *a, const nf_adm_key_t *b)
 {
-    uint64_t h = key * 0x9e3779b97f4a7c15ull;
-    for (unsigned i = 0; i < NF_ADM_SLOTS; i++) {
-        nf_adm_entry_t *e = &s->slot[((h >> 58) + i) & (NF_ADM_SLOTS - 1)];
-        if (e->key == key || e->key == 0) {
-            *fresh = e->key == 0;
-            return e;
-        }
-    }
-    return NULL;
+    return a->x == b->x && a->size == b->size && a->gen == b->gen && a->dt == b->dt &&
+           a->op == b->op && a->fsum == b->fsum;
 }
 
 static void nf_adm_query(const nf_comm_t *c, uint64_t call, nf_dtype_t dt, nf_opkind_t op,
@@ -343,14 +354,6 @@ static void nf_adm_query(const nf_comm_t *c, uint64_t call, nf_dtype_t dt, nf_op
 {
     *q = (nf_policy_query_t){.region = NULL, .comm_name = c->name, .comm_size = c->size,
                              .datatype = dt, .op = op, .bytes = bytes, .call = call};
-}
-
-/* The call as nf_decide.h sees it. */
-static nf_decide_call_t nf_adm_call(const nf_comm_t *c, uint64_t call, const nf_adm_entry_t *e,
-                                    uint64_t bytes, uint64_t count)
-{
-    return (nf_decide_call_t){.comm_name = c->name, .comm_size = c->size, .dt = e->dt,
-                              .op = e->op, .bytes = bytes, .count = count, .call = call};
 }
 
 /* Whether a segment of this call could match a rule whose pmpi-ness differs
@@ -378,58 +381,6 @@ static int nf_adm_split(const nf_policy_query_t *call)
     return 0;
 }
 
-/* The policy's action for this call, from the cache when it may answer
- * (a hit reads the entry, never writes it); the call's bytes into *bytes. */
-static nf_adm_entry_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, int count,
-                                     MPI_Datatype datatype, MPI_Op op, nf_adm_entry_t *scratch,
-                                     uint64_t *bytes_out)
-{
-    if (s->last != NULL && s->last_dt == datatype && s->last_op == op && s->last_count == count) {
-        *bytes_out = s->last_bytes;
-        return s->last;
-    }
-    int tsize = 0;
-    if (PMPI_Type_size(datatype, &tsize) != MPI_SUCCESS)
-        tsize = 0; /* an invalid datatype: PMPI_Allreduce will say so */
-    nf_dtype_t dt = nf_dtype_of(datatype);
-    nf_opkind_t ok = nf_opkind_of(op);
-    uint64_t bytes = (uint64_t)count * (uint64_t)tsize;
-    *bytes_out = bytes;
-    int cacheable = !(nf_pol_fields & NF_POLICY_F_CALLS) ||
-                    s->calls >= nf_policy_calls_settled(nf_pol);
-    uint64_t key = nf_adm_key(dt, ok, bytes);
-    int fresh = 0;
-    nf_adm_entry_t *e = cacheable ? nf_adm_find(s, key, &fresh) : NULL;
-    if (e != NULL && !fresh) /* same class: same action */
-        goto hit;
-    if (e == NULL)
-        e = scratch;
-    nf_policy_query_t q;
-    e->dt = dt, e->op = ok, e->fill = ++s->fills;
-    nf_decide_call_t dc = nf_adm_call(c, s->calls, e, bytes, (uint64_t)(count > 0 ? count : 0));
-    nf_decide_whole(&nf_dx, &dc, &e->a);
-    nf_adm_query(c, s->calls, dt, ok, bytes, &q);
-    e->split = nf_adm_split(&q);
-    if (e == scratch)
-        return e;
-    e->key = key;
-hit:
-    /* A derived type's handle can be freed and given to another type, of
-     * another size: only predefined handles (never freed) key the
-     * one-entry cache. A user op's handle may be reused too, but every
-     * user op is one kind to the policy. */
-    if (dt != NF_DT_DERIVED)
-        s->last = e, s->last_dt = datatype, s->last_op = op, s->last_count = count,
-        s->last_bytes = bytes;
-    return e;
-}
-
-/* A sum of 4-byte floats (MPI_FLOAT, or Fortran's REAL when it is 4 bytes). */
-static int nf_adm_float_sum(const nf_adm_entry_t *e, uint64_t bytes, int count)
-{
-    return count > 0 && nf_decide_float_sum(e->dt, e->op, bytes, (uint64_t)count);
-}
-
 /* A profile entry route = auto ignored (nf_decide_auto): said once. */
 static void nf_adm_stale(const nf_profile_entry_t *pe, uint64_t m)
 {
@@ -438,31 +389,6 @@ static void nf_adm_stale(const nf_profile_entry_t *pe, uint64_t m)
                               "elements, the segment has %llu: ignored, it takes fp32 (further "
                               "such entries are not reported)", pe->segment,
                               (unsigned long long)pe->elements, (unsigned long long)m);
-}
-
-/* route = auto for an unfused call, through its decision entry: the
- * profile's route for its buffer:BYTES, fp32 without one (formatted once
- * per size), and why (in *why; the rule's route: NF_WHY_RULE). */
-static void nf_adm_auto_whole(nf_adm_comm_t *s, nf_seg_t *g, const nf_adm_entry_t *e,
-                              nf_decide_reason_t *why)
-{
-    uint64_t bytes = (uint64_t)g->m * sizeof(float);
-    nf_adm_auto_t *m = NULL;
-    *why = (nf_decide_reason_t){NF_WHY_RULE, NULL};
-    if (!e->a.route_auto)
-        return;
-    for (unsigned i = 0; i < NF_ADM_AUTOS && m == NULL; i++)
-        if (s->autom[i].e == e && s->autom[i].fill == e->fill && s->autom[i].bytes == bytes)
-            m = &s->autom[i];
-    if (m == NULL) {
-        m = &s->autom[s->autonext];
-        s->autonext = (s->autonext + 1) % NF_ADM_AUTOS;
-        m->route = nf_decide_auto(&nf_dx, &e->a, g->name, g->m, &m->why);
-        if (m->why.why == NF_WHY_STALE)
-            nf_adm_stale(m->why.pe, g->m);
-        m->e = e, m->fill = e->fill, m->bytes = bytes;
-    }
-    g->route = m->route, *why = m->why;
 }
 
 /* "file:line" into buf, keeping a long file name's tail. */
@@ -496,70 +422,132 @@ static void nf_adm_record(const nf_seg_t *g, const nf_policy_action_t *a,
     nf_regstats_why(g->id, &w);
 }
 
-#define NF_ADM_NOMEM (-2)
-
-/* Cut the call into p and match its segments (nf_decide_cut: route = auto
- * is looked up when a plan is made; a kept plan keeps it): nf_adm_fuse's
- * result, or NF_ADM_NOMEM (the call runs whole). */
-static int nf_adm_fuse_plan(nf_comm_t *c, nf_plan_t *p, const void *x, int count,
-                            const nf_adm_entry_t *e, uint64_t bytes, uint64_t call)
+/* Whether the communicator lets a call leave pmpi (nf_decide's comm_ok):
+ * nf_adm_comm_check says why not, per call. */
+static int nf_adm_comm_ok(const nf_comm_t *c)
 {
-    long np = 0;
-    nf_decide_t *d = &p->dec;
-    if (nf_region_generation() != 0 && (np = nf_plan_parts(p, x, (size_t)count)) < 0)
-        return NF_ADM_NOMEM;
-    nf_decide_call_t dc = nf_adm_call(c, call, e, bytes, (uint64_t)count);
-    dc.parts = p->dparts, dc.nparts = (size_t)np;
-    d->whole = e->a, d->stale = NULL, d->stale_m = 0;
-    if (nf_decide_cut(&nf_dx, &dc, d) != 0)
-        return NF_ADM_NOMEM;
-    nf_adm_stale(d->stale, d->stale_m);
-    if (d->cut == 0)
-        return 0;
-    if (nf_plan_take(p, d, (size_t)np) < 0)
-        return NF_ADM_NOMEM;
-    for (size_t i = 0; i < p->n; i++)
-        nf_adm_record(&p->seg[i], &p->act[i], &p->note[i].why);
-    return d->cut;
+    return !c->is_inter && c->size >= 2 && c->use != NF_COMM_POLICY;
 }
 
-/* A float sum whose buffer holds bound regions (or the layout file's
- * regions for its size) is cut into segments, each matched as a call of
- * its own; `segment = buffer` keeps the call whole. 1 when the call is
- * fused (s->plan[s->cur] holds its segments), -1 when it was cut and every
- * segment says pmpi (the call runs whole on pmpi), 0 when not cut.
- * The plan is a kept one when the buffer, its count, the bindings and the
- * decision entry are the same as then (the policy can then answer nothing
- * else: no match runs), else a new one, kept when the entry is cached. */
-static int nf_adm_fuse(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
-                       const nf_adm_entry_t *e, uint64_t bytes, uint64_t call)
+/* Decide the call keyed k into r (nf_decide, whole): its segments into
+ * r->plan, their reasons into the stats, a stale profile entry said once.
+ * NF_OK, or NF_ERR_NO_MEMORY: r holds a decision to run this call with
+ * but not one to keep. */
+static nf_status_t nf_adm_fill(nf_comm_t *c, nf_adm_comm_t *s, nf_adm_rec_t *r,
+                               const nf_adm_key_t *k, int count, uint64_t bytes)
 {
-    nf_plan_key_t key;
-    int r;
-    if (!nf_adm_float_sum(e, bytes, count) || e->a.segment == NF_POLICY_SEGMENT_BUFFER)
-        return 0;
-    key = (nf_plan_key_t){.x = x, .m = (size_t)count, .gen = nf_region_generation(),
-                          .entry = e};
-    for (unsigned i = 0; i < NF_ADM_PLANS; i++)
-        if (nf_plan_cached(&s->plan[i], &key, &r)) {
-            s->cur = i;
-            return r;
+    long np = 0;
+    nf_status_t st = NF_OK;
+    nf_policy_query_t q;
+    r->key = *k, r->fill = ++s->fills, r->plan.n = 0;
+    nf_decide_call_t dc = {.comm_name = c->name, .comm_size = c->size, .dt = k->dt,
+                           .op = k->op, .bytes = bytes,
+                           .count = (uint64_t)(count > 0 ? count : 0), .call = s->calls};
+    if (k->x != NULL && (np = nf_plan_parts(&r->plan, k->x, (size_t)count)) < 0)
+        np = 0, st = NF_ERR_NO_MEMORY; /* not cut by its regions: the layout's, if any */
+    dc.parts = r->plan.dparts, dc.nparts = (size_t)np;
+    if (nf_decide(&nf_dx, &dc, nf_adm_comm_ok(c), &r->d) != NF_OK)
+        st = NF_ERR_NO_MEMORY; /* not cut: runs whole */
+    nf_adm_stale(r->d.stale, r->d.stale_m);
+    nf_adm_query(c, s->calls, k->dt, k->op, bytes, &q);
+    r->split = nf_adm_split(&q);
+    if (r->d.cut == NF_CUT_NONE)
+        return st;
+    if (nf_plan_take(&r->plan, &r->d, (size_t)np) < 0)
+        return NF_ERR_NO_MEMORY;
+    for (size_t i = 0; i < r->plan.n; i++)
+        nf_adm_record(&r->plan.tmpl[i], &r->plan.act[i], &r->plan.note[i].why);
+    return st;
+}
+
+/* Where a new decision for k goes: its set's empty or oldest way, freed.
+ * A decision that keeps a cut makes room among the NF_ADM_CUTS first. */
+static nf_adm_rec_t *nf_adm_victim(nf_adm_comm_t *s, const nf_adm_key_t *k)
+{
+    nf_adm_rec_t *set = &s->rec[(nf_adm_hash(k) >> 32) & (NF_ADM_SETS - 1)];
+    nf_adm_rec_t *v = &set[0];
+    for (unsigned w = 1; w < NF_ADM_WAYS && v->fill != 0; w++)
+        if (set[w].fill < v->fill)
+            v = &set[w];
+    nf_adm_rec_free(v);
+    return v;
+}
+
+/* Whether r holds memory that grows with its call's segments. */
+static int nf_adm_rec_big(const nf_adm_rec_t *r)
+{
+    return r->plan.cap > 0 || r->plan.parts_cap > 0 || r->d.cap > 0;
+}
+
+/* Keep at most NF_ADM_CUTS decisions holding segments (r among them). */
+static void nf_adm_bound_cuts(nf_adm_comm_t *s, const nf_adm_rec_t *r)
+{
+    unsigned n = 0;
+    nf_adm_rec_t *oldest = NULL;
+    for (unsigned i = 0; i < NF_ADM_SETS * NF_ADM_WAYS; i++) {
+        nf_adm_rec_t *o = &s->rec[i];
+        if (o->fill == 0 || !nf_adm_rec_big(o) || o == r)
+            continue;
+        n++;
+        if (oldest == NULL || o->fill < oldest->fill)
+            oldest = o;
+    }
+    if (n >= NF_ADM_CUTS)
+        nf_adm_rec_free(oldest);
+}
+
+/* The decision for this call: from the cache when it may answer (a hit
+ * reads the record, never writes it), else made (kept when the cache may
+ * keep it). The call's bytes into *bytes_out. */
+static nf_adm_rec_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
+                                   MPI_Datatype datatype, MPI_Op op, uint64_t *bytes_out)
+{
+    unsigned gen = nf_region_generation();
+    if (s->last != NULL && s->last->fill == s->last_fill && s->last_dt == datatype &&
+        s->last_op == op && s->last_count == count &&
+        ((gen == 0 && s->last->key.x == NULL) || (s->last_x == x && s->last_gen == gen))) {
+        *bytes_out = s->last_bytes;
+        return s->last;
+    }
+    int tsize = 0;
+    if (PMPI_Type_size(datatype, &tsize) != MPI_SUCCESS)
+        tsize = 0; /* an invalid datatype: PMPI_Allreduce will say so */
+    uint64_t bytes = (uint64_t)count * (uint64_t)tsize;
+    nf_adm_key_t k = {.dt = nf_dtype_of(datatype), .op = nf_opkind_of(op)};
+    k.fsum = count > 0 && nf_decide_float_sum(k.dt, k.op, bytes, (uint64_t)count);
+    if (k.fsum && gen != 0 && nf_region_any(x, (size_t)count))
+        k.x = x, k.gen = gen;
+    k.size = nf_adm_size(bytes, k.x != NULL);
+    *bytes_out = bytes;
+    nf_adm_rec_t *r = NULL;
+    if (!(nf_pol_fields & NF_POLICY_F_CALLS) || s->calls >= nf_policy_calls_settled(nf_pol)) {
+        nf_adm_rec_t *set = &s->rec[(nf_adm_hash(&k) >> 32) & (NF_ADM_SETS - 1)];
+        for (unsigned w = 0; w < NF_ADM_WAYS && r == NULL; w++)
+            if (set[w].fill != 0 && nf_adm_key_eq(&set[w].key, &k))
+                r = &set[w];
+        if (r == NULL) {
+            r = nf_adm_victim(s, &k);
+            if (nf_adm_fill(c, s, r, &k, count, bytes) != NF_OK) {
+                nf_adm_rec_t keep = *r; /* run it, keep nothing: retried next call */
+                *r = (nf_adm_rec_t){0};
+                nf_adm_rec_free(&s->scratch);
+                s->scratch = keep;
+                return &s->scratch;
+            }
+            if (nf_adm_rec_big(r))
+                nf_adm_bound_cuts(s, r);
         }
-    /* A call that is not cut (a loss, a metric) takes no kept plan's place. */
-    const nf_layout_entry_t *first;
-    if (!nf_region_any(x, (size_t)count) && nf_layout_find(nf_lay, bytes, &first) == 0)
-        return 0;
-    s->cur = s->next;
-    s->next = (s->next + 1) % NF_ADM_PLANS;
-    nf_plan_t *p = &s->plan[s->cur];
-    nf_plan_forget(p);
-    r = nf_adm_fuse_plan(c, p, x, count, e, bytes, call);
-    if (r == NF_ADM_NOMEM)
-        return 0;
-    if (r == 0)
-        p->n = 0; /* not cut after all: nothing to restore */
-    if (e != &s->scratch) /* else the policy may answer otherwise next call */
-        nf_plan_keep(p, &key, r);
+    } else {
+        nf_adm_fill(c, s, &s->scratch, &k, count, bytes);
+        return &s->scratch; /* the policy may answer otherwise next call */
+    }
+    /* A derived type's handle can be freed and given to another type, of
+     * another size: only predefined handles (never freed) key the
+     * one-entry cache. A user op's handle may be reused too, but every
+     * user op is one kind to the policy. */
+    if (k.dt != NF_DT_DERIVED)
+        s->last = r, s->last_fill = r->fill, s->last_dt = datatype, s->last_op = op,
+        s->last_count = count, s->last_x = x, s->last_gen = gen, s->last_bytes = bytes;
     return r;
 }
 
@@ -589,18 +577,17 @@ static const char *nf_adm_why(const nf_seg_note_t *t)
  * ran on. Nothing when no trace is open. */
 static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
 {
-    const nf_adm_comm_t *s = nf_adm_peek(c);
-    if (!nf_trace_on() || s == NULL || d->entry == NULL)
+    if (!nf_trace_on() || d->entry == NULL)
         return;
-    const nf_adm_entry_t *e = d->entry;
+    const nf_adm_rec_t *r = d->entry;
     nf_policy_query_t q;
-    nf_adm_query(c, d->call, e->dt, e->op, d->bytes, &q);
+    nf_adm_query(c, d->call, r->key.dt, r->key.op, d->bytes, &q);
     if (!d->fused) {
         const nf_seg_t *g = &d->seg[0];
         const nf_seg_note_t *t = &d->note[0];
         nf_trace_why_t why = {t->why, nf_adm_why(t), g->fallback};
-        nf_trace_record(c->rank, &q, t->cooling || t->warmup ? t->asked : d->route, &e->a, NULL,
-                        0, g->m, g->ran, &why);
+        nf_trace_record(c->rank, &q, t->cooling || t->warmup ? t->asked : d->route,
+                        &r->d.whole, NULL, 0, g->m, g->ran, &why);
         return;
     }
     for (size_t i = 0; i < d->nseg; i++) {
@@ -609,7 +596,7 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
         const nf_seg_note_t *t = &d->note[i];
         nf_trace_why_t why = {t->why, nf_adm_why(t), g->fallback};
         nf_trace_record(c->rank, &q, t->cooling || t->warmup ? t->asked : g->route,
-                        &s->plan[s->cur].act[i], g->name, g->off, g->m, g->ran, &why);
+                        &r->plan.act[i], g->name, g->off, g->m, g->ran, &why);
     }
 }
 
@@ -618,12 +605,11 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
  * another pmpi-ness than the call's (nf_adm_split). Only from what every
  * rank sees alike (policy, call, communicator), so all or none agree. A
  * calibration run reduces every float sum, so nothing of it is pmpi. */
-static int nf_adm_may_differ(const nf_comm_t *c, const nf_adm_entry_t *e, uint64_t bytes,
-                             int count)
+static int nf_adm_may_differ(const nf_comm_t *c, const nf_adm_rec_t *r)
 {
-    return e->split && !nf_calib_on() && nf_adm_float_sum(e, bytes, count) &&
-           e->a.segment != NF_POLICY_SEGMENT_BUFFER && c->use == NF_COMM_OK && !c->is_inter &&
-           c->size >= 2;
+    return r->split && !nf_calib_on() && r->key.fsum &&
+           r->d.whole.segment != NF_POLICY_SEGMENT_BUFFER && c->use == NF_COMM_OK &&
+           !c->is_inter && c->size >= 2;
 }
 
 /* pmpi or libnfcoll's protocol for the whole call, agreed: a rank in
@@ -691,31 +677,29 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
                           .ef_decay = -1.0, .fallback = NF_FALLBACK_NONE, .scale_block = -1};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
         return;
-    nf_adm_entry_t *e = nf_adm_lookup(c, s, count, datatype, op, &s->scratch, &out->bytes);
+    nf_adm_rec_t *r = nf_adm_lookup(c, s, x, count, datatype, op, &out->bytes);
+    const nf_decide_t *d = &r->d;
     out->call = s->calls++;
-    out->entry = e;
-    int fused = nf_adm_fuse(c, s, x, count, e, out->bytes, out->call);
-    /* A calibration run reduces every float sum it can, whatever the rule. */
-    int calib = nf_calib_on() && nf_adm_float_sum(e, out->bytes, count);
+    out->entry = r;
+    /* Without memory for its segments a fused call runs whole, on fp32. */
+    int fused = d->cut == NF_CUT_FUSED && r->plan.n > 0;
     /* The communicator is checked below, with its fallback counters. */
-    nf_route_t want = nf_decide_route(e->a.route, fused, calib, 1);
-    if (nf_adm_may_differ(c, e, out->bytes, count) && nf_adm_agree_pmpi(c, want == NF_ROUTE_PMPI))
+    nf_route_t want = nf_decide_want(d, 1);
+    if (nf_adm_may_differ(c, r) && nf_adm_agree_pmpi(c, want == NF_ROUTE_PMPI))
         fused = 0, want = NF_ROUTE_PMPI;
     out->route = nf_adm_comm_check(c, want);
-    out->calibrate = calib && out->route != NF_ROUTE_PMPI;
-    if (fused > 0 && out->route != NF_ROUTE_PMPI) {
+    out->calibrate = d->calibrate && out->route != NF_ROUTE_PMPI;
+    if (fused && out->route != NF_ROUTE_PMPI) {
+        nf_plan_t *p = &r->plan;
+        nf_plan_start(p); /* its segments as decided, to run and watch */
         out->fused = 1;
-        out->seg = s->plan[s->cur].seg, out->nseg = s->plan[s->cur].n;
-        out->note = s->plan[s->cur].note;
-        nf_adm_health(s, out, s->plan[s->cur].act);
+        out->seg = p->seg, out->nseg = p->n, out->note = p->note;
+        nf_adm_health(s, out, p->act);
         return;
     }
-    out->one.route = out->route, out->one.ef = e->a.ef, out->one.gamma = e->a.gamma;
-    out->one.ef_decay = e->a.ef_decay;
-    out->one.scale_block = e->a.scale_block;
+    out->one.ef = d->whole.ef, out->one.gamma = d->whole.gamma;
+    out->one.ef_decay = d->whole.ef_decay, out->one.scale_block = d->whole.scale_block;
     if (out->route != NF_ROUTE_PMPI)
-        nf_adm_auto_whole(s, &out->one, e, &out->one_note.why);
-    if (out->calibrate)
-        out->one_note.why.why = NF_WHY_CALIBRATE, out->one_note.why.pe = NULL;
-    nf_adm_health(s, out, &e->a);
+        out->one.route = d->route, out->one_note.why = d->why;
+    nf_adm_health(s, out, &d->whole);
 }

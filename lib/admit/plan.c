@@ -59,7 +59,7 @@ long nf_plan_take(nf_plan_t *p, const nf_decide_t *d, size_t nparts)
         return NF_ERR_NO_MEMORY;
     for (size_t i = 0; i < d->nseg; i++) {
         const nf_decide_seg_t *t = &d->seg[i];
-        nf_seg_t *g = &p->seg[i];
+        nf_seg_t *g = &p->tmpl[i];
         memset(g, 0, sizeof(*g));
         g->off = (size_t)t->off, g->m = (size_t)t->m;
         g->route = t->route, g->ef = t->act.ef, g->gamma = t->act.gamma;
@@ -84,29 +84,11 @@ long nf_plan_take(nf_plan_t *p, const nf_decide_t *d, size_t nparts)
     return (long)p->n;
 }
 
-void nf_plan_keep(nf_plan_t *p, const nf_plan_key_t *key, int result)
+void nf_plan_start(nf_plan_t *p)
 {
-    p->key = *key;
-    p->result = result;
-    p->kept = 1;
-    if (p->n > 0)
-        memcpy(p->tmpl, p->seg, p->n * sizeof(*p->seg));
-}
-
-int nf_plan_cached(nf_plan_t *p, const nf_plan_key_t *key, int *result)
-{
-    if (!p->kept || p->key.x != key->x || p->key.m != key->m || p->key.gen != key->gen ||
-        p->key.entry != key->entry)
-        return 0;
-    /* The run, health and calibration write into the segments: start
-     * each call from the matched ones. */
     if (p->n > 0)
         memcpy(p->seg, p->tmpl, p->n * sizeof(*p->seg));
-    *result = p->result;
-    return 1;
 }
-
-void nf_plan_forget(nf_plan_t *p) { p->kept = 0; }
 
 void nf_plan_free(nf_plan_t *p)
 {
@@ -116,6 +98,5 @@ void nf_plan_free(nf_plan_t *p)
     free(p->note);
     free(p->parts);
     free(p->dparts);
-    nf_decide_free(&p->dec);
     memset(p, 0, sizeof(*p));
 }

@@ -34,7 +34,7 @@ const char *nf_decide_why_name(nf_decide_why_t w)
 /* An entry measured on another element count is ignored: its cosines are
  * those of another tensor (a model changed since calibration), and a
  * region's count is what every rank binds alike. */
-nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, const nf_policy_action_t *a,
+static nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, const nf_policy_action_t *a,
                           const char *name, uint64_t m, nf_decide_reason_t *why)
 {
     char buf[40];
@@ -58,7 +58,7 @@ static void nf_decide_query(const nf_decide_call_t *c, nf_policy_query_t *q)
                              .bytes = c->bytes, .call = c->call};
 }
 
-void nf_decide_whole(const nf_decide_ctx_t *x, const nf_decide_call_t *c,
+static void nf_decide_whole(const nf_decide_ctx_t *x, const nf_decide_call_t *c,
                      nf_policy_action_t *out)
 {
     nf_policy_query_t q;
@@ -123,11 +123,11 @@ static nf_status_t nf_decide_segments(const nf_decide_ctx_t *x, const nf_decide_
     return NF_OK;
 }
 
-nf_status_t nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide_t *d)
+static nf_status_t nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide_t *d)
 {
     nf_policy_query_t q;
     int any = 0;
-    d->cut = 0, d->nseg = 0;
+    d->cut = NF_CUT_NONE, d->nseg = 0;
     if (!nf_decide_float_sum(c->dt, c->op, c->bytes, c->count) ||
         d->whole.segment == NF_POLICY_SEGMENT_BUFFER)
         return NF_OK;
@@ -150,13 +150,15 @@ nf_status_t nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, n
             g->why = (nf_decide_reason_t){NF_WHY_CALIBRATE, NULL};
         any |= g->route != NF_ROUTE_PMPI;
     }
-    d->cut = any ? 1 : -1;
+    d->cut = any ? NF_CUT_FUSED : NF_CUT_ALL_PMPI;
     return NF_OK;
 }
 
-nf_route_t nf_decide_route(nf_route_t whole, int cut, int calibrate, int comm_ok)
+static nf_route_t nf_decide_route(nf_route_t whole, nf_decide_cut_t cut, int calibrate, int comm_ok)
 {
-    nf_route_t want = calibrate || cut > 0 ? NF_ROUTE_FP32 : cut < 0 ? NF_ROUTE_PMPI : whole;
+    nf_route_t want = calibrate || cut == NF_CUT_FUSED   ? NF_ROUTE_FP32
+                      : cut == NF_CUT_ALL_PMPI ? NF_ROUTE_PMPI
+                                               : whole;
     return comm_ok ? want : NF_ROUTE_PMPI;
 }
 
@@ -175,7 +177,7 @@ nf_status_t nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int c
     d->why = (nf_decide_reason_t){d->calibrate ? NF_WHY_CALIBRATE : NF_WHY_RULE, NULL};
     rc = nf_decide_cut(x, c, d);
     d->route = nf_decide_want(d, comm_ok);
-    if (d->route != NF_ROUTE_PMPI && d->cut <= 0 && !d->calibrate) {
+    if (d->route != NF_ROUTE_PMPI && d->cut != NF_CUT_FUSED && !d->calibrate) {
         d->route = nf_decide_auto(x, &d->whole, NULL, c->count, &d->why);
         if (d->why.why == NF_WHY_STALE && d->stale == NULL)
             d->stale = d->why.pe, d->stale_m = c->count;

@@ -1,8 +1,8 @@
 /*
  * The routing decision (decide.c), without MPI: what a call's policy,
  * region layout, calibration profile, calibration flag and count lanes make
- * of it. Admission (lib/admit) runs these steps on a call it cannot answer
- * from its caches; nfcoll_replay runs them on every traced call.
+ * of it, as one immutable decision (nf_decide). Admission (lib/admit) calls
+ * it on a call its cache cannot answer; nfcoll_replay on every traced call.
  * docs/design.md, "Admission".
  */
 #ifndef NF_DECIDE_H
@@ -71,18 +71,24 @@ typedef struct nf_decide_seg {
     nf_decide_reason_t why;     /* why route (calibrate in a calibration run) */
 } nf_decide_seg_t;
 
-/* A call's decision. nf_decide fills every field; admission, which caches
- * between the steps, fills what the steps it runs give. */
+/* Whether and how a call is cut into segments. */
+typedef enum nf_decide_cut {
+    NF_CUT_ALL_PMPI = -1, /* cut, every segment pmpi: the call runs whole on pmpi */
+    NF_CUT_NONE = 0,      /* not cut: the call is one segment */
+    NF_CUT_FUSED = 1      /* cut: the segments run in one fused call */
+} nf_decide_cut_t;
+
+/* A call's decision: nf_decide fills every field. Admission keeps it as
+ * made and never writes into it afterwards. */
 typedef struct nf_decide {
     nf_policy_action_t whole;   /* the match of the whole call (region NULL) */
-    int cut;                    /* 1 fused, -1 cut with every segment pmpi (runs
-                                   whole on pmpi), 0 not cut */
+    nf_decide_cut_t cut;
     nf_route_t route;           /* of the whole call: fp32 when fused, route = auto
                                    resolved (buffer:BYTES), pmpi when it cannot leave
                                    pmpi; before the runner's own fallbacks */
     int calibrate;              /* a calibration run reduces it (fp32) */
-    nf_decide_reason_t why;     /* why route, for a call not cut (cut <= 0) */
-    nf_decide_seg_t *seg;       /* the cut's segments (cut != 0); owned */
+    nf_decide_reason_t why;     /* why route, for a call not fused */
+    nf_decide_seg_t *seg;       /* the cut's segments (cut != NF_CUT_NONE); owned */
     size_t nseg, cap;
     /* route = auto: the first profile entry ignored because it measured
      * another element count than its segment has (NULL: none). */
@@ -97,33 +103,21 @@ int nf_decide_float_sum(nf_dtype_t dt, nf_opkind_t op, uint64_t bytes, uint64_t 
 /* The profile's name of a segment: its region, else buffer:BYTES. */
 const char *nf_decide_profile_name(const char *name, uint64_t m, char *buf, size_t len);
 
-/* The route a's route = auto gives a segment (name NULL: a buffer or gap
- * of m floats): the profile's, fp32 without an entry or with an entry
- * measured on another element count. Without route = auto, a's route.
- * *why (when not NULL) says which. */
-nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, const nf_policy_action_t *a,
-                          const char *name, uint64_t m, nf_decide_reason_t *why);
-
-/* The policy's match of the whole call. */
-void nf_decide_whole(const nf_decide_ctx_t *x, const nf_decide_call_t *c,
-                     nf_policy_action_t *out);
-
-/* Cut a float sum whose whole match (d->whole) does not say `segment =
- * buffer`: by its parts, or the layout's entries for its bytes; match
- * every segment and resolve route = auto. Sets d->cut (and d->seg,
- * d->nseg, d->stale). NF_OK, or NF_ERR_NO_MEMORY (d->cut 0: the call runs
- * whole). */
-nf_status_t nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_t *c, nf_decide_t *d);
-
 /* The whole call's route from d->whole and d->cut (and d->calibrate for a
  * float sum): fp32 when fused or calibrated, pmpi when every segment is;
  * comm_ok 0 (fewer than 2 ranks, an intercommunicator, ranks that
  * disagree on the policy) keeps it on pmpi. route = auto is not resolved. */
 nf_route_t nf_decide_want(const nf_decide_t *d, int comm_ok);
-/* The same from its parts: the whole match's route, cut and calibrate. */
-nf_route_t nf_decide_route(nf_route_t whole, int cut, int calibrate, int comm_ok);
 
-/* All of the above for one call. NF_OK, or NF_ERR_NO_MEMORY. */
+/* The decision for one call: the policy's match of the whole call; a
+ * float sum whose match does not say `segment = buffer` cut by c's parts
+ * (bound regions), else by the layout's entries for its bytes, each
+ * segment matched as a call of its own with route = auto resolved by the
+ * profile (fp32 without an entry, or with one measured on another element
+ * count: d->stale); the whole call's route (nf_decide_want), route = auto
+ * resolved when the call is not fused. Admission calls it on a cache
+ * miss, nfcoll_replay for each traced call. NF_OK, or NF_ERR_NO_MEMORY
+ * (d->cut NF_CUT_NONE: the call runs whole). */
 nf_status_t nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int comm_ok,
                       nf_decide_t *d);
 

@@ -12,7 +12,9 @@
  * protocol agree on pmpi, with no hang and the exact sum; --bytes-only
  * (regions_bytes.policy) the same where a cut changes segments' sizes.
  * With --forced: a forced route's residual restarted by regions bound over
- * its buffer. With --scale: 20 000 four-float regions in one call, 100 000 binds in
+ * its buffer. With --many: more fused buffers and call sizes than
+ * admission keeps decisions for, interleaved, each call against its
+ * references (a decision dropped and made again routes alike). With --scale: 20 000 four-float regions in one call, 100 000 binds in
  * descending address order and their unbinds in ascending order, each
  * under a generous time bound (quadratic costs take seconds to minutes).
  */
@@ -57,36 +59,62 @@ static void reset_part(part_t *p)
     p->es = p->route == NF_ROUTE_FP32 ? NULL : calloc((size_t)n * p->m, sizeof(float));
 }
 
-/* calls NF_Allreduce (route < 0) or NF_Allreduce_route on buf (in place)
- * with the parts' references. */
+/* One call on each of nb buffers, back to back (no other call between
+ * them), then each checked: NF_Allreduce (route < 0) or NF_Allreduce_route
+ * on buf[j] (in place) against its parts' references. */
+typedef struct call_on {
+    float *buf;
+    size_t m;
+    part_t *parts;
+    int np;
+} call_on_t;
+
+static int run_batch(const call_on_t *on, int nb, int c, int seed, int route, const char *what)
+{
+    float **xs = calloc((size_t)nb, sizeof(*xs));
+    int *rc = calloc((size_t)nb, sizeof(*rc)), fails = 0;
+    for (int j = 0; j < nb; j++) {
+        xs[j] = malloc((size_t)n * on[j].m * sizeof(float));
+        for (int i = 0; i < n; i++)
+            ref_input(xs[j] + (size_t)i * on[j].m, on[j].m, i, c, (unsigned)seed);
+        memcpy(on[j].buf, xs[j] + (size_t)rank * on[j].m, on[j].m * sizeof(float));
+    }
+    for (int j = 0; j < nb; j++)
+        rc[j] = route < 0 ? NF_Allreduce(MPI_IN_PLACE, on[j].buf, (int)on[j].m, MPI_FLOAT,
+                                         MPI_SUM, MPI_COMM_WORLD)
+                          : NF_Allreduce_route(MPI_IN_PLACE, on[j].buf, (int)on[j].m,
+                                               MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                               (nf_route_t)route);
+    for (int j = 0; j < nb; j++) {
+        float *ref = malloc(on[j].m * sizeof(float));
+        char w[160];
+        for (int p = 0; p < on[j].np; p++)
+            ref_part(ref, xs[j], &on[j].parts[p], on[j].m);
+        snprintf(w, sizeof(w), nb > 1 ? "%s, call %d, buffer %d" : "%s, call %d", what, c, j);
+        fails += nft_check(rc[j] == MPI_SUCCESS, w, "return code %d", rc[j]);
+        for (int p = 0; p < on[j].np; p++) {
+            const part_t *q = &on[j].parts[p];
+            char wp[200];
+            snprintf(wp, sizeof(wp), "%s, %s (%s)", w, q->name ? q->name : "gap",
+                     nf_route_name(q->route));
+            fails += nft_same_floats(on[j].buf + q->off, ref + q->off, q->m, wp);
+        }
+        fails += nft_identical_on_all(on[j].buf, on[j].m * sizeof(float), w);
+        free(ref);
+        free(xs[j]);
+    }
+    free(xs);
+    free(rc);
+    return fails;
+}
+
 static int run_route(float *buf, size_t m, part_t *parts, int np, int calls, int seed,
                      int route, const char *what)
 {
-    float *xs = malloc((size_t)n * m * sizeof(float)), *ref = malloc(m * sizeof(float));
+    call_on_t on = {buf, m, parts, np};
     int fails = 0;
-    for (int c = 0; c < calls; c++) {
-        for (int i = 0; i < n; i++)
-            ref_input(xs + (size_t)i * m, m, i, c, (unsigned)seed);
-        memcpy(buf, xs + (size_t)rank * m, m * sizeof(float));
-        int rc = route < 0 ? NF_Allreduce(MPI_IN_PLACE, buf, (int)m, MPI_FLOAT, MPI_SUM,
-                                          MPI_COMM_WORLD)
-                           : NF_Allreduce_route(MPI_IN_PLACE, buf, (int)m, MPI_FLOAT, MPI_SUM,
-                                                MPI_COMM_WORLD, (nf_route_t)route);
-        for (int p = 0; p < np; p++)
-            ref_part(ref, xs, &parts[p], m);
-        char w[160];
-        snprintf(w, sizeof(w), "%s, call %d", what, c);
-        fails += nft_check(rc == MPI_SUCCESS, w, "return code %d", rc);
-        for (int p = 0; p < np; p++) {
-            char wp[200];
-            snprintf(wp, sizeof(wp), "%s, %s (%s)", w, parts[p].name ? parts[p].name : "gap",
-                     nf_route_name(parts[p].route));
-            fails += nft_same_floats(buf + parts[p].off, ref + parts[p].off, parts[p].m, wp);
-        }
-        fails += nft_identical_on_all(buf, m * sizeof(float), w);
-    }
-    free(xs);
-    free(ref);
+    for (int c = 0; c < calls; c++)
+        fails += run_batch(&on, 1, c, seed, route, what);
     return fails;
 }
 
@@ -371,6 +399,59 @@ static int pmpi_default(void)
     return nft_finish(f, "test_regions --pmpi-default");
 }
 
+/* --many: 12 fused buffers (admission keeps the cuts of 8), two by two of
+ * one size cut differently, called back to back and then an unbound
+ * buffer of their size; between them, unbound calls of 80 other
+ * sizes (admission's table holds 64 decisions); three rounds. Every part
+ * of every call matches its reference, error feedback included: no call
+ * takes another's decision, and decisions replaced and made again route
+ * alike. */
+static int many(void)
+{
+    enum { NBUF = 12, NSIZE = 80, ROUNDS = 3 };
+    static part_t fp[NBUF][2], up[NSIZE][1], sp[NBUF / 2][1];
+    static float *fb[NBUF], *ub[NSIZE], *sb[NBUF / 2];
+    static char names[NBUF][16];
+    int f = 0;
+    for (int k = 0; k < NBUF; k++) {
+        size_t m = 600 + 37 * (size_t)(k % (NBUF / 2)), h = 100 + 11 * (size_t)k;
+        snprintf(names[k], sizeof(names[k]), "head.w%d", k);
+        fp[k][0] = (part_t){NULL, 0, m - h, NF_ROUTE_BINARY, NULL};
+        fp[k][1] = (part_t){names[k], m - h, h, NF_ROUTE_FP32, NULL};
+        reset_part(&fp[k][0]);
+        reset_part(&fp[k][1]);
+        fb[k] = nft_keep(malloc(m * sizeof(float)));
+        f += bind_all(fb[k], fp[k], 2);
+        if (k < NBUF / 2) {
+            sp[k][0] = (part_t){NULL, 0, m, NF_ROUTE_BINARY, NULL};
+            reset_part(&sp[k][0]);
+            sb[k] = nft_keep(malloc(m * sizeof(float)));
+        }
+    }
+    for (int k = 0; k < NSIZE; k++) {
+        up[k][0] = (part_t){NULL, 0, 50 + 13 * (size_t)k, NF_ROUTE_BINARY, NULL};
+        reset_part(&up[k][0]);
+        ub[k] = nft_keep(malloc(up[k][0].m * sizeof(float)));
+    }
+    for (int r = 0; r < ROUNDS && f == 0; r++)
+        for (int k = 0; k < NSIZE; k++) {
+            char w[80];
+            int b = (k / 10 + r) % (NBUF / 2);
+            size_t m = sp[b][0].m;
+            if (k % 10 == 0) { /* one count: two cuts, then none */
+                call_on_t on[3] = {{fb[b], m, fp[b], 2},
+                                   {fb[b + NBUF / 2], m, fp[b + NBUF / 2], 2},
+                                   {sb[b], m, sp[b], 1}};
+                snprintf(w, sizeof(w), "--many round %d, fused buffers %d and %d, unbound",
+                         r, b, b + NBUF / 2);
+                f += run_batch(on, 3, 0, 100 + r, -1, w);
+            }
+            snprintf(w, sizeof(w), "--many round %d, %zu floats unbound", r, up[k][0].m);
+            f += run_calls(ub[k], up[k][0].m, up[k], 1, 1, 200 + r, w);
+        }
+    return nft_finish(f, "test_regions --many");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -385,6 +466,8 @@ int main(int argc, char **argv)
         return bytes_only();
     if (argc > 1 && strcmp(argv[1], "--forced") == 0)
         return forced();
+    if (argc > 1 && strcmp(argv[1], "--many") == 0)
+        return many();
     const size_t m = 9777;
     part_t parts[NSEG] = {
         {"body", 0, 5000, NF_ROUTE_BINARY, NULL},
