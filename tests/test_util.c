@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "nfcoll.h"
+#include "nf_fallback.h"
 #include "nf_file.h"
 #include "nf_intern.h"
 #include "nf_util.h"
@@ -448,6 +449,37 @@ START_TEST(test_route_names)
 }
 END_TEST
 
+/* The runner's fallbacks as far as the call tells, one row per rule. */
+static const struct fb_case {
+    nf_route_t asked;
+    nf_call_facts_t f;
+    nf_route_t runs;
+    int why;
+} fb_cases[] = {
+    {NF_ROUTE_BINARY, {0, 1, 1, 0, 1}, NF_ROUTE_BINARY, NF_FALLBACK_NONE},
+    {NF_ROUTE_FP32, {0, 0, 1, 0, 1}, NF_ROUTE_PMPI, NF_FALLBACK_DATATYPE},
+    {NF_ROUTE_BINARY, {0, 0, 0, 0, 1}, NF_ROUTE_PMPI, NF_FALLBACK_DATATYPE},
+    {NF_ROUTE_TERNARY, {0, 1, 0, 0, 1}, NF_ROUTE_PMPI, NF_FALLBACK_OP},
+    {NF_ROUTE_PMPI, {0, 0, 0, 0, 0}, NF_ROUTE_PMPI, NF_FALLBACK_NONE},
+    {NF_ROUTE_PMPI, {1, 1, 1, 0, 1}, NF_ROUTE_FP32, NF_FALLBACK_NONE},
+    {NF_ROUTE_BINARY, {0, 1, 1, 0, 0}, NF_ROUTE_FP32, NF_FALLBACK_CAPACITY},
+    {NF_ROUTE_TERNARY, {1, 1, 1, 0, 0}, NF_ROUTE_FP32, NF_FALLBACK_CAPACITY},
+    {NF_ROUTE_BF16, {0, 1, 1, 0, 0}, NF_ROUTE_BF16, NF_FALLBACK_NONE},
+    {NF_ROUTE_BINARY, {0, 1, 1, 1, 0}, NF_ROUTE_BINARY, NF_FALLBACK_NONE},
+    {NF_ROUTE_BINARY, {0, 0, 1, 1, 1}, NF_ROUTE_PMPI, NF_FALLBACK_DATATYPE},
+};
+
+START_TEST(test_fallback_route)
+{
+    const struct fb_case *c = &fb_cases[_i];
+    int why = 12345;
+    nf_route_t r = nf_fallback_route(c->asked, &c->f, &why);
+    ck_assert_msg(r == c->runs && why == c->why, "case %d: %s asked runs %s (why %d), expected "
+                  "%s (why %d)", _i, nf_route_name(c->asked), nf_route_name(r), why,
+                  nf_route_name(c->runs), c->why);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
@@ -480,6 +512,9 @@ static Suite *util_suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("names");
     tcase_add_test(t, test_route_names);
+    suite_add_tcase(s, t);
+    t = tcase_create("fallback");
+    tcase_add_loop_test(t, test_fallback_route, 0, NCASES(fb_cases));
     suite_add_tcase(s, t);
     return s;
 }

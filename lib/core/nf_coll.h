@@ -7,17 +7,13 @@
 #include <stdint.h>
 
 #include "nf_comm.h"
+#include "nf_fallback.h"
 
 /* Binary and ternary: the routes with count lanes and error feedback. */
 static inline int nf_route_lowbit(nf_route_t r)
 {
     return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY;
 }
-
-/* nf_seg_t's fallback when a segment ran as given. Not an nf_fallback_t
- * value: the public enum, its numbering and NF_FALLBACK_COUNT stay as they
- * are (the stats index their counters with them). */
-enum { NF_FALLBACK_NONE = -1 };
 
 /* One part of a call that shares one route and one scale (binary with
  * scale_block: one per block of it). A call without bound regions is one

@@ -52,14 +52,15 @@ int nf_run_float(MPI_Datatype dt)
     return PMPI_Type_size(dt, &size) == MPI_SUCCESS && size == (int)sizeof(float);
 }
 
-/* Why fp32 and the low-bit routes cannot take this call, or NF_FALLBACK_NONE
- * if they can. */
-static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c)
+/* Why route cannot take this call, or NF_FALLBACK_NONE if it can: what the
+ * call tells (nf_fallback_route), then the communicator. */
+static int nf_unfit(const nf_run_args_t *a, nf_comm_t *c, nf_route_t route)
 {
-    if (!nf_run_float(a->datatype))
-        return NF_FALLBACK_DATATYPE;
-    if (a->op != MPI_SUM)
-        return NF_FALLBACK_OP;
+    nf_call_facts_t f = {.float_dt = nf_run_float(a->datatype), .sum = a->op == MPI_SUM,
+                         .empty = a->count == 0, .lanes_fit = c->lowbit_ok};
+    int why;
+    if (nf_fallback_route(route, &f, &why) == NF_ROUTE_PMPI)
+        return why;
     if (c->is_inter)
         return NF_FALLBACK_COMM;
     if (nf_comm_ready(c) != NF_OK)
@@ -81,19 +82,23 @@ static nf_residual_t *nf_seg_residual(nf_residual_table_t *t, const float *x,
     return e;
 }
 
-/* Low-bit segments on a communicator whose size the count lanes cannot
- * hold run fp32 (agreed at setup: the same on every rank). */
-static void nf_lanes_check(nf_comm_t *c, nf_seg_t *seg, size_t n)
+/* Each segment of a call that runs in the protocol where nf_fallback_route
+ * sends it: a pmpi segment of a fused call runs fp32 (exact); low-bit on a
+ * communicator whose size the count lanes cannot hold runs fp32 (agreed at
+ * setup: the same on every rank), said once and counted. */
+static void nf_seg_fallbacks(nf_comm_t *c, nf_seg_t *seg, size_t n)
 {
+    nf_call_facts_t f = {.seg = 1, .lanes_fit = c->lowbit_ok};
     for (size_t s = 0; s < n; s++) {
-        if (!nf_route_lowbit(seg[s].route) || c->lowbit_ok)
+        int why;
+        seg[s].route = nf_fallback_route(seg[s].route, &f, &why);
+        if (why != NF_FALLBACK_CAPACITY) /* none, or a pmpi segment's fp32 */
             continue;
         nf_log_warn_once_root(c->rank == 0, "a communicator of %d ranks needs %u-bit sign "
                               "counts, more than NFCOLL_COUNT_BITS=%u: running fp32", c->size,
                               c->k, nf_ctx.cfg.settings->count_bits);
-        nf_stats_fallback(NF_FALLBACK_CAPACITY);
-        seg[s].route = NF_ROUTE_FP32;
-        seg[s].fallback = NF_FALLBACK_CAPACITY;
+        nf_stats_fallback((nf_fallback_t)why);
+        seg[s].fallback = why;
     }
 }
 
@@ -167,7 +172,7 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
         .loss = a->loss,
     };
     nf_status_t why = NF_OK;
-    nf_lanes_check(c, seg, nseg);
+    nf_seg_fallbacks(c, seg, nseg);
     for (size_t s = 0; s < nseg; s++) {
         nf_status_t w = NF_OK;
         seg[s].res = nf_route_lowbit(seg[s].route) && seg[s].ef
@@ -223,7 +228,7 @@ nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, siz
     nf_seg_ran(seg, nseg, NF_ROUTE_PMPI, NF_FALLBACK_NONE);
     if ((whole && route == NF_ROUTE_PMPI) || c == NULL || !nf_ctx_ready())
         return nf_run_pmpi(a, c != NULL ? c->size : nf_run_size(a->comm));
-    int why = nf_unfit(a, c);
+    int why = nf_unfit(a, c, route);
     if (why != NF_FALLBACK_NONE) {
         nf_stats_fallback((nf_fallback_t)why);
         nf_seg_ran(seg, nseg, NF_ROUTE_PMPI, why);
@@ -234,11 +239,8 @@ nf_status_t nf_run_plan(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, siz
         nf_seg_ran(seg, nseg, route, NF_FALLBACK_NONE);
         return NF_OK;
     }
-    for (size_t s = 0; s < nseg; s++) {
-        if (seg[s].route == NF_ROUTE_PMPI) /* inside a fused call: exact */
-            seg[s].route = NF_ROUTE_FP32;
+    for (size_t s = 0; s < nseg; s++)
         nf_seg_defaults(&seg[s]);
-    }
     return nf_run_segs(c, a, seg, nseg);
 }
 
@@ -254,7 +256,7 @@ nf_status_t nf_run_shadow(nf_comm_t *c, nf_residual_table_t *shadow, const float
                          ? nf_seg_residual(shadow, x, &seg[s], &why)
                          : NULL;
     }
-    nf_lanes_check(c, seg, nseg);
+    nf_seg_fallbacks(c, seg, nseg);
     nf_status_t st = nf_coll_run(c, &call);
     for (size_t s = 0; s < nseg; s++)
         seg[s].ran = nf_seg_ran_as(&call, &seg[s]);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nf_decide.h"
+#include "nf_fallback.h"
 #include "nf_kernels.h"
 
 int nf_decide_float_sum(nf_dtype_t dt, nf_opkind_t op, uint64_t bytes, uint64_t count)
@@ -188,20 +189,14 @@ nf_status_t nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int c
 nf_route_t nf_decide_runs(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int seg,
                           nf_route_t route)
 {
-    if (seg && (x->calibrate || route == NF_ROUTE_PMPI))
+    nf_call_facts_t f = {.seg = seg, .float_dt = c->dt == NF_DT_FLOAT || c->dt == NF_DT_REAL,
+                         .sum = c->op == NF_OP_SUM, .empty = c->count == 0,
+                         .lanes_fit = nf_count_planes((unsigned)c->comm_size) <= x->count_bits};
+    int why;
+    f.float_dt = f.float_dt && c->bytes == c->count * sizeof(float);
+    if (seg && x->calibrate) /* a calibration run reduces every segment exactly */
         route = NF_ROUTE_FP32;
-    if (!seg) {
-        int fits = c->op == NF_OP_SUM && (c->dt == NF_DT_FLOAT || c->dt == NF_DT_REAL) &&
-                   c->bytes == c->count * sizeof(float);
-        if (route == NF_ROUTE_PMPI || !fits)
-            return NF_ROUTE_PMPI;
-        if (c->count == 0) /* counted on its route, nothing moves */
-            return route;
-    }
-    if ((route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY) &&
-        nf_count_planes((unsigned)c->comm_size) > x->count_bits)
-        return NF_ROUTE_FP32;
-    return route;
+    return nf_fallback_route(route, &f, &why);
 }
 
 void nf_decide_free(nf_decide_t *d)
