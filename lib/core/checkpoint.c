@@ -711,13 +711,7 @@ static float *nf_stage_take(void *arg, const nf_ckpt_head_t *head, const nf_ckpt
         *st = NF_ERR_NO_MEMORY;
         return NULL;
     }
-    snprintf(r->name, sizeof(r->name), "%s", e->name);
-    r->hash = e->unbound ? 0 : nf_hash_str(NF_HASH_INIT, e->name);
-    r->pending = e->unbound;
-    r->first = sg->n;
-    r->form = e->form;
-    r->aprev = e->aprev;
-    r->tprev = e->tprev;
+    nf_residual_restore(r, e->unbound ? "" : e->name, sg->n, e->form, e->aprev, e->tprev);
     sg->unbound += (uint64_t)e->unbound;
     sg->v[sg->n++] = r;
     return r->buf[r->cur];

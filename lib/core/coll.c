@@ -398,15 +398,9 @@ static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
         nf_ctx.k->bin_finish(r + o, e != NULL ? x + o : NULL, e != NULL ? e + o : NULL,
                              cnt + o / NF_LINE_BITS * c->k * NF_LINE_WORDS, c->k, n,
                              (unsigned)c->size, a, (float)ai, nf_stream(call));
-        if (res != NULL && e == NULL && B < g->m)
-            res->ablk[b] = (float)ai;
     }
-    if (res != NULL && e == NULL) { /* the new y becomes the state */
-        res->cur ^= 1u;
-        res->form = NF_RES_Y;
-        res->block = B < g->m ? B : 0;
-        res->aprev = B < g->m ? 0.0f : (float)c->mine[g->sc0];
-    }
+    if (res != NULL && e == NULL) /* the new y and the blocks' a_i become the state */
+        nf_residual_commit_y(res, B < g->m ? B : 0, c->mine + g->sc0, g->nsc);
 }
 
 /* Whether every block's scale is finite on every rank. */
@@ -425,12 +419,8 @@ static void nf_finish_ternary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
     nf_ctx.k->ter_finish(call->r + g->off, NULL, NULL, cnt,
                          cnt + nf_lines(g->m) * c->k * NF_LINE_WORDS, c->k, g->m, b, t,
                          (float)bi);
-    if (res != NULL) { /* the new y, gate and b_i become the state */
-        res->cur ^= 1u;
-        res->form = NF_RES_TY;
-        res->aprev = (float)bi;
-        res->tprev = t;
-    }
+    if (res != NULL) /* the new y, gate and b_i become the state */
+        nf_residual_commit_ty(res, (float)bi, t);
 }
 
 /* Unpack every low-bit segment whose scale is finite on every rank; mark

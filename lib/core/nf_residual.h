@@ -123,6 +123,17 @@ static inline size_t nf_residual_blocks(size_t count)
 }
 /* Sum |e| over the residual, whatever its form (health's error-feedback
  * signal; a plain pass, only when health is on). */
+/* The state after a low-bit call: the buffer the call wrote (buf[cur ^ 1])
+ * becomes the state. Binary's y: block 0 with one a_i (ai[0]), else one
+ * a_i per block of block elements (ai[0 .. nsc-1]). Ternary's y with b_i
+ * and the gate t. */
+void nf_residual_commit_y(nf_residual_t *r, size_t block, const double *ai, unsigned nsc);
+void nf_residual_commit_ty(nf_residual_t *r, float bi, float t);
+/* A residual made for a checkpoint's entry (nf_residual_make), its key and
+ * state as saved: name "" for an unbound buffer's (pending, its order of
+ * first use first), else the region's. Its buffer is filled by the caller. */
+void nf_residual_restore(nf_residual_t *r, const char *name, uint64_t first, nf_res_form_t form,
+                         float aprev, float tprev);
 double nf_residual_l1(const nf_residual_t *r);
 /* Start the residual over at zero (health, after error-feedback growth). */
 void nf_residual_zero(nf_residual_t *r);

@@ -189,6 +189,36 @@ double nf_residual_l1(const nf_residual_t *r)
     return sum;
 }
 
+void nf_residual_commit_y(nf_residual_t *r, size_t block, const double *ai, unsigned nsc)
+{
+    for (unsigned b = 0; block > 0 && b < nsc; b++)
+        r->ablk[b] = (float)ai[b];
+    r->cur ^= 1u;
+    r->form = NF_RES_Y;
+    r->block = block;
+    r->aprev = block > 0 ? 0.0f : (float)ai[0];
+}
+
+void nf_residual_commit_ty(nf_residual_t *r, float bi, float t)
+{
+    r->cur ^= 1u;
+    r->form = NF_RES_TY;
+    r->aprev = bi;
+    r->tprev = t;
+}
+
+void nf_residual_restore(nf_residual_t *r, const char *name, uint64_t first, nf_res_form_t form,
+                         float aprev, float tprev)
+{
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    r->hash = name[0] != '\0' ? nf_hash_str(NF_HASH_INIT, name) : 0;
+    r->pending = name[0] == '\0';
+    r->first = first;
+    r->form = form;
+    r->aprev = aprev;
+    r->tprev = tprev;
+}
+
 void nf_residual_zero(nf_residual_t *r)
 {
     if (r->touched[r->cur])
