@@ -176,6 +176,7 @@ static void fill_words(uint64_t *p, size_t bytes, uint64_t *s)
         p[w] = xorshift(s);
 }
 
+/* 1 when the arena is carved, 0 without memory for it. */
 static int arena_init(arena_t *a)
 {
     const size_t fb = (TUNE_M + NF_LANES) * sizeof(float), lb = nf_lines(TUNE_M) * NF_LINE_BYTES;
@@ -185,7 +186,7 @@ static int arena_init(arena_t *a)
                    TUNE_SUM_IN * HB;
     char *p = aligned_alloc(NF_LINE_BYTES, total);
     if (p == NULL)
-        return -1;
+        return 0;
     memset(p, 0, total); /* page faults now, not in a timed call */
     a->base = p, a->k = k;
     a->x = (float *)carve(&p, fb) + TUNE_OFF, a->r = (float *)carve(&p, fb) + TUNE_OFF;
@@ -209,7 +210,7 @@ static int arena_init(arena_t *a)
     fill_words(a->cnt, 2 * KMAX * lb, &s);
     fill_words(a->cnt8, (2 * k + TUNE_RANKS) * lb8, &s);
     arena_regions(a);
-    return 0;
+    return 1;
 }
 
 static void arena_flush(const arena_t *a, unsigned regions)
@@ -402,7 +403,7 @@ static void tune_build(tuned_t *t, nf_isa_t cap)
     for (int i = 0; i < K_COUNT; i++)
         t->isa[i] = cand[nc - 1]->isa;
     arena_t a;
-    if (nc > 1 && tune_enabled() && arena_init(&a) == 0) {
+    if (nc > 1 && tune_enabled() && arena_init(&a)) {
         double best[NF_ISA_COUNT][NPROBES] = {{0}};
         measure(cand, nc, &a, t_end, best);
         choose(t, cand, nc, best);

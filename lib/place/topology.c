@@ -339,14 +339,17 @@ static void nf_topo_scan(hwloc_topology_t topo, hwloc_const_cpuset_t initiators,
     }
 }
 
-/* Linux memory tiers: memory_tierN/nodelist, a larger N is slower. */
+enum { NF_TIER_NONE = -1 };
+
+/* Linux memory tiers: memory_tierN/nodelist, a larger N is slower. The
+ * node's N, or NF_TIER_NONE when no tier lists it. */
 static int nf_topo_tier_of(const char *dir, int node)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
-    int tier = -1;
+    int tier = NF_TIER_NONE;
     if (d == NULL)
-        return -1;
+        return NF_TIER_NONE;
     while ((e = readdir(d)) != NULL) {
         int t;
         char path[512], list[256];

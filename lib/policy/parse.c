@@ -165,8 +165,8 @@ nf_status_t nf_policy_parse_size(const char *text, uint64_t *bytes)
     return NF_OK;
 }
 
-/* Split a comma list in place. Returns the count, -1 for an empty item,
- * -2 for too many. */
+/* Split a comma list in place. Returns the count, NF_ERR_PARSE for an
+ * empty item, NF_ERR_CAPACITY for too many (negative nf_status_t). */
 static int nf_split(char *s, char **items)
 {
     int n = 0;
@@ -175,10 +175,10 @@ static int nf_split(char *s, char **items)
         if (c != NULL)
             *c = '\0';
         if (n == NF_POL_MAX_LIST)
-            return -2;
+            return NF_ERR_CAPACITY;
         items[n] = nf_trim(s);
         if (items[n][0] == '\0')
-            return -1;
+            return NF_ERR_PARSE;
         n++;
         if (c == NULL)
             return n;
@@ -189,9 +189,9 @@ static int nf_split(char *s, char **items)
 static int nf_split_checked(nf_parser_t *ps, const char *key, char *s, char **items)
 {
     int n = nf_split(s, items);
-    if (n == -1)
+    if (n == NF_ERR_PARSE)
         nf_rule_bad(ps, "empty item in the list for '%s'", key);
-    else if (n == -2)
+    else if (n == NF_ERR_CAPACITY)
         nf_rule_bad(ps, "too many values for '%s' (at most %d)", key, NF_POL_MAX_LIST);
     return n;
 }
@@ -342,7 +342,7 @@ static int nf_key_lookup(const char *name)
     for (int k = 0; k < K_NKEYS; k++)
         if (nf_strcaseeq(name, nf_pol_key_names[k]))
             return k;
-    return -1;
+    return NF_NAME_UNKNOWN;
 }
 
 static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)

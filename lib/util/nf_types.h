@@ -96,8 +96,12 @@ typedef enum nf_opkind { NF_OPS(NF_X_ENUM_OP) NF_OP_N } nf_opkind_t;
 const char *nf_dtype_name(nf_dtype_t dt);
 const char *nf_opkind_name(nf_opkind_t op);
 
+/* What a name lookup gives for a name it does not know. */
+enum { NF_NAME_UNKNOWN = -1 };
+
 /* Parse a name as the policy language takes it: any case, with or without
- * "MPI_", aliases included ("MPI_REAL4" -> real). -1 when unknown. */
+ * "MPI_", aliases included ("MPI_REAL4" -> real): the enum, or
+ * NF_NAME_UNKNOWN. */
 int nf_dtype_parse(const char *name);
 int nf_opkind_parse(const char *name);
 

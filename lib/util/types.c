@@ -49,27 +49,27 @@ static int nf_find(const char *const *names, int n, const char *key)
     for (int i = 0; i < n; i++)
         if (strcmp(key, names[i]) == 0)
             return i;
-    return -1;
+    return NF_NAME_UNKNOWN;
 }
 
 int nf_dtype_parse(const char *name)
 {
     char buf[32];
     if (nf_canon(name, buf, sizeof(buf)) != NF_OK)
-        return -1;
+        return NF_NAME_UNKNOWN;
     int i = nf_find(nf_dt_names, NF_DT_N, buf);
     if (i >= 0)
         return i;
     for (size_t a = 0; a < sizeof(nf_dt_alias) / sizeof(nf_dt_alias[0]); a++)
         if (strcmp(buf, nf_dt_alias[a].name) == 0)
             return (int)nf_dt_alias[a].dt;
-    return -1;
+    return NF_NAME_UNKNOWN;
 }
 
 int nf_opkind_parse(const char *name)
 {
     char buf[32];
     if (nf_canon(name, buf, sizeof(buf)) != NF_OK)
-        return -1;
+        return NF_NAME_UNKNOWN;
     return nf_find(nf_op_names, NF_OP_N, buf);
 }
