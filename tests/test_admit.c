@@ -16,6 +16,7 @@
 
 #include "nf_health.h"
 #include "nf_intern.h"
+#include "nf_segstate.h"
 #include "nf_segtab.h"
 #include "nf_warmup.h"
 
@@ -65,7 +66,7 @@ END_TEST
 /* warmup = 3: three calls fp32 (counted), then the route; per segment. */
 START_TEST(test_warmup_counts)
 {
-    nf_warmup_comm_t *w = nf_warmup_comm_new();
+    nf_segstate_t *w = nf_segstate_new();
     nf_policy_action_t act[3];
     nf_seg_t seg[3];
     nf_seg_note_t note[3];
@@ -79,7 +80,7 @@ START_TEST(test_warmup_counts)
         ck_assert_int_eq(seg[1].route, call < 1 ? NF_ROUTE_FP32 : NF_ROUTE_BINARY);
         ck_assert_int_eq(seg[2].route, NF_ROUTE_BINARY);
     }
-    nf_warmup_comm_free(w);
+    nf_segstate_free(w);
 }
 END_TEST
 
@@ -88,7 +89,7 @@ END_TEST
 START_TEST(test_warmup_ckpt)
 {
     const int cut = _i;
-    nf_warmup_comm_t *w = nf_warmup_comm_new(), *r = nf_warmup_comm_new();
+    nf_segstate_t *w = nf_segstate_new(), *r = nf_segstate_new();
     nf_policy_action_t act[3];
     nf_seg_t seg[3];
     nf_seg_note_t note[3];
@@ -99,12 +100,12 @@ START_TEST(test_warmup_ckpt)
         nf_warmup_apply(w, seg, note, act, 3, (uint64_t)call);
     }
     nf_wbuf_t b = {0};
-    nf_warmup_comm_save(w, &b);
+    nf_warmup_save(w, &b);
     ck_assert(!b.bad);
     nf_rbuf_t check = {b.p, b.n, 0}, load = {b.p, b.n, 0};
-    ck_assert_int_eq(nf_warmup_comm_load(NULL, &check, 0), 0);
+    ck_assert_int_eq(nf_warmup_load(NULL, &check, 0), 0);
     ck_assert_uint_eq(check.at, b.n);
-    ck_assert_int_eq(nf_warmup_comm_load(r, &load, 1), 0);
+    ck_assert_int_eq(nf_warmup_load(r, &load, 1), 0);
     for (int call = cut; call < 6; call++) {
         nf_seg_t s2[3];
         nf_seg_note_t n2[3];
@@ -117,8 +118,8 @@ START_TEST(test_warmup_ckpt)
                           cut, call, i, seg[i].route, s2[i].route);
     }
     free(b.p);
-    nf_warmup_comm_free(w);
-    nf_warmup_comm_free(r);
+    nf_segstate_free(w);
+    nf_segstate_free(r);
 }
 END_TEST
 
@@ -126,7 +127,7 @@ END_TEST
  * records of another size, is refused by the check. */
 START_TEST(test_warmup_ckpt_malformed)
 {
-    nf_warmup_comm_t *w = nf_warmup_comm_new();
+    nf_segstate_t *w = nf_segstate_new();
     nf_policy_action_t act[3];
     nf_seg_t seg[3];
     nf_seg_note_t note[3];
@@ -135,23 +136,23 @@ START_TEST(test_warmup_ckpt_malformed)
     three(seg, note);
     nf_warmup_apply(w, seg, note, act, 3, 0);
     nf_wbuf_t b = {0};
-    nf_warmup_comm_save(w, &b);
+    nf_warmup_save(w, &b);
     for (size_t cutlen = 0; cutlen < b.n; cutlen++) {
         nf_rbuf_t r = {b.p, cutlen, 0};
-        ck_assert_msg(nf_warmup_comm_load(NULL, &r, 0) != 0, "cut at %zu accepted", cutlen);
+        ck_assert_msg(nf_warmup_load(NULL, &r, 0) != 0, "cut at %zu accepted", cutlen);
     }
     unsigned char *bad = malloc(b.n);
     memcpy(bad, b.p, b.n);
     bad[0] = 0xff; /* records: 255 */
     nf_rbuf_t r = {bad, b.n, 0};
-    ck_assert_int_ne(nf_warmup_comm_load(NULL, &r, 0), 0);
+    ck_assert_int_ne(nf_warmup_load(NULL, &r, 0), 0);
     memcpy(bad, b.p, b.n);
     bad[8] = 4; /* record bytes: 4, not 8 */
     r = (nf_rbuf_t){bad, b.n, 0};
-    ck_assert_int_ne(nf_warmup_comm_load(NULL, &r, 0), 0);
+    ck_assert_int_ne(nf_warmup_load(NULL, &r, 0), 0);
     free(bad);
     free(b.p);
-    nf_warmup_comm_free(w);
+    nf_segstate_free(w);
 }
 END_TEST
 
@@ -184,7 +185,8 @@ static void hcall(nf_health_comm_t *h, int call, double loss, double ratio, nf_r
 START_TEST(test_health_schedule)
 {
     nf_health_init(&hcfg);
-    nf_health_comm_t *h = nf_health_comm_new();
+    nf_segstate_t *st = nf_segstate_new();
+    nf_health_comm_t *h = nf_health_comm_new(st);
     nf_route_t ran[3];
     int restart[3];
     for (int call = 0; call < 4; call++)
@@ -205,6 +207,7 @@ START_TEST(test_health_schedule)
     ck_assert_int_eq(ran[1], NF_ROUTE_FP32);
     ck_assert_int_eq(ran[0], NF_ROUTE_BINARY);
     nf_health_comm_free(h);
+    nf_segstate_free(st);
 }
 END_TEST
 
@@ -214,7 +217,8 @@ START_TEST(test_health_ckpt)
 {
     const int cut = 3 + _i;
     nf_health_init(&hcfg);
-    nf_health_comm_t *h = nf_health_comm_new(), *r = nf_health_comm_new();
+    nf_segstate_t *st = nf_segstate_new(), *st2 = nf_segstate_new();
+    nf_health_comm_t *h = nf_health_comm_new(st), *r = nf_health_comm_new(st2);
     nf_route_t ran[3], ran2[3];
     int restart[3], restart2[3];
     double loss[14] = {1, 1.1, 1, 1.2, 10, 1, 1, 1, 1, 1, 30, 1, 1, 1};
@@ -242,6 +246,68 @@ START_TEST(test_health_ckpt)
     free(b.p);
     nf_health_comm_free(h);
     nf_health_comm_free(r);
+    nf_segstate_free(st);
+    nf_segstate_free(st2);
+}
+END_TEST
+
+/* One record per segment holds both parts: warm-up counts on segments
+ * health has never seen do not make them health's (a loss spike cools
+ * only what health watched), and each part saved and loaded alone leaves
+ * the other as it was. */
+START_TEST(test_segstate_parts)
+{
+    nf_health_init(&hcfg);
+    nf_segstate_t *st = nf_segstate_new(), *st2 = nf_segstate_new();
+    nf_health_comm_t *h = nf_health_comm_new(st), *h2 = nf_health_comm_new(st2);
+    nf_policy_action_t act[3];
+    nf_seg_t seg[3];
+    nf_seg_note_t note[3];
+    memset(act, 0, sizeof(act));
+    act[2].warmup = 5; /* adm.b warms up; the others have none */
+    three(seg, note);
+    nf_warmup_apply(st, seg, note, act, 3, 0);
+    ck_assert_uint_eq(nf_segstate_count(st), 1);
+    ck_assert_ptr_null(nf_segstate_get(st, seg, 3, 2, NF_SEG_HEALTH, 0));
+    /* health sees segments 0 and 1 only: the warming one ran fp32 */
+    three(seg, note);
+    seg[2].route = NF_ROUTE_FP32;
+    for (int i = 0; i < 3; i++)
+        seg[i].ef_ratio = 0.1;
+    nf_health_observe(h, seg, note, 3, 1.0, 0);
+    three(seg, note);
+    seg[2].route = NF_ROUTE_FP32;
+    nf_health_observe(h, seg, note, 3, 50.0, 1); /* a spike */
+    nf_segrec_t *r2 = nf_segstate_get(st, seg, 3, 2, NF_SEG_WARMUP, 0);
+    ck_assert_ptr_nonnull(r2);
+    ck_assert(!(r2->parts & NF_SEG_HEALTH) && r2->health.left == 0 && r2->warm == 1);
+    ck_assert_uint_gt(nf_segstate_get(st, seg, 3, 0, NF_SEG_HEALTH, 0)->health.left, 0);
+    /* health's part alone into a table that already counts a warm-up */
+    for (int call = 0; call < 2; call++) {
+        three(seg, note);
+        nf_warmup_apply(st2, seg, note, act, 3, (uint64_t)call);
+    }
+    nf_wbuf_t b = {0};
+    nf_health_comm_save(h, &b);
+    nf_rbuf_t load = {b.p, b.n, 0};
+    ck_assert_int_eq(nf_health_comm_load(h2, &load, 1), NF_OK);
+    three(seg, note);
+    ck_assert_uint_eq(nf_segstate_get(st2, seg, 3, 2, NF_SEG_WARMUP, 0)->warm, 2);
+    ck_assert_uint_eq(nf_segstate_get(st2, seg, 3, 0, NF_SEG_HEALTH, 0)->health.left,
+                      nf_segstate_get(st, seg, 3, 0, NF_SEG_HEALTH, 0)->health.left);
+    /* the warm-up part alone: replaces the counts, keeps the cool-downs */
+    nf_wbuf_t w = {0};
+    nf_warmup_save(st, &w);
+    nf_rbuf_t wl = {w.p, w.n, 0};
+    ck_assert_int_eq(nf_warmup_load(st2, &wl, 1), NF_OK);
+    ck_assert_uint_eq(nf_segstate_get(st2, seg, 3, 2, NF_SEG_WARMUP, 0)->warm, 1);
+    ck_assert_uint_gt(nf_segstate_get(st2, seg, 3, 0, NF_SEG_HEALTH, 0)->health.left, 0);
+    free(b.p);
+    free(w.p);
+    nf_health_comm_free(h);
+    nf_health_comm_free(h2);
+    nf_segstate_free(st);
+    nf_segstate_free(st2);
 }
 END_TEST
 
@@ -259,6 +325,9 @@ static Suite *admit_suite(void)
     t = tcase_create("health");
     tcase_add_test(t, test_health_schedule);
     tcase_add_loop_test(t, test_health_ckpt, 0, 9);
+    suite_add_tcase(s, t);
+    t = tcase_create("segstate");
+    tcase_add_test(t, test_segstate_parts);
     suite_add_tcase(s, t);
     return s;
 }

@@ -155,8 +155,10 @@ typedef struct nf_adm_rec {
 
 typedef struct nf_adm_comm {
     uint64_t calls;      /* admitted on this communicator: the `calls` index */
-    nf_health_comm_t *health; /* per-segment health, when the policy watches it */
-    nf_warmup_comm_t *warmup; /* per-segment warm-up counts, when a rule asks for one */
+    nf_segstate_t *segs;  /* per-segment state (warm-up counts, health's cool-downs),
+                             made by the first call that keeps some */
+    int warmed;           /* a rule's warm-up has counted on this communicator */
+    nf_health_comm_t *health; /* the loss window, when the policy watches health */
     uint64_t fills;      /* decisions made */
     nf_adm_rec_t scratch; /* a decision the cache may not keep */
     /* the one-entry cache: the last call's handles, count, buffer and
@@ -188,7 +190,7 @@ static void nf_adm_free(nf_comm_t *c, void *p)
         nf_adm_rec_free(&s->rec[i]);
     nf_adm_rec_free(&s->scratch);
     nf_health_comm_free(s->health);
-    nf_warmup_comm_free(s->warmup);
+    nf_segstate_free(s->segs);
     free(s);
 }
 
@@ -208,10 +210,10 @@ static nf_status_t nf_adm_save(nf_comm_t *c, void *state, unsigned char **buf, s
         return NF_OK; /* no call yet: nothing to keep */
     nf_wbuf_u64(&b, NF_ADM_CKPT_FORMAT);
     nf_wbuf_u64(&b, s->calls);
-    has = s->warmup != NULL;
+    has = s->warmed && s->segs != NULL;
     nf_wbuf_put(&b, &has, 1);
     if (has)
-        nf_warmup_comm_save(s->warmup, &b);
+        nf_warmup_save(s->segs, &b);
     has = s->health != NULL;
     nf_wbuf_put(&b, &has, 1);
     if (has)
@@ -230,38 +232,41 @@ static nf_adm_comm_t *nf_adm_peek(const nf_comm_t *c);
 /* What a part holds: the call index and new tables (NULL: none kept). */
 typedef struct nf_adm_loaded {
     uint64_t calls;
-    nf_warmup_comm_t *warmup;
+    nf_segstate_t *segs;
+    int warmed;
     nf_health_comm_t *health;
 } nf_adm_loaded_t;
 
 /* Read a part: into fresh tables when out is not NULL (commit), else a
- * check only. -1 on malformed input or no memory (out's tables freed). */
-static int nf_adm_load_parts(nf_rbuf_t *r, nf_adm_loaded_t *out)
+ * check only. NF_ERR_PARSE on malformed input or no memory (out's tables
+ * freed). */
+static nf_status_t nf_adm_load_parts(nf_rbuf_t *r, nf_adm_loaded_t *out)
 {
     uint64_t format, calls;
     unsigned char has_w, has_h;
     nf_adm_loaded_t l = {0};
     int bad = nf_rbuf_u64(r, &format) != 0 || format != NF_ADM_CKPT_FORMAT ||
               nf_rbuf_u64(r, &calls) != 0 || nf_rbuf_get(r, &has_w, 1) != 0 || has_w > 1;
-    if (!bad && has_w && out != NULL && (l.warmup = nf_warmup_comm_new()) == NULL)
+    if (!bad && out != NULL && (l.segs = nf_segstate_new()) == NULL)
         bad = 1;
     if (!bad && has_w)
-        bad = nf_warmup_comm_load(l.warmup, r, out != NULL) != 0;
+        bad = nf_warmup_load(l.segs, r, out != NULL) != NF_OK;
+    l.warmed = has_w;
     if (!bad)
         bad = nf_rbuf_get(r, &has_h, 1) != 0 || has_h > 1;
-    if (!bad && has_h && out != NULL && (l.health = nf_health_comm_new()) == NULL)
+    if (!bad && has_h && out != NULL && (l.health = nf_health_comm_new(l.segs)) == NULL)
         bad = 1;
     if (!bad && has_h)
         bad = nf_health_comm_load(l.health, r, out != NULL) != 0;
     bad = bad || r->at != r->n;
     if (bad || out == NULL) {
-        nf_warmup_comm_free(l.warmup);
         nf_health_comm_free(l.health);
-        return bad ? -1 : 0;
+        nf_segstate_free(l.segs);
+        return bad ? NF_ERR_PARSE : NF_OK;
     }
     l.calls = calls;
     *out = l;
-    return 0;
+    return NF_OK;
 }
 
 /* A part checked (commit 0), or installed (commit 1): the tables are read
@@ -286,9 +291,9 @@ static nf_status_t nf_adm_load(nf_comm_t *c, const unsigned char *buf, size_t le
     }
     if (!commit)
         return NF_OK;
-    nf_warmup_comm_free(s->warmup);
     nf_health_comm_free(s->health);
-    s->calls = l.calls, s->warmup = l.warmup, s->health = l.health;
+    nf_segstate_free(s->segs);
+    s->calls = l.calls, s->segs = l.segs, s->warmed = l.warmed, s->health = l.health;
     return NF_OK;
 }
 
@@ -653,12 +658,16 @@ static void nf_adm_health(nf_adm_comm_t *s, nf_decision_t *d, const nf_policy_ac
     }
     if (d->calibrate || d->route == NF_ROUTE_PMPI)
         return;
-    if (warm && (s->warmup != NULL || (s->warmup = nf_warmup_comm_new()) != NULL))
-        nf_warmup_apply(s->warmup, d->seg, d->note, act, d->nseg, d->call);
-    /* without memory for the counts, the segments run their routes */
+    if ((warm || nf_health_on()) && s->segs == NULL)
+        s->segs = nf_segstate_new();
+    /* without memory for the records, the segments run their routes */
+    if (warm && s->segs != NULL) {
+        s->warmed = 1;
+        nf_warmup_apply(s->segs, d->seg, d->note, act, d->nseg, d->call);
+    }
     if (!nf_health_on())
         return;
-    if (s->health == NULL && (s->health = nf_health_comm_new()) == NULL)
+    if (s->segs == NULL || (s->health == NULL && (s->health = nf_health_comm_new(s->segs)) == NULL))
         return; /* no memory: the call runs unwatched, as with health off */
     nf_health_apply(s->health, d->seg, d->note, d->nseg, d->call);
     for (size_t i = 0; i < d->nseg && !d->health; i++)

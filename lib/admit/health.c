@@ -9,6 +9,7 @@
 #include "nf_health.h"
 #include "nf_log.h"
 #include "nf_regstats.h"
+#include "nf_segstate.h"
 #include "nf_segtab.h"
 
 static nf_policy_health_t nf_hcfg;
@@ -39,31 +40,20 @@ double nf_health_take_loss(void)
     return v;
 }
 
-/* One segment's state (nf_segtab.h: each segment maps to its own record on
- * each rank; the signals are agreed per segment index). */
-typedef struct nf_hseg {
-    uint32_t id;          /* the region, 0 for a gap or a whole buffer */
-    size_t bytes;
-    unsigned left;        /* calls of fp32 still to run */
-    unsigned len;         /* length of the last cool-down */
-    unsigned since;       /* calls since the last cool-down ended */
-    int back;             /* a cool-down ended: the next low-bit call re-enters */
-    nf_health_signal_t why;
-} nf_hseg_t;
-
-#define NF_HSEG_MAX 4096 /* segments watched per communicator */
-
+/* A communicator's health: the segments' cool-downs in their records
+ * (nf_segstate.h: each segment maps to its own record on each rank; the
+ * signals are agreed per segment index), and the loss window. */
 struct nf_health_comm {
-    nf_segtab_t segs;     /* nf_hseg_t */
+    nf_segstate_t *segs;  /* the records' health parts */
     double *losses;       /* the last loss_window agreed losses, a ring */
     unsigned nloss, at;
 };
 
-nf_health_comm_t *nf_health_comm_new(void)
+nf_health_comm_t *nf_health_comm_new(nf_segstate_t *segs)
 {
     nf_health_comm_t *h = calloc(1, sizeof(*h));
     if (h != NULL)
-        h->segs.size = sizeof(nf_hseg_t), h->segs.max = NF_HSEG_MAX;
+        h->segs = segs;
     return h;
 }
 
@@ -71,14 +61,13 @@ void nf_health_comm_free(nf_health_comm_t *h)
 {
     if (h == NULL)
         return;
-    nf_segtab_free(&h->segs);
     free(h->losses);
     free(h);
 }
 
 void nf_health_comm_save(const nf_health_comm_t *h, nf_wbuf_t *b)
 {
-    nf_segtab_save(&h->segs, b);
+    nf_segstate_save(h->segs, NF_SEG_HEALTH, b);
     nf_wbuf_u64(b, h->losses != NULL ? h->nloss : 0);
     nf_wbuf_u64(b, h->at);
     for (unsigned i = 0; h->losses != NULL && i < h->nloss; i++) {
@@ -88,17 +77,10 @@ void nf_health_comm_save(const nf_health_comm_t *h, nf_wbuf_t *b)
     }
 }
 
-static void nf_hseg_fix(void *rec, uint32_t id)
-{
-    ((nf_hseg_t *)rec)->id = id; /* this process's id of the region */
-}
-
 nf_status_t nf_health_comm_load(nf_health_comm_t *h, nf_rbuf_t *r, int commit)
 {
-    nf_segtab_t check = {.size = sizeof(nf_hseg_t), .max = NF_HSEG_MAX};
     uint64_t nloss, at, w = nf_hcfg.loss_window;
-    nf_status_t st = nf_segtab_load(commit ? &h->segs : &check, r, commit, nf_hseg_fix);
-    nf_segtab_free(&check);
+    nf_status_t st = nf_segstate_load(commit ? h->segs : NULL, NF_SEG_HEALTH, r, commit);
     if (st != NF_OK)
         return st;
     if (nf_rbuf_u64(r, &nloss) != NF_OK || nf_rbuf_u64(r, &at) != NF_OK || nloss > w ||
@@ -123,7 +105,8 @@ nf_status_t nf_health_comm_load(nf_health_comm_t *h, nf_rbuf_t *r, int commit)
 static nf_hseg_t *nf_hseg(nf_health_comm_t *h, const nf_seg_t *seg, size_t n, size_t i,
                           int make)
 {
-    nf_hseg_t *s = nf_segtab_get(&h->segs, seg, n, i, make);
+    nf_segrec_t *r = nf_segstate_get(h->segs, seg, n, i, NF_SEG_HEALTH, make);
+    nf_hseg_t *s = r != NULL ? &r->health : NULL;
     if (s != NULL && s->bytes == 0) /* new */
         s->id = seg[i].id, s->bytes = seg[i].m * sizeof(float);
     return s;
@@ -227,10 +210,10 @@ void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, const nf_seg_note_t *
     int spike = nf_health_spike(h, loss);
     /* A loss spike affects every low-bit segment of the communicator: the
      * ones this call reduced below, and every one seen before. */
-    for (size_t k = 0; spike && k < h->segs.n; k++) {
-        nf_hseg_t *s = nf_segtab_at(&h->segs, k);
-        if (s->left == 0)
-            nf_health_start(s, NF_HEALTH_LOSS_SPIKE, call);
+    for (size_t k = 0; spike && k < nf_segstate_count(h->segs); k++) {
+        nf_segrec_t *r = nf_segstate_at(h->segs, k);
+        if ((r->parts & NF_SEG_HEALTH) && r->health.left == 0)
+            nf_health_start(&r->health, NF_HEALTH_LOSS_SPIKE, call);
     }
     for (size_t i = 0; i < n; i++) {
         nf_seg_t *g = &seg[i];

@@ -14,6 +14,7 @@
 #include "nf_decide.h"
 #include "nf_policy.h"
 #include "nf_regstats.h" /* nf_health_signal_t */
+#include "nf_segstate.h"
 #include "nf_util.h"
 
 /* Process-wide: the policy's settings (NULL or health off: nothing
@@ -36,10 +37,12 @@ typedef struct nf_seg_note {
 } nf_seg_note_t;
 
 typedef struct nf_health_comm nf_health_comm_t;
-nf_health_comm_t *nf_health_comm_new(void);
+/* A communicator's health, its segments' cool-downs in segs's records. */
+nf_health_comm_t *nf_health_comm_new(nf_segstate_t *segs);
 void nf_health_comm_free(nf_health_comm_t *h);
-/* Cool-downs and the loss window in a residual checkpoint, and back
- * (nf_segtab_load's commit; h may be NULL to check). NF_ERR_PARSE on
+/* Cool-downs (the health part of the records) and the loss window in a
+ * residual checkpoint, and back (commit 0 checks, h may be NULL; commit 1
+ * replaces them). NF_ERR_PARSE on
  * malformed input or a loss window of another length than the policy's,
  * NF_ERR_NO_MEMORY (commit). */
 void nf_health_comm_save(const nf_health_comm_t *h, nf_wbuf_t *b);

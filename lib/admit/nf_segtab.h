@@ -54,4 +54,14 @@ void nf_segtab_save(const nf_segtab_t *t, nf_wbuf_t *b);
 nf_status_t nf_segtab_load(nf_segtab_t *t, nf_rbuf_t *r, int commit,
                            void (*fix)(void *rec, uint32_t id));
 
+/* The same for one part of records that begin with an unsigned bit set of
+ * the parts they hold: the records holding part bit, its size bytes at
+ * off (bit 0: every record, whole). Loading a part (commit) clears that
+ * part of every record, then sets it in the records its keys name (made
+ * when new; NF_ERR_PARSE past max records) and calls fix(part, id). */
+void nf_segtab_save_part(const nf_segtab_t *t, nf_wbuf_t *b, size_t off, size_t size,
+                         unsigned bit);
+nf_status_t nf_segtab_load_part(nf_segtab_t *t, nf_rbuf_t *r, int commit, size_t off,
+                                size_t size, unsigned bit, void (*fix)(void *part, uint32_t id));
+
 #endif

@@ -29,27 +29,42 @@ const char *nf_seg_name(uint32_t id, size_t bytes, char *buf, size_t len)
     return name;
 }
 
+/* The record of key (a, b), made (zero-filled) when there is none. */
+static void *nf_segtab_key_rec(nf_segtab_t *t, uint64_t a, uint64_t b, nf_status_t *st)
+{
+    uint32_t at = nf_keymap_get(&t->index, a, b); /* a key twice: the last wins */
+    *st = NF_OK;
+    if (at != UINT32_MAX)
+        return nf_segtab_at(t, at);
+    if (t->n >= t->max) {
+        *st = NF_ERR_PARSE;
+        return NULL;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 32;
+        unsigned char *v = realloc(t->v, cap * t->size);
+        if (v == NULL) {
+            *st = NF_ERR_NO_MEMORY;
+            return NULL;
+        }
+        t->v = v, t->cap = cap;
+    }
+    if ((*st = nf_keymap_put(&t->index, a, b, (uint32_t)t->n)) != NF_OK)
+        return NULL;
+    void *rec = nf_segtab_at(t, t->n++);
+    memset(rec, 0, t->size);
+    return rec;
+}
+
 void *nf_segtab_get(nf_segtab_t *t, const nf_seg_t *seg, size_t n, size_t i, int make)
 {
     uint64_t a, b;
+    nf_status_t st;
     nf_seg_key(seg, n, i, &a, &b);
     uint32_t at = nf_keymap_get(&t->index, a, b);
     if (at != UINT32_MAX)
         return nf_segtab_at(t, at);
-    if (!make || t->n >= t->max)
-        return NULL;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 32;
-        unsigned char *v = realloc(t->v, cap * t->size);
-        if (v == NULL)
-            return NULL;
-        t->v = v, t->cap = cap;
-    }
-    if (nf_keymap_put(&t->index, a, b, (uint32_t)t->n) != NF_OK)
-        return NULL;
-    void *r = nf_segtab_at(t, t->n++);
-    memset(r, 0, t->size);
-    return r;
+    return make ? nf_segtab_key_rec(t, a, b, &st) : NULL;
 }
 
 void nf_segtab_free(nf_segtab_t *t)
@@ -67,14 +82,28 @@ static const char *nf_segtab_name(uint64_t id)
     return n != NULL ? n : "";
 }
 
-void nf_segtab_save(const nf_segtab_t *t, nf_wbuf_t *b)
+/* Whether record rec holds part bit (0: the whole record, always). */
+static int nf_segtab_has(const void *rec, unsigned bit)
 {
-    nf_wbuf_u64(b, t->n);
-    nf_wbuf_u64(b, t->size);
+    unsigned parts;
+    if (bit == 0)
+        return 1;
+    memcpy(&parts, rec, sizeof(parts));
+    return (parts & bit) != 0;
+}
+
+void nf_segtab_save_part(const nf_segtab_t *t, nf_wbuf_t *b, size_t off, size_t size,
+                         unsigned bit)
+{
+    uint64_t n = 0;
+    for (size_t k = 0; k < t->n; k++)
+        n += (uint64_t)nf_segtab_has(nf_segtab_at(t, k), bit);
+    nf_wbuf_u64(b, n);
+    nf_wbuf_u64(b, size);
     for (size_t k = 0; k < t->index.cap; k++) {
         const struct nf_keymap_slot *e = &t->index.slot[k];
         unsigned char kind = e->b != 0;
-        if (!e->used)
+        if (!e->used || !nf_segtab_has(nf_segtab_at(t, e->v), bit))
             continue;
         nf_wbuf_put(b, &kind, 1);
         if (kind == 0) {
@@ -84,8 +113,13 @@ void nf_segtab_save(const nf_segtab_t *t, nf_wbuf_t *b)
             nf_wbuf_str(b, nf_segtab_name(e->a & UINT32_MAX));
             nf_wbuf_u64(b, e->b);
         }
-        nf_wbuf_put(b, nf_segtab_at(t, e->v), t->size);
+        nf_wbuf_put(b, (const unsigned char *)nf_segtab_at(t, e->v) + off, size);
     }
+}
+
+void nf_segtab_save(const nf_segtab_t *t, nf_wbuf_t *b)
+{
+    nf_segtab_save_part(t, b, 0, t->size, 0);
 }
 
 /* One record's key, interned back to this process's ids (commit only:
@@ -110,36 +144,51 @@ static nf_status_t nf_segtab_key_load(nf_rbuf_t *r, int commit, uint64_t *a, uin
     return NF_OK;
 }
 
-nf_status_t nf_segtab_load(nf_segtab_t *t, nf_rbuf_t *r, int commit,
-                           void (*fix)(void *rec, uint32_t id))
+nf_status_t nf_segtab_load_part(nf_segtab_t *t, nf_rbuf_t *r, int commit, size_t off,
+                                size_t size, unsigned bit, void (*fix)(void *part, uint32_t id))
 {
-    uint64_t n, size, a, b;
+    uint64_t n, fsize, a, b;
     nf_status_t st;
-    if (nf_rbuf_u64(r, &n) != NF_OK || nf_rbuf_u64(r, &size) != NF_OK || size != t->size ||
+    if (nf_rbuf_u64(r, &n) != NF_OK || nf_rbuf_u64(r, &fsize) != NF_OK || fsize != size ||
         n > t->max || n > (r->n - r->at) / (size + 2))
         return NF_ERR_PARSE;
-    if (commit) {
+    if (commit && bit == 0)
         nf_segtab_free(t);
-        if (n > 0 && (t->v = malloc(n * t->size)) == NULL)
-            return NF_ERR_NO_MEMORY;
-        t->cap = n;
+    for (size_t k = 0; commit && bit != 0 && k < t->n; k++) { /* the part starts over */
+        unsigned char *rec = nf_segtab_at(t, k);
+        unsigned parts;
+        memcpy(&parts, rec, sizeof(parts));
+        parts &= ~bit;
+        memcpy(rec, &parts, sizeof(parts));
+        memset(rec + off, 0, size);
     }
     for (uint64_t k = 0; k < n; k++) {
-        unsigned char rec[256];
-        if (t->size > sizeof(rec))
+        unsigned char part[256];
+        if (size > sizeof(part))
             return NF_ERR_CAPACITY;
         if ((st = nf_segtab_key_load(r, commit, &a, &b)) != NF_OK ||
-            (st = nf_rbuf_get(r, rec, t->size)) != NF_OK)
+            (st = nf_rbuf_get(r, part, size)) != NF_OK)
             return st;
         if (!commit)
             continue;
-        uint32_t at = nf_keymap_get(&t->index, a, b); /* a key twice: the last wins */
-        if (at == UINT32_MAX && (st = nf_keymap_put(&t->index, a, b, (uint32_t)t->n)) != NF_OK)
+        unsigned char *rec = nf_segtab_key_rec(t, a, b, &st);
+        if (rec == NULL)
             return st;
-        void *dst = nf_segtab_at(t, at == UINT32_MAX ? t->n++ : at);
-        memcpy(dst, rec, t->size);
+        memcpy(rec + off, part, size);
+        if (bit != 0) {
+            unsigned parts;
+            memcpy(&parts, rec, sizeof(parts));
+            parts |= bit;
+            memcpy(rec, &parts, sizeof(parts));
+        }
         if (fix != NULL)
-            fix(dst, b == 0 ? (uint32_t)a : 0);
+            fix(rec + off, b == 0 ? (uint32_t)a : 0);
     }
     return NF_OK;
+}
+
+nf_status_t nf_segtab_load(nf_segtab_t *t, nf_rbuf_t *r, int commit,
+                           void (*fix)(void *rec, uint32_t id))
+{
+    return nf_segtab_load_part(t, r, commit, 0, t->size, 0, fix);
 }
