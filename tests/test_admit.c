@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_dcache.h"
 #include "nf_health.h"
+#include "nf_plan.h"
 #include "nf_intern.h"
 #include "nf_segstate.h"
 #include "nf_segtab.h"
@@ -311,6 +313,113 @@ START_TEST(test_segstate_parts)
 }
 END_TEST
 
+/* ------------------------------------------------- decision cache */
+
+static nf_dkey_t dkey(uint64_t size)
+{
+    return (nf_dkey_t){.x = NULL, .size = size, .gen = 0, .dt = NF_DT_FLOAT, .op = NF_OP_SUM,
+                       .fsum = 1};
+}
+
+/* Keys that differ in any field are different decisions; a kept one is
+ * found again, a scratch one never. */
+START_TEST(test_dcache_keys)
+{
+    static nf_dcache_t c;
+    static float buf[4];
+    nf_dkey_t k = dkey(400), other[6];
+    for (int i = 0; i < 6; i++)
+        other[i] = k;
+    other[0].x = buf, other[1].size = 404, other[2].gen = 3, other[3].dt = NF_DT_DOUBLE;
+    other[4].op = NF_OP_MAX, other[5].fsum = 0;
+    nf_drec_t *r = nf_dcache_take(&c, &k, 1);
+    ck_assert_ptr_eq(nf_dcache_find(&c, &k), r);
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(nf_dcache_find(&c, &other[i]) == NULL, "key %d found as another's", i);
+    nf_drec_t *s = nf_dcache_take(&c, &other[1], 0);
+    ck_assert_ptr_eq(s, &c.scratch);
+    ck_assert_ptr_null(nf_dcache_find(&c, &other[1]));
+    ck_assert_uint_gt(s->fill, r->fill);
+    /* dropped (not made whole): run from the scratch record, not kept */
+    ck_assert_ptr_eq(nf_dcache_drop(&c, r), &c.scratch);
+    ck_assert_ptr_null(nf_dcache_find(&c, &k));
+    nf_dcache_free(&c);
+}
+END_TEST
+
+/* A full set replaces its oldest decision; the other sets keep theirs. */
+START_TEST(test_dcache_sets)
+{
+    static nf_dcache_t c;
+    nf_dkey_t same[NF_DCACHE_WAYS + 1], elsewhere = dkey(0);
+    int n = 0;
+    for (uint64_t size = 1; n < NF_DCACHE_WAYS + 1; size++) {
+        nf_dkey_t k = dkey(size);
+        if (nf_dcache_set_of(&k) == 5)
+            same[n++] = k;
+        else if (elsewhere.size == 0)
+            elsewhere = k;
+    }
+    nf_dcache_take(&c, &elsewhere, 1);
+    for (int i = 0; i <= NF_DCACHE_WAYS; i++)
+        nf_dcache_take(&c, &same[i], 1);
+    ck_assert_ptr_null(nf_dcache_find(&c, &same[0])); /* the oldest of its set */
+    for (int i = 1; i <= NF_DCACHE_WAYS; i++)
+        ck_assert_ptr_nonnull(nf_dcache_find(&c, &same[i]));
+    ck_assert_ptr_nonnull(nf_dcache_find(&c, &elsewhere));
+    nf_dcache_free(&c);
+}
+END_TEST
+
+/* At most NF_DCACHE_CUTS kept decisions hold segments: a new one frees
+ * the oldest such; decisions without segments do not count. */
+START_TEST(test_dcache_cuts)
+{
+    static nf_dcache_t c;
+    nf_drec_t *small = nf_dcache_take(&c, &(nf_dkey_t){.size = 7}, 1);
+    nf_dcache_bound(&c, small);
+    for (uint64_t i = 0; i <= NF_DCACHE_CUTS; i++) {
+        static float bufs[NF_DCACHE_CUTS + 1];
+        nf_dkey_t k = {.x = &bufs[i], .size = 4, .gen = 1, .dt = NF_DT_FLOAT, .fsum = 1};
+        nf_drec_t *r = nf_dcache_take(&c, &k, 1);
+        r->d.seg = calloc(1, sizeof(*r->d.seg)), r->d.cap = 1; /* a cut's segments */
+        nf_dcache_bound(&c, r);
+        ck_assert_ptr_eq(nf_dcache_find(&c, &k), r);
+    }
+    int kept = 0;
+    for (unsigned i = 0; i < NF_DCACHE_SETS * NF_DCACHE_WAYS; i++)
+        kept += c.rec[i].fill != 0 && c.rec[i].d.cap > 0;
+    ck_assert_int_eq(kept, NF_DCACHE_CUTS);
+    ck_assert_ptr_nonnull(nf_dcache_find(&c, &(nf_dkey_t){.size = 7}));
+    nf_dcache_free(&c);
+}
+END_TEST
+
+/* A plan takes a decision's segments as matched: a layout entry's name
+ * interned, the routes and actions; each call starts from them. */
+START_TEST(test_plan_take)
+{
+    nf_plan_t p = {0};
+    nf_decide_seg_t ds[2] = {
+        {.off = 0, .m = 30, .name = "adm.lay", .route = NF_ROUTE_TERNARY},
+        {.off = 30, .m = 10, .name = NULL, .route = NF_ROUTE_FP32},
+    };
+    ds[0].act.ef = 1, ds[0].act.scale_block = 512, ds[0].why.why = NF_WHY_PROFILE;
+    nf_decide_t d = {.cut = NF_CUT_FUSED, .seg = ds, .nseg = 2};
+    ck_assert_int_eq(nf_plan_take(&p, &d, 0), 2);
+    nf_plan_start(&p);
+    ck_assert_uint_eq(p.seg[0].id, nf_intern("adm.lay"));
+    ck_assert_str_eq(p.seg[0].name, "adm.lay");
+    ck_assert(p.seg[0].route == NF_ROUTE_TERNARY && p.seg[0].ef == 1 &&
+              p.seg[0].scale_block == 512 && p.note[0].why.why == NF_WHY_PROFILE);
+    ck_assert(p.seg[1].id == 0 && p.seg[1].off == 30 && p.seg[1].route == NF_ROUTE_FP32);
+    p.seg[0].route = NF_ROUTE_FP32; /* what a call's warm-up or health writes */
+    nf_plan_start(&p);
+    ck_assert_int_eq(p.seg[0].route, NF_ROUTE_TERNARY);
+    nf_plan_free(&p);
+}
+END_TEST
+
 static Suite *admit_suite(void)
 {
     Suite *s = suite_create("admit");
@@ -325,6 +434,12 @@ static Suite *admit_suite(void)
     t = tcase_create("health");
     tcase_add_test(t, test_health_schedule);
     tcase_add_loop_test(t, test_health_ckpt, 0, 9);
+    suite_add_tcase(s, t);
+    t = tcase_create("dcache");
+    tcase_add_test(t, test_dcache_keys);
+    tcase_add_test(t, test_dcache_sets);
+    tcase_add_test(t, test_dcache_cuts);
+    tcase_add_test(t, test_plan_take);
     suite_add_tcase(s, t);
     t = tcase_create("segstate");
     tcase_add_test(t, test_segstate_parts);

@@ -11,6 +11,7 @@
 #include "nf_admit.h"
 #include "nf_agree.h"
 #include "nf_calib.h"
+#include "nf_dcache.h"
 #include "nf_decide.h"
 #include "nf_handles.h"
 #include "nf_health.h"
@@ -119,39 +120,15 @@ const char *nf_admit_stats_dest(const nf_settings_t *s)
 /* ---- the per-communicator decision cache ----
  * As UCX's protocol selection: a one-entry cache on the raw call (datatype
  * and op handles, count; predefined datatypes only; the buffer when
- * regions are bound) in front of a small set-associative table of
- * decisions, each kept under one packed key of what nf_decide can tell
- * apart: datatype, op, whether it is a float sum, its bytes (their size
- * class when no layout or profile reads them), and the buffer with the
- * region generation when bound regions cut it. A miss runs nf_decide for
- * the whole call; a hit reads the decision and never writes it. Valid
- * while no rule can change its answer with the call index: from the first
- * call on for a policy without `calls`, after the last call range
- * otherwise (before that, every call is decided in a scratch record). */
-
-#define NF_ADM_SETS 16 /* a power of two */
-#define NF_ADM_WAYS 4  /* a full set replaces its oldest decision */
-#define NF_ADM_CUTS 8  /* decisions that keep a cut's segments (DDP's buckets):
-                          the oldest such is dropped for a new one */
-
-typedef struct nf_adm_key {
-    const void *x;       /* the buffer bound regions cut; NULL otherwise */
-    uint64_t size;       /* bytes, or their size class */
-    unsigned gen;        /* nf_region_generation() with x, else 0 */
-    nf_dtype_t dt;
-    nf_opkind_t op;
-    int fsum;            /* a sum of 4-byte floats (nf_decide_float_sum) */
-} nf_adm_key_t;
-
-/* One decision, as nf_decide made it, with its cut as segments to run. */
-typedef struct nf_adm_rec {
-    nf_adm_key_t key;
-    uint64_t fill;       /* 0: empty; else the decision's number (its age) */
-    int split;           /* ranks that cut it differently may disagree on pmpi */
-    nf_decide_t d;
-    nf_plan_t plan;      /* d's segments (d.cut != NF_CUT_NONE); plan.n 0
-                            without memory for them: the call runs whole, fp32 */
-} nf_adm_rec_t;
+ * regions are bound) in front of the table of decisions (nf_dcache.h),
+ * each kept under one packed key of what nf_decide can tell apart:
+ * datatype, op, whether it is a float sum, its bytes (their size class
+ * when no layout or profile reads them), and the buffer with the region
+ * generation when bound regions cut it. A miss runs nf_decide for the
+ * whole call; a hit reads the decision and never writes it. Valid while no
+ * rule can change its answer with the call index: from the first call on
+ * for a policy without `calls`, after the last call range otherwise
+ * (before that, every call is decided in the scratch record). */
 
 typedef struct nf_adm_comm {
     uint64_t calls;      /* admitted on this communicator: the `calls` index */
@@ -159,8 +136,7 @@ typedef struct nf_adm_comm {
                              made by the first call that keeps some */
     int warmed;           /* a rule's warm-up has counted on this communicator */
     nf_health_comm_t *health; /* the loss window, when the policy watches health */
-    uint64_t fills;      /* decisions made */
-    nf_adm_rec_t scratch; /* a decision the cache may not keep */
+    nf_dcache_t dc;       /* decisions */
     /* the one-entry cache: the last call's handles, count, buffer and
      * region generation, and its decision while that is still its fill */
     MPI_Datatype last_dt;
@@ -169,16 +145,8 @@ typedef struct nf_adm_comm {
     const void *last_x;
     unsigned last_gen;
     uint64_t last_bytes, last_fill;
-    nf_adm_rec_t *last;
-    nf_adm_rec_t rec[NF_ADM_SETS * NF_ADM_WAYS];
+    nf_drec_t *last;
 } nf_adm_comm_t;
-
-static void nf_adm_rec_free(nf_adm_rec_t *r)
-{
-    nf_decide_free(&r->d);
-    nf_plan_free(&r->plan);
-    memset(r, 0, sizeof(*r));
-}
 
 static void nf_adm_free(nf_comm_t *c, void *p)
 {
@@ -186,9 +154,7 @@ static void nf_adm_free(nf_comm_t *c, void *p)
     (void)c;
     if (s == NULL)
         return;
-    for (unsigned i = 0; i < NF_ADM_SETS * NF_ADM_WAYS; i++)
-        nf_adm_rec_free(&s->rec[i]);
-    nf_adm_rec_free(&s->scratch);
+    nf_dcache_free(&s->dc);
     nf_health_comm_free(s->health);
     nf_segstate_free(s->segs);
     free(s);
@@ -340,20 +306,6 @@ static uint64_t nf_adm_size(uint64_t bytes, int exact)
                                                 : 0;
 }
 
-static uint64_t nf_adm_hash(const nf_adm_key_t *k)
-{
-    uint64_t h = nf_hash_u64((uint64_t)(uintptr_t)k->x, k->size);
-    h = nf_hash_u64(h, ((uint64_t)k->gen << 24) | ((uint64_t)k->dt << 16) |
-                           ((uint64_t)k->op << 8) | (uint64_t)k->fsum);
-    return h;
-}
-
-static int nf_adm_key_eq(const nf_adm_key_t *a, const nf_adm_key_t *b)
-{
-    return a->x == b->x && a->size == b->size && a->gen == b->gen && a->dt == b->dt &&
-           a->op == b->op && a->fsum == b->fsum;
-}
-
 static void nf_adm_query(const nf_comm_t *c, uint64_t call, nf_dtype_t dt, nf_opkind_t op,
                          uint64_t bytes, nf_policy_query_t *q)
 {
@@ -438,13 +390,12 @@ static int nf_adm_comm_ok(const nf_comm_t *c)
  * r->plan, their reasons into the stats, a stale profile entry said once.
  * NF_OK, or NF_ERR_NO_MEMORY: r holds a decision to run this call with
  * but not one to keep. */
-static nf_status_t nf_adm_fill(nf_comm_t *c, nf_adm_comm_t *s, nf_adm_rec_t *r,
-                               const nf_adm_key_t *k, int count, uint64_t bytes)
+static nf_status_t nf_adm_fill(nf_comm_t *c, nf_adm_comm_t *s, nf_drec_t *r,
+                               const nf_dkey_t *k, int count, uint64_t bytes)
 {
     long np = 0;
     nf_status_t st = NF_OK;
     nf_policy_query_t q;
-    r->key = *k, r->fill = ++s->fills, r->plan.n = 0;
     nf_decide_call_t dc = {.comm_name = c->name, .comm_size = c->size, .dt = k->dt,
                            .op = k->op, .bytes = bytes,
                            .count = (uint64_t)(count > 0 ? count : 0), .call = s->calls};
@@ -465,47 +416,11 @@ static nf_status_t nf_adm_fill(nf_comm_t *c, nf_adm_comm_t *s, nf_adm_rec_t *r,
     return st;
 }
 
-/* Where a new decision for k goes: its set's empty or oldest way, freed.
- * A decision that keeps a cut makes room among the NF_ADM_CUTS first. */
-static nf_adm_rec_t *nf_adm_victim(nf_adm_comm_t *s, const nf_adm_key_t *k)
-{
-    nf_adm_rec_t *set = &s->rec[(nf_adm_hash(k) >> 32) & (NF_ADM_SETS - 1)];
-    nf_adm_rec_t *v = &set[0];
-    for (unsigned w = 1; w < NF_ADM_WAYS && v->fill != 0; w++)
-        if (set[w].fill < v->fill)
-            v = &set[w];
-    nf_adm_rec_free(v);
-    return v;
-}
-
-/* Whether r holds memory that grows with its call's segments. */
-static int nf_adm_rec_big(const nf_adm_rec_t *r)
-{
-    return r->plan.cap > 0 || r->plan.parts_cap > 0 || r->d.cap > 0;
-}
-
-/* Keep at most NF_ADM_CUTS decisions holding segments (r among them). */
-static void nf_adm_bound_cuts(nf_adm_comm_t *s, const nf_adm_rec_t *r)
-{
-    unsigned n = 0;
-    nf_adm_rec_t *oldest = NULL;
-    for (unsigned i = 0; i < NF_ADM_SETS * NF_ADM_WAYS; i++) {
-        nf_adm_rec_t *o = &s->rec[i];
-        if (o->fill == 0 || !nf_adm_rec_big(o) || o == r)
-            continue;
-        n++;
-        if (oldest == NULL || o->fill < oldest->fill)
-            oldest = o;
-    }
-    if (n >= NF_ADM_CUTS)
-        nf_adm_rec_free(oldest);
-}
-
 /* The decision for this call: from the cache when it may answer (a hit
  * reads the record, never writes it), else made (kept when the cache may
  * keep it). The call's bytes into *bytes_out. */
-static nf_adm_rec_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
-                                   MPI_Datatype datatype, MPI_Op op, uint64_t *bytes_out)
+static nf_drec_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, const void *x, int count,
+                                MPI_Datatype datatype, MPI_Op op, uint64_t *bytes_out)
 {
     unsigned gen = nf_region_generation();
     if (s->last != NULL && s->last->fill == s->last_fill && s->last_dt == datatype &&
@@ -518,33 +433,22 @@ static nf_adm_rec_t *nf_adm_lookup(nf_comm_t *c, nf_adm_comm_t *s, const void *x
     if (PMPI_Type_size(datatype, &tsize) != MPI_SUCCESS)
         tsize = 0; /* an invalid datatype: PMPI_Allreduce will say so */
     uint64_t bytes = (uint64_t)count * (uint64_t)tsize;
-    nf_adm_key_t k = {.dt = nf_dtype_of(datatype), .op = nf_opkind_of(op)};
+    nf_dkey_t k = {.dt = nf_dtype_of(datatype), .op = nf_opkind_of(op)};
     k.fsum = count > 0 && nf_decide_float_sum(k.dt, k.op, bytes, (uint64_t)count);
     if (k.fsum && gen != 0 && nf_region_any(x, (size_t)count))
         k.x = x, k.gen = gen;
     k.size = nf_adm_size(bytes, k.x != NULL);
     *bytes_out = bytes;
-    nf_adm_rec_t *r = NULL;
-    if (!(nf_pol_fields & NF_POLICY_F_CALLS) || s->calls >= nf_policy_calls_settled(nf_pol)) {
-        nf_adm_rec_t *set = &s->rec[(nf_adm_hash(&k) >> 32) & (NF_ADM_SETS - 1)];
-        for (unsigned w = 0; w < NF_ADM_WAYS && r == NULL; w++)
-            if (set[w].fill != 0 && nf_adm_key_eq(&set[w].key, &k))
-                r = &set[w];
-        if (r == NULL) {
-            r = nf_adm_victim(s, &k);
-            if (nf_adm_fill(c, s, r, &k, count, bytes) != NF_OK) {
-                nf_adm_rec_t keep = *r; /* run it, keep nothing: retried next call */
-                *r = (nf_adm_rec_t){0};
-                nf_adm_rec_free(&s->scratch);
-                s->scratch = keep;
-                return &s->scratch;
-            }
-            if (nf_adm_rec_big(r))
-                nf_adm_bound_cuts(s, r);
-        }
-    } else {
-        nf_adm_fill(c, s, &s->scratch, &k, count, bytes);
-        return &s->scratch; /* the policy may answer otherwise next call */
+    /* the policy may answer otherwise next call: not kept */
+    int keep = !(nf_pol_fields & NF_POLICY_F_CALLS) || s->calls >= nf_policy_calls_settled(nf_pol);
+    nf_drec_t *r = keep ? nf_dcache_find(&s->dc, &k) : NULL;
+    if (r == NULL) {
+        r = nf_dcache_take(&s->dc, &k, keep);
+        if (nf_adm_fill(c, s, r, &k, count, bytes) != NF_OK)
+            return nf_dcache_drop(&s->dc, r); /* run it, keep nothing: retried next call */
+        if (!keep)
+            return r;
+        nf_dcache_bound(&s->dc, r);
     }
     /* A derived type's handle can be freed and given to another type, of
      * another size: only predefined handles (never freed) key the
@@ -584,7 +488,7 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
 {
     if (!nf_trace_on() || d->entry == NULL)
         return;
-    const nf_adm_rec_t *r = d->entry;
+    const nf_drec_t *r = d->entry;
     nf_policy_query_t q;
     nf_adm_query(c, d->call, r->key.dt, r->key.op, d->bytes, &q);
     if (!d->fused) {
@@ -610,7 +514,7 @@ static void nf_admit_trace(const nf_comm_t *c, const nf_decision_t *d)
  * another pmpi-ness than the call's (nf_adm_split). Only from what every
  * rank sees alike (policy, call, communicator), so all or none agree. A
  * calibration run reduces every float sum, so nothing of it is pmpi. */
-static int nf_adm_may_differ(const nf_comm_t *c, const nf_adm_rec_t *r)
+static int nf_adm_may_differ(const nf_comm_t *c, const nf_drec_t *r)
 {
     return r->split && !nf_calib_on() && r->key.fsum &&
            r->d.whole.segment != NF_POLICY_SEGMENT_BUFFER && c->use == NF_COMM_OK &&
@@ -686,7 +590,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
                           .ef_decay = -1.0, .fallback = NF_FALLBACK_NONE, .scale_block = -1};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
         return;
-    nf_adm_rec_t *r = nf_adm_lookup(c, s, x, count, datatype, op, &out->bytes);
+    nf_drec_t *r = nf_adm_lookup(c, s, x, count, datatype, op, &out->bytes);
     const nf_decide_t *d = &r->d;
     out->call = s->calls++;
     out->entry = r;
