@@ -175,7 +175,7 @@ static void hcall(nf_health_comm_t *h, int call, double loss, double ratio, nf_r
     nf_health_apply(h, seg, note, 3, (uint64_t)call);
     for (int i = 0; i < 3; i++) {
         ran[i] = seg[i].route;
-        restart[i] = seg[i].restart;
+        restart[i] = seg[i].resid == NF_RESID_RESTART;
         seg[i].ef_ratio = i == 1 ? ratio : 0.1;
     }
     nf_health_observe(h, seg, note, 3, loss, (uint64_t)call);

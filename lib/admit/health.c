@@ -136,14 +136,14 @@ void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, si
                 /* Its residual is the error of calls a cool-down ago, and
                  * after a divergence large enough to read as ef_growth at
                  * once: it starts over. */
-                seg[i].restart = 1;
+                seg[i].resid = NF_RESID_RESTART;
                 nf_regstats_reentry(nf_hseg_name(s, buf, sizeof(buf)), call);
             }
             continue;
         }
         note[i].health = nf_health_signal_name(s->why);
         seg[i].route = NF_ROUTE_FP32;
-        seg[i].claim = 1;
+        seg[i].resid = NF_RESID_CLAIM;
         note[i].cooling = 1;
         if (--s->left == 0)
             s->since = 0, s->back = 1;

@@ -15,6 +15,17 @@ static inline int nf_route_lowbit(nf_route_t r)
     return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY;
 }
 
+/* What the run does with a segment's residual before the call. */
+typedef enum nf_seg_resid {
+    NF_RESID_USE = 0,  /* use it as it is */
+    NF_RESID_RESTART,  /* start it over at zero (health: the first call back
+                          after a cool-down) */
+    NF_RESID_CLAIM     /* the segment runs fp32 (a health cool-down) but keeps
+                          its residual for the calls after it: a residual
+                          loaded for an unbound buffer is adopted now, in the
+                          order the uninterrupted run used it (run.c) */
+} nf_seg_resid_t;
+
 /* One part of a call that shares one route and one scale (binary with
  * scale_block: one per block of it). A call without bound regions is one
  * segment; a fused buffer is one per region and gap. */
@@ -34,12 +45,7 @@ typedef struct nf_seg {
                              what per-region state is keyed by */
     uint64_t tag;         /* what else ranks must agree on: the region's name hash
                              (ids are per process) */
-    int restart;          /* in: start its residual over before the call (health:
-                             the first call back after a cool-down) */
-    int claim;            /* in: runs fp32 for a health cool-down but keeps its
-                             residual for the calls after it: a residual loaded
-                             for an unbound buffer is adopted now, in the order
-                             the uninterrupted run used it (run.c) */
+    nf_seg_resid_t resid; /* in: what the run does with its residual first */
     nf_route_t ran;       /* out (run.c): the route it ran on, fallbacks included */
     int fallback;         /* out (run.c): why ran is not route (an nf_fallback_t:
                              nonfinite, layout, capacity, resource), else

@@ -178,9 +178,9 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
         seg[s].res = nf_route_lowbit(seg[s].route) && seg[s].ef
                          ? nf_seg_residual(&c->resid, call.x, &seg[s], &w)
                          : NULL;
-        if (seg[s].res != NULL && seg[s].restart)
+        if (seg[s].res != NULL && seg[s].resid == NF_RESID_RESTART)
             nf_residual_zero(seg[s].res);
-        if (seg[s].claim && seg[s].ef)
+        if (seg[s].resid == NF_RESID_CLAIM && seg[s].ef)
             nf_residual_claim(&c->resid, &(nf_res_key_t){.addr = call.x + seg[s].off,
                                                          .name = seg[s].name, .id = seg[s].id},
                               seg[s].m);
