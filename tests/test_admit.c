@@ -313,6 +313,25 @@ START_TEST(test_segstate_parts)
 }
 END_TEST
 
+/* Each part holds at most NF_SEGSTATE_PART_MAX segments, whatever the
+ * other holds: a checkpoint part stays within what each table held alone. */
+START_TEST(test_segstate_bound)
+{
+    nf_segstate_t *st = nf_segstate_new();
+    nf_seg_t g = {.route = NF_ROUTE_BINARY};
+    for (size_t m = 1; m <= NF_SEGSTATE_PART_MAX; m++) {
+        g.m = m;
+        ck_assert_ptr_nonnull(nf_segstate_get(st, &g, 1, 0, NF_SEG_WARMUP, 1));
+    }
+    g.m = NF_SEGSTATE_PART_MAX + 1;
+    ck_assert_ptr_null(nf_segstate_get(st, &g, 1, 0, NF_SEG_WARMUP, 1));
+    ck_assert_ptr_nonnull(nf_segstate_get(st, &g, 1, 0, NF_SEG_HEALTH, 1));
+    g.m = 1; /* a record with the warm-up part takes the health part too */
+    ck_assert_ptr_nonnull(nf_segstate_get(st, &g, 1, 0, NF_SEG_HEALTH, 1));
+    nf_segstate_free(st);
+}
+END_TEST
+
 /* ------------------------------------------------- decision cache */
 
 static nf_dkey_t dkey(uint64_t size)
@@ -443,6 +462,7 @@ static Suite *admit_suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("segstate");
     tcase_add_test(t, test_segstate_parts);
+    tcase_add_test(t, test_segstate_bound);
     suite_add_tcase(s, t);
     return s;
 }

@@ -260,6 +260,10 @@ static nf_status_t nf_adm_load(nf_comm_t *c, const unsigned char *buf, size_t le
     nf_health_comm_free(s->health);
     nf_segstate_free(s->segs);
     s->calls = l.calls, s->segs = l.segs, s->warmed = l.warmed, s->health = l.health;
+    /* The call index may go back before the policy's `calls` ranges
+     * settled: decisions kept since are not this index's. */
+    nf_dcache_free(&s->dc);
+    s->last = NULL;
     return NF_OK;
 }
 

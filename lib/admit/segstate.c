@@ -23,13 +23,24 @@ void nf_segstate_free(nf_segstate_t *s)
     free(s);
 }
 
+static size_t *nf_segstate_n(nf_segstate_t *s, unsigned part)
+{
+    return &s->n[part == NF_SEG_WARMUP ? 0 : 1];
+}
+
 nf_segrec_t *nf_segstate_get(nf_segstate_t *s, const nf_seg_t *seg, size_t n, size_t i,
                              unsigned part, int make)
 {
-    nf_segrec_t *r = nf_segtab_get(&s->t, seg, n, i, make);
-    if (r == NULL || (!(r->parts & part) && !make))
+    nf_segrec_t *r = nf_segtab_get(&s->t, seg, n, i, 0);
+    size_t *count = nf_segstate_n(s, part);
+    if (r != NULL && (r->parts & part))
+        return r;
+    if (!make || *count >= NF_SEGSTATE_PART_MAX)
+        return NULL;
+    if (r == NULL && (r = nf_segtab_get(&s->t, seg, n, i, 1)) == NULL)
         return NULL;
     r->parts |= part;
+    ++*count;
     return r;
 }
 
@@ -57,10 +68,16 @@ static void nf_segstate_fix_health(void *p, uint32_t id)
 nf_status_t nf_segstate_load(nf_segstate_t *s, unsigned part, nf_rbuf_t *r, int commit)
 {
     size_t off, size;
-    nf_segtab_t check = {.size = sizeof(nf_segrec_t), .max = NF_SEGSTATE_MAX};
+    nf_segtab_t check = {.size = sizeof(nf_segrec_t), .max = NF_SEGSTATE_PART_MAX};
     nf_segstate_part(part, &off, &size);
     nf_status_t st = nf_segtab_load_part(commit ? &s->t : &check, r, commit, off, size, part,
                                          part == NF_SEG_HEALTH ? nf_segstate_fix_health : NULL);
     nf_segtab_free(&check);
+    if (commit) { /* the records holding the part now */
+        size_t *count = nf_segstate_n(s, part);
+        *count = 0;
+        for (size_t k = 0; k < s->t.n; k++)
+            *count += (nf_segstate_at(s, k)->parts & part) != 0;
+    }
     return st;
 }
