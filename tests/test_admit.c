@@ -391,25 +391,35 @@ START_TEST(test_dcache_sets)
 END_TEST
 
 /* At most NF_DCACHE_CUTS kept decisions hold segments: a new one frees
- * the oldest such; decisions without segments do not count. */
+ * the oldest such; decisions without segments do not count. Every key
+ * in a set of its own, so no set replaces one. */
 START_TEST(test_dcache_cuts)
 {
     static nf_dcache_t c;
-    nf_drec_t *small = nf_dcache_take(&c, &(nf_dkey_t){.size = 7}, 1);
+    nf_dkey_t k[NF_DCACHE_CUTS + 2];
+    unsigned used = 0;
+    int n = 0;
+    for (uint64_t size = 1; n < NF_DCACHE_CUTS + 2; size++) {
+        nf_dkey_t t = dkey(size);
+        if (used & (1u << nf_dcache_set_of(&t)))
+            continue;
+        used |= 1u << nf_dcache_set_of(&t);
+        k[n++] = t;
+    }
+    nf_drec_t *small = nf_dcache_take(&c, &k[0], 1); /* the oldest: no segments */
     nf_dcache_bound(&c, small);
-    for (uint64_t i = 0; i <= NF_DCACHE_CUTS; i++) {
-        static float bufs[NF_DCACHE_CUTS + 1];
-        nf_dkey_t k = {.x = &bufs[i], .size = 4, .gen = 1, .dt = NF_DT_FLOAT, .fsum = 1};
-        nf_drec_t *r = nf_dcache_take(&c, &k, 1);
+    for (int i = 1; i < NF_DCACHE_CUTS + 2; i++) {
+        nf_drec_t *r = nf_dcache_take(&c, &k[i], 1);
         r->d.seg = calloc(1, sizeof(*r->d.seg)), r->d.cap = 1; /* a cut's segments */
         nf_dcache_bound(&c, r);
-        ck_assert_ptr_eq(nf_dcache_find(&c, &k), r);
+        ck_assert_ptr_eq(nf_dcache_find(&c, &k[i]), r);
     }
     int kept = 0;
     for (unsigned i = 0; i < NF_DCACHE_SETS * NF_DCACHE_WAYS; i++)
         kept += c.rec[i].fill != 0 && c.rec[i].d.cap > 0;
     ck_assert_int_eq(kept, NF_DCACHE_CUTS);
-    ck_assert_ptr_nonnull(nf_dcache_find(&c, &(nf_dkey_t){.size = 7}));
+    ck_assert_ptr_nonnull(nf_dcache_find(&c, &k[0]));
+    ck_assert_ptr_null(nf_dcache_find(&c, &k[1])); /* the oldest holding segments */
     nf_dcache_free(&c);
 }
 END_TEST
