@@ -16,7 +16,11 @@
 #    stats' "admission" record the replay's gives again); a run
 #    replayed under another policy gives that policy's run's routes, and the
 #    counters move the expected way; binary with scale_block (a rule's, and
-#    NFCOLL_SCALE_BLOCK) counts its block scales in the run and the replay.
+#    NFCOLL_SCALE_BLOCK) counts its block scales in the run and the replay;
+#  - --link: bad rates, latencies, bursts and ranks per node are usage
+#    errors; the predicted times are at least the bytes at the rate, binary
+#    the fastest at 16 MiB; on 2 and 3 pretend nodes the predicted bytes
+#    between nodes are the run's NFCOLL_STATS "internode_bytes".
 . "${srcdir:-.}/tests/mpi_common.sh"
 replay=./tools/nfcoll_replay
 pol=$srcdir/tests/policy_shim
@@ -189,6 +193,92 @@ else
   fail "--profile that does not exist"; cat "$tmp/bad.err"
 fi
 
+# ---- --link (issue 28, item 4): predicted times per route under a link.
+usage_bad() { # WHAT WANT ARGS...: a usage error, exit 2, nothing on stdout
+  what=$1 want=$2; shift 2
+  $replay --policy "$pol/regions.policy" "$@" > "$tmp/bad.out" 2> "$tmp/bad.err"
+  rc=$?
+  if [ $rc = 2 ] && [ ! -s "$tmp/bad.out" ] && grep -q "$want" "$tmp/bad.err"; then
+    ok "$what: exit 2, '$(grep "$want" "$tmp/bad.err" | head -1)'"
+  else
+    fail "$what: exit $rc, stderr:"; cat "$tmp/bad.err" "$tmp/bad.out"
+  fi
+}
+usage_bad "--link 10 (no unit)" "^nfcoll_replay: --link 10: '10': the rate must be a positive number with a unit" \
+  --link 10 "$t0"
+usage_bad "--link 0gbit" "^nfcoll_replay: --link 0gbit: '0gbit': the rate must be a positive number" \
+  --link 0gbit "$t0"
+usage_bad "--link 1gbit,5parsecs" "^nfcoll_replay: --link 1gbit,5parsecs: '5parsecs': the latency must be" \
+  --link 1gbit,5parsecs "$t0"
+usage_bad "--link 1gbit,1ms,big" "^nfcoll_replay: --link 1gbit,1ms,big: 'big': the burst must be a number" \
+  --link 1gbit,1ms,big "$t0"
+usage_bad "--link 1gbit,1ms,1kb,9" "^nfcoll_replay: --link 1gbit,1ms,1kb,9: '9' after the burst" \
+  --link 1gbit,1ms,1kb,9 "$t0"
+usage_bad "--ranks-per-node 0" "^nfcoll_replay: --ranks-per-node 0: want a whole number" \
+  --link 1gbit --ranks-per-node 0 "$t0"
+# Calls of 1 to 16 MiB, every float sum binary: over 1 Gbit/s each call
+# takes at least its bytes at the rate; binary beats fp32 and pmpi at
+# 16 MiB and sends 1/28 to 1/32 of fp32's bytes between the two nodes.
+{ echo "# libnfcoll trace v3"
+  i=0
+  for mb in 1 4 16; do
+    b=$((mb * 1048576))
+    for r in 0 1; do
+      echo "$r $i MPI_COMM_WORLD 2 float sum $b binary floats /p.policy:5 - 0 $((b / 4)) binary -"
+    done
+    i=$((i + 1))
+  done; } > "$tmp/sizes.tr"
+printf '[policy]\nversion = 1\n\n[rule floats]\ndatatype = float\nop = sum\nroute = binary\n' \
+  > "$tmp/binary.policy"
+if $replay --policy "$tmp/binary.policy" --link 1gbit,20us --json "$tmp/sizes.tr" \
+     > "$tmp/link.json" 2> "$tmp/link.err" &&
+   python3 - "$tmp/link.json" <<'PY'
+import json, sys
+l = json.load(open(sys.argv[1]))["link"]
+assert l["bandwidth_bytes_per_s"] == 125e6 and l["latency_s"] == 20e-6, l
+assert [c["bytes"] for c in l["calls"]] == [1 << 20, 1 << 22, 1 << 24], l["calls"]
+for c in l["calls"]:
+    s, w = c["seconds"], c["internode_bytes"]
+    for r in ("pmpi", "fp32", "bf16", "binary", "ternary"):
+        assert s[r] >= w[r] / 125e6, (c["bytes"], r, s[r], w[r])
+    assert c["decided_on"] == "binary" and s["decided"] == s["binary"], c
+    assert w["decided"] == w["binary"] and 28 <= w["fp32"] / w["binary"] <= 32, c
+big = l["calls"][-1]["seconds"]
+assert big["binary"] < big["ternary"] < big["fp32"] and big["binary"] < big["pmpi"], big
+assert 0 < l["beats_from"]["binary"]["fp32"] <= 1 << 20, l["beats_from"]
+PY
+then
+  ok "--link 1gbit,20us: each route at least its bytes at the rate; binary first at 16 MiB, 1/28-1/32 of fp32's bytes"
+else
+  fail "--link 1gbit,20us on calls of 1-16 MiB"; cat "$tmp/link.err" "$tmp/link.json"
+fi
+if $replay --policy "$tmp/binary.policy" --link 1gbit,20us,128kb "$tmp/sizes.tr" > "$tmp/link.out" &&
+   grep -q "^Predicted time per call (ms) over a link of 1 Gbit/s each way per node, 20 us a step, a token bucket of 128 KiB" "$tmp/link.out" &&
+   grep -q "^binary at 2 ranks beats fp32 from " "$tmp/link.out" &&
+   [ "$(awk '$1 == 16777216 { print $NF }' "$tmp/link.out")" = binary ]; then
+  ok "--link text: the link, a line per call size, the crossovers"
+else
+  fail "--link text"; cat "$tmp/link.out"
+fi
+
+# The codec rates --link uses, as nfcoll_info -b prints them.
+if ./tools/nfcoll_info -b > "$tmp/info.txt" && grep -q "^  codec rate " "$tmp/info.txt" &&
+   ./tools/nfcoll_info -b --json > "$tmp/info.json" && python3 - "$tmp/info.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["build"]["codec"]
+assert c["ranks"] == 2 and c["elements"] == [65536, 524288, 4194304], c
+for r in ("fp32", "bf16", "binary", "ternary"):
+    for st in ("pack", "reduce", "finish"):
+        v = c["ns_per_elem"][r][st]
+        assert len(v) == 3 and all(x >= 0 for x in v), (r, st, v)
+        assert (r == "bf16" and st == "finish") or all(x > 0 for x in v), (r, st, v)
+PY
+then
+  ok "nfcoll_info -b: the codec rate table, and in JSON per route and stage at 3 sizes"
+else
+  fail "nfcoll_info -b's codec rates"; grep -A8 "codec rate" "$tmp/info.txt"
+fi
+
 # ---- real runs
 if [ "$MPIEXEC" = no ] || ! command -v "$MPIEXEC" >/dev/null 2>&1; then
   echo "SKIP - real runs: no MPI launcher ('$MPIEXEC': configure found none for $NF_MPI_FAMILY; set MPIEXEC)"
@@ -351,6 +441,37 @@ if bad or set(run) != set(rep) or len(run) != 4:
     sys.exit("; ".join(bad) or "regions %s vs %s" % (sorted(run), sorted(rep)))
 PY
 }
+# --link's bytes between nodes are the run's (issue 28, item 4): 2 and 3
+# pretend nodes of one rank (NFCOLL_RANKS_PER_NODE=1), every call that is
+# not pmpi (fused fp32, binary and ternary segments; binary whole calls):
+# the predicted bytes of the calls as decided, summed, are NFCOLL_STATS's
+# "internode_bytes".
+same_wire() { # NAME POLICY
+  python3 - "$tmp/$1.stats.json" "$tmp/$1.link.json" <<'PY'
+import json, sys
+run = sum(json.load(open(sys.argv[1]))["internode_bytes"].values())
+calls = json.load(open(sys.argv[2]))["link"]["calls"]
+rep = sum(c["calls"] * c["internode_bytes"]["decided"] for c in calls if c["decided_on"] != "pmpi")
+print(run, rep)
+sys.exit(run == 0 or run != rep)
+PY
+}
+for np in 2 3; do
+  nf_tier $np || continue
+  for w in "regions $pol/regions.policy ./tests/mpi/test_regions" \
+           "shim $pol/big_binary.policy ./tests/mpi/test_shim_linked policy"; do
+    set -- $w
+    name=wire.$1.$np p=$2
+    shift 2
+    record $name $np "$p" NFCOLL_RANKS_PER_NODE=1 "$@" || continue
+    if $replay --policy "$p" --link 1gbit -r 1 --json "$tmp/$name".tr.* > "$tmp/$name.link.json" &&
+       got=$(same_wire $name); then
+      ok "$name: --link's bytes between nodes are the run's ($got)"
+    else
+      fail "$name: --link's bytes between nodes differ from the run's (run, replay: $got)"
+    fi
+  done
+done
 record record.2 2 "$pol/record.policy" ./tests/mpi/test_health --record &&
   same_routes record.2 2 "$pol/record.policy" &&
   if same_why record.2; then

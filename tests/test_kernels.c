@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "nf_codec.h"
 #include "nf_kernels.h"
 
 #define GUARD 48       /* floats of sentinel around each float buffer */
@@ -1341,6 +1342,56 @@ static void build_cases(void)
     fflush(stdout);
 }
 
+/* The codec's rates (nf_codec.h): arguments out of range refused; every
+ * stage measured, positive and finite, bf16's finish nothing; nf_codec_ns
+ * the measured rate at a measured size, between its neighbours' rates
+ * between them, the end rates beyond, the stages' sum for stage -1. */
+START_TEST(codec_rates)
+{
+    const nf_kernels_t *K = nf_kernels_for(nf_isa_detect());
+    nf_codec_rates_t r;
+    ck_assert_int_eq(nf_codec_measure(NULL, 2, 1, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 1, 1, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 65, 1, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 2, 0, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 2, 100, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 3, 3, &r), 0);
+    ck_assert_uint_eq(r.ranks, 3);
+    for (int c = 0; c < NF_CODEC_COUNT; c++) {
+        ck_assert_ptr_nonnull(nf_codec_name((nf_codec_t)c));
+        for (int st = 0; st < NF_CODEC_STAGES; st++)
+            for (int z = 0; z < NF_CODEC_SIZES; z++) {
+                double v = r.ns[c][st][z];
+                if (c == NF_CODEC_BF16 && st == NF_CODEC_FINISH)
+                    ck_assert(v == 0.0);
+                else
+                    ck_assert_msg(isfinite(v) && v > 0.0 && v < 1000.0, "%s stage %d size %d: %g",
+                                  nf_codec_name((nf_codec_t)c), st, z, v);
+            }
+        for (int z = 0; z < NF_CODEC_SIZES; z++) {
+            size_t m = nf_codec_size[z];
+            ck_assert(nf_codec_ns(&r, (nf_codec_t)c, NF_CODEC_PACK, m) ==
+                      r.ns[c][NF_CODEC_PACK][z] * (double)m);
+        }
+        size_t mid = 3 * nf_codec_size[0]; /* between the first two sizes */
+        double lo = r.ns[c][NF_CODEC_PACK][0], hi = r.ns[c][NF_CODEC_PACK][1];
+        double rate = nf_codec_ns(&r, (nf_codec_t)c, NF_CODEC_PACK, mid) / (double)mid;
+        ck_assert(rate >= fmin(lo, hi) - 1e-12 && rate <= fmax(lo, hi) + 1e-12);
+        ck_assert(nf_codec_ns(&r, (nf_codec_t)c, NF_CODEC_PACK, 10) == lo * 10.0);
+        size_t big = 4 * nf_codec_size[NF_CODEC_SIZES - 1];
+        ck_assert(nf_codec_ns(&r, (nf_codec_t)c, NF_CODEC_REDUCE, big) ==
+                  r.ns[c][NF_CODEC_REDUCE][NF_CODEC_SIZES - 1] * (double)big);
+        double sum = 0.0;
+        for (int st = 0; st < NF_CODEC_STAGES; st++)
+            sum += nf_codec_ns(&r, (nf_codec_t)c, st, mid);
+        ck_assert(fabs(nf_codec_ns(&r, (nf_codec_t)c, -1, mid) - sum) <= 1e-9 * sum);
+    }
+    ck_assert_ptr_null(nf_codec_name(NF_CODEC_COUNT));
+    ck_assert(nf_codec_ns(&r, NF_CODEC_COUNT, -1, 1000) == 0.0);
+    ck_assert(nf_codec_ns(NULL, NF_CODEC_FP32, -1, 1000) == 0.0);
+}
+END_TEST
+
 static Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -1358,6 +1409,7 @@ static Suite *kernels_suite(void)
     tcase_add_test(ref, ref_sum_bf16);
     tcase_add_test(ref, dispatch);
     tcase_add_test(ref, tuned_threads);
+    tcase_add_test(ref, codec_rates);
     tcase_set_timeout(ref, 60);
     suite_add_tcase(s, ref);
 

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "nf_checkpoint.h"
+#include "nf_codec.h"
 #include "nf_kernels.h"
 #include "nf_cxlbus.h"
 #include "nf_placement.h"
@@ -37,7 +38,9 @@ static void usage(FILE *f)
             "\n"
             "  -v, --version   libnfcoll version\n"
             "  -b, --build     build configuration: MPI, hwloc, libnuma, SIMD kernels, and\n"
-            "                  per kernel the ISA chosen by timing (as at initialization)\n"
+            "                  per kernel the ISA chosen by timing (as at initialization),\n"
+            "                  and each route's codec rate in ns per element (what\n"
+            "                  nfcoll_replay --link predicts from)\n"
             "  -c, --config    every NFCOLL_* setting: default, current value, meaning\n"
             "  -t, --topology  NUMA nodes (size, CPUs, latency, bandwidth), the CXL bus\n"
             "                  (memdev -> region -> DAX device -> node), the CXL memory\n"
@@ -148,6 +151,65 @@ static void kernels_json(const nf_kernels_t *T, double ms)
     printf("]");
 }
 
+/* The codecs' cost with the table the library would take: what
+ * nfcoll_replay --link predicts a call's time from (nf_codec.h). */
+#define INFO_CODEC_RANKS 2
+#define INFO_CODEC_REPS 5
+
+static void codec_text(const nf_codec_rates_t *r)
+{
+    printf("  codec rate        ns per element of a call, pack + reduce (%u ranks) + finish, "
+           "median of %d\n                    (stages at %zu Mi elements)\n", r->ranks,
+           INFO_CODEC_REPS, nf_codec_size[NF_CODEC_SIZES - 1] >> 20);
+    printf("    %-12s", "elements");
+    for (int z = 0; z < NF_CODEC_SIZES; z++)
+        printf(" %9zu Ki", nf_codec_size[z] >> 10);
+    printf("\n");
+    for (int c = 0; c < NF_CODEC_COUNT; c++) {
+        printf("    %-12s", nf_codec_name((nf_codec_t)c));
+        for (int z = 0; z < NF_CODEC_SIZES; z++)
+            printf(" %12.3f", nf_codec_ns(r, (nf_codec_t)c, -1, nf_codec_size[z]) /
+                                  (double)nf_codec_size[z]);
+        const double *p = &r->ns[c][0][NF_CODEC_SIZES - 1];
+        printf("   (%.3f + %.3f + %.3f)\n", p[0], r->ns[c][1][NF_CODEC_SIZES - 1],
+               r->ns[c][2][NF_CODEC_SIZES - 1]);
+    }
+}
+
+static void codec_json(const nf_codec_rates_t *r)
+{
+    static const char *const stage[NF_CODEC_STAGES] = {"pack", "reduce", "finish"};
+    printf(", \"codec\": {\"ranks\": %u, \"repeats\": %d, \"elements\": [", r->ranks,
+           INFO_CODEC_REPS);
+    for (int z = 0; z < NF_CODEC_SIZES; z++)
+        printf("%s%zu", z ? ", " : "", nf_codec_size[z]);
+    printf("], \"ns_per_elem\": {");
+    for (int c = 0; c < NF_CODEC_COUNT; c++) {
+        printf("%s\"%s\": {", c ? ", " : "", nf_codec_name((nf_codec_t)c));
+        for (int st = 0; st < NF_CODEC_STAGES; st++) {
+            printf("%s\"%s\": [", st ? ", " : "", stage[st]);
+            for (int z = 0; z < NF_CODEC_SIZES; z++)
+                printf("%s%.4f", z ? ", " : "", r->ns[c][st][z]);
+            printf("]");
+        }
+        printf("}");
+    }
+    printf("}}");
+}
+
+static void show_codec(const nf_kernels_t *T)
+{
+    nf_codec_rates_t r;
+    if (nf_codec_measure(T, INFO_CODEC_RANKS, INFO_CODEC_REPS, &r) != 0) {
+        if (json)
+            printf(", \"codec\": null");
+        else
+            printf("  codec rate        not measured: no memory for its buffers\n");
+        return;
+    }
+    (json ? codec_json : codec_text)(&r);
+}
+
 /* Per kernel, the ISA the library would take: the same nf_kernels_tuned()
  * call under the same NFCOLL_SIMD cap, timed as at initialization. */
 static void show_kernels(void)
@@ -165,6 +227,7 @@ static void show_kernels(void)
         kernels_json(T, ms);
     else
         kernels_text(T, cap, ms);
+    show_codec(T);
 }
 
 static void show_build(void)

@@ -24,6 +24,7 @@
 #include "nf_traffic.h"
 #include "nf_util.h"
 #include "replay_rules.h"
+#include "replay_time.h"
 #include "replay_why.h"
 #include "trace_calls.h"
 
@@ -32,7 +33,8 @@ enum { EXIT_OK = 0, EXIT_PROBLEM = 1, EXIT_USAGE = 2 };
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: nfcoll_replay --policy FILE [--profile FILE] [--json] TRACE...\n"
+            "Usage: nfcoll_replay --policy FILE [--profile FILE] [--link RATE[,LATENCY[,BURST]]]\n"
+            "                     [--ranks-per-node N] [--json] TRACE...\n"
             "\n"
             "Replay libnfcoll traces (NFCOLL_TRACE, one file per rank) under an admission\n"
             "policy, without MPI: decisions per rule and route, and per route the calls,\n"
@@ -44,8 +46,21 @@ static void usage(FILE *f)
             "  -p, --policy FILE   the policy to replay under (see nfcoll-policy(5))\n"
             "  -P, --profile FILE  the calibration profile route = auto reads (default:\n"
             "                      the policy's `profile`)\n"
+            "  -l, --link RATE[,LATENCY[,BURST]]\n"
+            "                      also predict each call size's time per route over a\n"
+            "                      link of RATE each way per node with both ways busy\n"
+            "                      (half of osu_bibw; tc units: 1gbit, 10gbit,\n"
+            "                      125mbps), LATENCY per exchange (50us, 1ms;\n"
+            "                      default 0) and, for a link shaped by a token bucket,\n"
+            "                      its BURST (128kb; default none), from the codec rates\n"
+            "                      measured here (as nfcoll_info -b prints them); and the\n"
+            "                      call size from which each low-bit route beats fp32\n"
+            "                      and pmpi\n"
+            "  -r, --ranks-per-node N\n"
+            "                      ranks per node for --link (default 1: every rank a\n"
+            "                      node of its own)\n"
             "  -j, --json          JSON on stdout: ranks, routes (the keys of the stats\n"
-            "                      JSON's \"routes\"), rules\n"
+            "                      JSON's \"routes\"), rules, and with --link \"link\"\n"
             "  -h, --help          this text\n");
 }
 
@@ -72,6 +87,8 @@ typedef struct replay {
     uint64_t calls;
     trace_calls_t in;          /* the traces' records, gathered into calls */
     replay_whys_t why;         /* per region, why (replay_why.h) */
+    int timing;                /* --link: calls kept for their times */
+    replay_times_t tm;
 } replay_t;
 
 /* A call of bytes that ran on ran under action a: binary counts a scale
@@ -84,8 +101,10 @@ static void rp_count(replay_t *rp, nf_route_t ran, uint64_t bytes, int comm_size
     uint64_t block = a == NULL ? 0
                      : a->scale_block >= 0 ? (uint64_t)a->scale_block
                                            : nf_settings_load()->scale_block;
-    nf_traffic_count_scales(rp->route, ran, bytes, n, nf_count_planes(n),
-                            nf_traffic_scales(ran, bytes, block));
+    uint64_t nsc = nf_traffic_scales(ran, bytes, block);
+    nf_traffic_count_scales(rp->route, ran, bytes, n, nf_count_planes(n), nsc);
+    if (rp->timing)
+        replay_times_part(&rp->tm, ran, bytes, nsc);
 }
 
 /* ---- a call's decision, and what it ran ---- */
@@ -164,6 +183,8 @@ static void rp_replay(void *arg, const trace_call_t *c)
                 "(further such entries are not reported)\n", rp->d.stale->segment,
                 (unsigned long long)rp->d.stale->elements, (unsigned long long)rp->d.stale_m);
     rp->calls++;
+    if (rp->timing)
+        replay_times_begin(&rp->tm, call.bytes, (unsigned)c->comm_size);
     if (rp->d.cut == NF_CUT_FUSED && rp->d.route != NF_ROUTE_PMPI)
         rp_segments(rp, c, &call);
     else
@@ -173,6 +194,7 @@ static void rp_replay(void *arg, const trace_call_t *c)
 static void rp_free(replay_t *rp)
 {
     replay_whys_free(&rp->why);
+    replay_times_free(&rp->tm);
     trace_calls_free(&rp->in);
     free(rp->rules.rule);
     free(rp->part);
@@ -183,6 +205,9 @@ static void rp_free(replay_t *rp)
 
 typedef struct rp_opts {
     const char *policy;
+    const char *link;    /* --link, or NULL */
+    replay_link_t lk;
+    nf_codec_rates_t codec;
     const char *profile; /* the one loaded, or NULL */
     int json, ntraces;
     const nf_policy_t *pol;
@@ -199,6 +224,10 @@ static void rp_text(FILE *fp, const replay_t *rp, const rp_opts_t *o)
     nf_traffic_table(fp, rp->route, NULL, 1);
     fputc('\n', fp);
     replay_rules_table(fp, &rp->rules);
+    if (o->link != NULL) {
+        fputc('\n', fp);
+        replay_times_table(fp, &rp->tm, &o->lk, &o->codec);
+    }
 }
 
 /* "routes" as the stats JSON writes them. */
@@ -219,6 +248,11 @@ static void rp_json(FILE *fp, const replay_t *rp, const rp_opts_t *o)
     replay_rules_json(fp, &rp->rules);
     fprintf(fp, "%s},\n  \"admission\": ", rp->rules.n ? "\n  " : "");
     replay_whys_json(fp, &rp->why, o->prof, o->pol);
+    if (o->link != NULL) {
+        fprintf(fp, ",\n  \"link\": {");
+        replay_times_json(fp, &rp->tm, &o->lk, &o->codec, "    ");
+        fprintf(fp, "\n  }");
+    }
     fprintf(fp, "\n}\n");
 }
 
@@ -240,11 +274,31 @@ static int rp_parse_opts(int argc, char **argv, rp_opts_t *o)
     static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
                                          {"profile", required_argument, NULL, 'P'},
                                          {"json", no_argument, NULL, 'j'},
+                                         {"link", required_argument, NULL, 'l'},
+                                         {"ranks-per-node", required_argument, NULL, 'r'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "p:P:jh", opts, NULL)) != -1) {
+    long rpn;
+    char err[256];
+    o->lk.per_node = 1;
+    while ((c = getopt_long(argc, argv, "p:P:jl:r:h", opts, NULL)) != -1) {
         switch (c) {
+        case 'l':
+            if (replay_link_parse(optarg, &o->lk, err, sizeof(err)) != 0) {
+                fprintf(stderr, "nfcoll_replay: %s\n", err);
+                return -1;
+            }
+            o->link = optarg;
+            break;
+        case 'r':
+            if (nf_parse_long(optarg, 1, 65536, &rpn) != NF_OK) {
+                fprintf(stderr, "nfcoll_replay: --ranks-per-node %s: want a whole number "
+                        "from 1 to 65536\n", optarg);
+                return -1;
+            }
+            o->lk.per_node = (unsigned)rpn;
+            break;
         case 'p': o->policy = optarg; break;
         case 'P': o->profile = optarg; break;
         case 'j': o->json = 1; break;
@@ -296,7 +350,7 @@ static nf_layout_t *rp_load_layout(const nf_policy_t *pol)
 
 int main(int argc, char **argv)
 {
-    rp_opts_t o = {NULL, NULL, 0, 0, NULL, NULL};
+    rp_opts_t o = {0};
     nf_policy_t *pol = NULL;
     nf_profile_t *prof = NULL;
     static replay_t rp;
@@ -318,10 +372,21 @@ int main(int argc, char **argv)
                              .calibrate = set->calibrate != NULL || nf_policy_calibrate(pol) != NULL,
                              .count_bits = set->count_bits};
     rp.in.fn = rp_replay, rp.in.arg = &rp;
+    rp.timing = o.link != NULL;
     o.pol = pol, o.prof = prof;
     for (int i = 0; i < o.ntraces; i++)
         if (trace_calls_read(&rp.in, argv + optind, i) != 0)
             rc = EXIT_PROBLEM;
+    if (rc == EXIT_OK && o.link != NULL) {
+        replay_times_end(&rp.tm);
+        nf_kernels_set_tune(set->simd_tune);
+        if (nf_codec_measure(nf_kernels_tuned((nf_isa_t)set->simd_cap),
+                             replay_times_ranks(&rp.tm), 5, &o.codec) != 0) {
+            fprintf(stderr, "nfcoll_replay: no memory to measure the codec rates --link "
+                    "needs: nothing reported\n");
+            rc = EXIT_PROBLEM;
+        }
+    }
     if (rc == EXIT_OK) {
         replay_rules_sort(&rp.rules);
         (o.json ? rp_json : rp_text)(stdout, &rp, &o);

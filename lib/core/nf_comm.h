@@ -14,9 +14,8 @@
 #include "nfcoll.h"
 #include "nf_residual.h"
 #include "nf_shm.h"
-
-/* 64-bit words of the header every rank publishes with each call (coll.c). */
-#define NF_HDR_WORDS 4
+#include "nf_traffic.h" /* NF_HDR_WORDS: the words of the header every rank
+                           publishes with each call (coll.c) */
 
 /* Bytes of a small call's data per rank (fp32 elements, sign lines and
  * scales): calls that fit go through one flag barrier on a single node, each
@@ -36,11 +35,8 @@
 #define NF_FP32_NRES_MAX 4u
 #define nf_fp32_nres(c) ((c)->nnodes > 1 ? NF_FP32_NRES_MAX : 2u)
 
-/* Elements per FP32 chunk across nodes at most (2 MiB): each chunk is one
- * exchange among leaders, and over TCP a 512 KiB exchange costs several
- * times its wire time (2 hosts x 2 ranks, 10 Gbit/s, 16 MiB: 0.5 MiB chunks
- * 0.76x pmpi's speed, 1 MiB 0.82-1.33x, 2 MiB 1.16-1.18x, 4 MiB 0.71-0.88x). */
-#define NF_FP32_CHUNK_XNODE (512u * 1024u)
+/* NF_FP32_CHUNK_XNODE, the floats per chunk across nodes at most:
+ * nf_traffic.h, whose nf_traffic_internode_call() models the chunks. */
 #define nf_fp32_chunk_max(c) \
     ((c)->nnodes > 1 ? (size_t)NF_FP32_CHUNK_XNODE : (size_t)NF_FP32_CHUNK)
 

@@ -18,11 +18,8 @@
 #define NF_V_SAME 1u
 #define NF_V_COUNT 2u
 
-/* Node payloads of at most this many bytes are exchanged whole (one
- * allgather, everyone reduces every node's copy); larger ones by
- * reduce-scatter and allgather, so a leader sends at most 2 (p-1)/p of them,
- * unless whole sends no more (xnode.c). */
-#define NF_XNODE_WHOLE_MAX (32u * 1024u)
+/* NF_XNODE_WHOLE_MAX, what crosses whole: nf_traffic.h, whose
+ * nf_traffic_internode() models these exchanges' bytes. */
 
 /* Leaders' private scratch for a segment of cap low-bit elements and fp32
  * chunks of chunk floats. */

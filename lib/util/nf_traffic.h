@@ -24,6 +24,48 @@ void nf_traffic_model_scales(nf_route_t route, uint64_t bytes, unsigned n, unsig
  * per segment; only binary cuts it into blocks). */
 uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
 
+/* Node payloads of at most this many bytes cross nodes whole (one
+ * allgather, every leader reduces every node's copy); larger ones by
+ * reduce-scatter and allgather, so a leader sends at most 2 (p-1)/p of them,
+ * unless whole sends no more (lib/core/xnode.c). */
+#define NF_XNODE_WHOLE_MAX (32u * 1024u)
+/* The words of a call's header, which leaders exchange for the verdict. */
+#define NF_HDR_WORDS 4
+
+/* What leaves one node for one call: bytes (the leader's exchanges, and
+ * the scales every rank of the node sends to the ranks elsewhere) and the
+ * exchanges that wait for each other (steps, each at least a latency). */
+typedef struct nf_wire {
+    uint64_t bytes;
+    unsigned steps;
+} nf_wire_t;
+
+/* Floats per fp32 chunk across nodes at most (2 MiB): each chunk is one
+ * exchange among leaders (lib/core/coll.c pipelines them), and over TCP a
+ * 512 KiB exchange costs several times its wire time (2 hosts x 2 ranks,
+ * 10 Gbit/s, 16 MiB: 0.5 MiB chunks 0.76x pmpi's speed, 1 MiB 0.82-1.33x,
+ * 2 MiB 1.16-1.18x, 4 MiB 0.71-0.88x). */
+#define NF_FP32_CHUNK_XNODE (512u * 1024u)
+
+/* One part of a call: a segment, or the whole buffer, on its route. */
+typedef struct nf_wire_part {
+    nf_route_t route;
+    uint64_t bytes, nsc; /* its bytes, and its scales per rank */
+} nf_wire_part_t;
+
+/* A call cut into n parts across p nodes of r ranks each (p >= 2; fewer:
+ * nothing crosses), as lib/core/coll.c and xnode.c send it: one verdict;
+ * the low-bit parts' scales from every rank, then their count lines in one
+ * exchange; the fp32 and bf16 parts' floats (bf16 sums are floats between
+ * nodes) in chunks of at most NF_FP32_CHUNK_XNODE. A pmpi part makes the
+ * call pmpi's: a ring allreduce over the p r ranks (Open MPI's schedule for
+ * large calls). */
+void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
+                               nf_wire_t *w);
+/* One part: a whole call of bytes on route with nsc scales per rank. */
+void nf_traffic_internode(nf_route_t route, uint64_t bytes, unsigned p, unsigned r, uint64_t nsc,
+                          nf_wire_t *w);
+
 /* Count one call of bytes on route into s[route], as NFCOLL_STATS does. */
 void nf_traffic_count(nf_route_stats_t s[NF_ROUTE_COUNT], nf_route_t route, uint64_t bytes,
                       unsigned n, unsigned k);

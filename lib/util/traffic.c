@@ -58,6 +58,68 @@ void nf_traffic_model_scales(nf_route_t route, uint64_t bytes, unsigned n, unsig
     }
 }
 
+/* Leaders' exchange of n units of `unit` bytes (xnode.c): whole, each
+ * sends its n to the p - 1 others (an allgather, one step); split, its
+ * block of the reduce-scatter goes out at `in` bytes a unit, the reduced
+ * block at `out` bytes a unit (alltoallv then allgatherv, two steps). */
+static void nf_wire_exchange(uint64_t n, uint64_t in, uint64_t out, unsigned p, int whole,
+                             nf_wire_t *w)
+{
+    uint64_t mine = n / p;
+    w->bytes += whole ? (p - 1) * n * in : (n - mine) * in + (p - 1) * mine * out;
+    w->steps += whole ? 1 : 2;
+}
+
+static int nf_wire_lowbit(nf_route_t r) { return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY; }
+static int nf_wire_fp(nf_route_t r) { return r == NF_ROUTE_FP32 || r == NF_ROUTE_BF16; }
+
+void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
+                               nf_wire_t *w)
+{
+    uint64_t size = (uint64_t)p * r, bytes = 0, fl = 0, lines = 0, nsc = 0;
+    int pmpi = 0;
+    w->bytes = 0, w->steps = 0;
+    if (p < 2)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        const nf_wire_part_t *g = &part[i];
+        uint64_t m = g->bytes / sizeof(float);
+        bytes += g->bytes;
+        if (nf_wire_fp(g->route))
+            fl += m;
+        else if (nf_wire_lowbit(g->route))
+            lines += (g->route == NF_ROUTE_TERNARY ? 2 : 1) * nf_lines(m), nsc += g->nsc;
+        else
+            pmpi = 1;
+    }
+    if (pmpi || n == 0) { /* a ring over every rank: one ring edge per node */
+        w->bytes = 2 * bytes * (size - 1) / size;
+        w->steps = 2 * (unsigned)(size - 1);
+        return;
+    }
+    nf_wire_exchange(NF_HDR_WORDS, 8, 8, p, 1, w); /* the verdict */
+    if (lines > 0) {
+        unsigned k = nf_count_planes((unsigned)size), kn = nf_count_planes(r);
+        uint64_t lb = NF_LINE_BYTES;
+        w->bytes += r * (size - r) * nsc * sizeof(double); /* every rank's scales */
+        w->steps += 1;
+        nf_wire_exchange(lines, kn * lb, k * lb, p,
+                         lines * kn * lb <= NF_XNODE_WHOLE_MAX || p * kn <= kn + k, w);
+    }
+    /* The chunk grows to the call's floats, up to the most (lib/core/comm.c). */
+    uint64_t chunk = fl < NF_FP32_CHUNK_XNODE ? fl : NF_FP32_CHUNK_XNODE;
+    for (uint64_t done = 0; done < fl; done += chunk) {
+        uint64_t len = fl - done < chunk ? fl - done : chunk;
+        nf_wire_exchange(len, 4, 4, p, len * sizeof(float) <= NF_XNODE_WHOLE_MAX || p == 2, w);
+    }
+}
+
+void nf_traffic_internode(nf_route_t route, uint64_t bytes, unsigned p, unsigned r, uint64_t nsc,
+                          nf_wire_t *w)
+{
+    nf_wire_part_t part = {route, bytes, nsc};
+    nf_traffic_internode_call(&part, 1, p, r, w);
+}
 
 void nf_traffic_count(nf_route_stats_t s[NF_ROUTE_COUNT], nf_route_t route, uint64_t bytes,
                       unsigned n, unsigned k)

@@ -1,0 +1,215 @@
+/*
+ * The codecs' cost per element (nf_codec.h): each route's stages run with
+ * a kernel table on buffers of three sizes, as the library runs them for a
+ * call with one rank per node, and timed. docs/design.md, "Predicting a
+ * call's time".
+ *
+ * Each stage is timed on its second run in a row, as a call finds the
+ * buffers just written (the gradient by backward, the lines by the pack):
+ * sizes in the caches run from them.
+ * The reduce stage reads n inputs; two distinct buffers stand for them in
+ * turn (n of 16 MiB each would not fit a small machine), so at the largest
+ * size every input still comes from DRAM.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nf_codec.h"
+
+const size_t nf_codec_size[NF_CODEC_SIZES] = {(size_t)1 << 16, (size_t)1 << 19, (size_t)1 << 22};
+
+#define CODEC_RANKS_MAX 64u
+#define CODEC_REPS_MAX 99
+
+static const char *const codec_names[NF_CODEC_COUNT] = {"fp32", "bf16", "binary", "ternary"};
+
+const char *nf_codec_name(nf_codec_t codec)
+{
+    return (unsigned)codec < NF_CODEC_COUNT ? codec_names[codec] : NULL;
+}
+
+typedef struct codec_bufs {
+    float *x, *yprev, *ynew, *r, *in2;  /* floats of the largest size */
+    uint16_t *h[2];                      /* bf16 inputs */
+    uint64_t *bits[2], *cnt;             /* two lines per 512 (ternary) */
+} codec_bufs_t;
+
+static double codec_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e9 * (double)ts.tv_sec + (double)ts.tv_nsec;
+}
+
+static void *codec_alloc(size_t bytes, void **all, int *n)
+{
+    bytes = (bytes + NF_LINE_BYTES - 1) / NF_LINE_BYTES * NF_LINE_BYTES;
+    void *p = aligned_alloc(NF_LINE_BYTES, bytes);
+    if (p != NULL)
+        memset(p, 0, bytes); /* touched: no page faults inside the timings */
+    all[(*n)++] = p;
+    return p;
+}
+
+static volatile double codec_sink;
+
+/* One stage of one codec over m elements, ns. */
+static double codec_stage(const nf_kernels_t *k, const codec_bufs_t *b, nf_codec_t codec,
+                          int stage, size_t m, unsigned n, unsigned planes)
+{
+    const void *in[CODEC_RANKS_MAX];
+    size_t lines = nf_lines(m), nl = codec == NF_CODEC_TERNARY ? 2 * lines : lines;
+    int stream = m >= NF_STREAM_MIN;
+    for (unsigned i = 0; i < n; i++)
+        in[i] = codec == NF_CODEC_BF16   ? (const void *)b->h[i & 1]
+                : codec == NF_CODEC_FP32 ? (const void *)(i & 1 ? b->in2 : b->r)
+                                         : (const void *)b->bits[i & 1];
+    double t0 = codec_now(), s = 0.0;
+    size_t nin = 0;
+    switch (codec * NF_CODEC_STAGES + stage) {
+    case NF_CODEC_FP32 * NF_CODEC_STAGES + NF_CODEC_PACK:
+    case NF_CODEC_FP32 * NF_CODEC_STAGES + NF_CODEC_FINISH:
+        memcpy(b->ynew, b->x, m * sizeof(float));
+        break;
+    case NF_CODEC_FP32 * NF_CODEC_STAGES + NF_CODEC_REDUCE:
+        k->sum_f32(b->r, (const float *const *)in, n, m);
+        break;
+    case NF_CODEC_BF16 * NF_CODEC_STAGES + NF_CODEC_PACK:
+        k->bf16_pack(b->x, b->h[0], m);
+        break;
+    case NF_CODEC_BF16 * NF_CODEC_STAGES + NF_CODEC_REDUCE:
+        k->sum_bf16(b->r, (const uint16_t *const *)in, n, m);
+        break;
+    case NF_CODEC_BINARY * NF_CODEC_STAGES + NF_CODEC_PACK:
+        s = k->bin_pack_ef(b->x, b->yprev, 0.01f, 1.0f, b->ynew, m, b->bits[0], stream);
+        break;
+    case NF_CODEC_TERNARY * NF_CODEC_STAGES + NF_CODEC_PACK:
+        s = k->ter_y_ef(b->x, b->yprev, 0.02f, 0.01f, 1.0f, b->ynew, m, stream);
+        s += k->ter_pack(b->ynew, NULL, m, (float)(s / (double)m), b->bits[0],
+                         b->bits[0] + lines * NF_LINE_WORDS, &nin);
+        break;
+    case NF_CODEC_BINARY * NF_CODEC_STAGES + NF_CODEC_REDUCE:
+    case NF_CODEC_TERNARY * NF_CODEC_STAGES + NF_CODEC_REDUCE:
+        k->count_sum(b->cnt, planes, (const uint64_t *const *)in, n, nl);
+        break;
+    case NF_CODEC_BINARY * NF_CODEC_STAGES + NF_CODEC_FINISH:
+        k->bin_finish(b->r, NULL, NULL, b->cnt, planes, m, n, 0.01, 0.01f, stream);
+        break;
+    case NF_CODEC_TERNARY * NF_CODEC_STAGES + NF_CODEC_FINISH:
+        k->ter_finish(b->r, NULL, NULL, b->cnt, b->cnt + lines * planes * NF_LINE_WORDS, planes,
+                      m, 0.01, 0.02f, 0.01f);
+        break;
+    default: /* bf16's finish: nothing */
+        break;
+    }
+    double t = codec_now() - t0;
+    codec_sink += s + (double)nin + (double)b->r[m - 1];
+    return t;
+}
+
+static int codec_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int nf_codec_measure(const nf_kernels_t *k, unsigned ranks, int reps, nf_codec_rates_t *out)
+{
+    const size_t M = nf_codec_size[NF_CODEC_SIZES - 1], L = 2 * nf_lines(M);
+    if (k == NULL || out == NULL || ranks < 2 || ranks > CODEC_RANKS_MAX || reps < 1 ||
+        reps > CODEC_REPS_MAX)
+        return 1;
+    unsigned planes = nf_count_planes(ranks);
+    void *all[11];
+    int na = 0, ok = 1;
+    codec_bufs_t b;
+    b.x = codec_alloc(M * sizeof(float), all, &na);
+    b.yprev = codec_alloc(M * sizeof(float), all, &na);
+    b.ynew = codec_alloc(M * sizeof(float), all, &na);
+    b.r = codec_alloc(M * sizeof(float), all, &na);
+    b.in2 = codec_alloc(M * sizeof(float), all, &na);
+    for (int i = 0; i < 2; i++) {
+        b.h[i] = codec_alloc(M * sizeof(uint16_t), all, &na);
+        b.bits[i] = codec_alloc(L * NF_LINE_BYTES, all, &na);
+    }
+    b.cnt = codec_alloc(L * planes * NF_LINE_BYTES, all, &na);
+    for (int i = 0; i < na; i++)
+        ok &= all[i] != NULL;
+    double *t = ok ? malloc(sizeof(double) * (size_t)reps * NF_CODEC_COUNT * NF_CODEC_STAGES *
+                            NF_CODEC_SIZES)
+                   : NULL;
+    if (t == NULL) {
+        for (int i = 0; i < na; i++)
+            free(all[i]);
+        return 1;
+    }
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (size_t j = 0; j < M; j++) { /* signs and magnitudes that vary */
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        b.x[j] = (float)((int64_t)(s >> 11) - (1ll << 52)) * 0x1p-52f;
+        b.in2[j] = b.x[j];
+        b.yprev[j] = 0.5f * b.x[(j * 7) % M];
+    }
+    k->bf16_pack(b.x, b.h[1], M);
+#define T_AT(rep, c, st, z)                                                                 \
+    t[(((size_t)(rep) * NF_CODEC_COUNT + (c)) * NF_CODEC_STAGES + (st)) * NF_CODEC_SIZES + (z)]
+    for (int rep = 0; rep < reps; rep++)
+        for (int z = 0; z < NF_CODEC_SIZES; z++)
+            for (int c = 0; c < NF_CODEC_COUNT; c++)
+                for (int st = 0; st < NF_CODEC_STAGES; st++) {
+                    /* the second of two runs: a call's buffers were written
+                     * just before it (the gradient, the packed lines) */
+                    codec_stage(k, &b, (nf_codec_t)c, st, nf_codec_size[z], ranks, planes);
+                    T_AT(rep, c, st, z) = codec_stage(k, &b, (nf_codec_t)c, st,
+                                                      nf_codec_size[z], ranks, planes);
+                }
+    out->ranks = ranks;
+    double v[CODEC_REPS_MAX];
+    for (int c = 0; c < NF_CODEC_COUNT; c++)
+        for (int st = 0; st < NF_CODEC_STAGES; st++)
+            for (int z = 0; z < NF_CODEC_SIZES; z++) {
+                for (int rep = 0; rep < reps; rep++)
+                    v[rep] = T_AT(rep, c, st, z);
+                qsort(v, (size_t)reps, sizeof(double), codec_cmp);
+                double med = reps % 2 ? v[reps / 2] : 0.5 * (v[reps / 2 - 1] + v[reps / 2]);
+                out->ns[c][st][z] = c == NF_CODEC_BF16 && st == NF_CODEC_FINISH
+                                        ? 0.0
+                                        : med / (double)nf_codec_size[z];
+            }
+#undef T_AT
+    free(t);
+    for (int i = 0; i < na; i++)
+        free(all[i]);
+    return 0;
+}
+
+static double codec_stage_ns(const nf_codec_rates_t *r, nf_codec_t codec, int stage, size_t m)
+{
+    const double *ns = r->ns[codec][stage];
+    if (m <= nf_codec_size[0])
+        return ns[0] * (double)m;
+    for (int z = 1; z < NF_CODEC_SIZES; z++)
+        if (m <= nf_codec_size[z]) {
+            double lo = log2((double)nf_codec_size[z - 1]), hi = log2((double)nf_codec_size[z]);
+            double w = (log2((double)m) - lo) / (hi - lo);
+            return ((1.0 - w) * ns[z - 1] + w * ns[z]) * (double)m;
+        }
+    return ns[NF_CODEC_SIZES - 1] * (double)m;
+}
+
+double nf_codec_ns(const nf_codec_rates_t *r, nf_codec_t codec, int stage, size_t m)
+{
+    if (r == NULL || (unsigned)codec >= NF_CODEC_COUNT || stage >= NF_CODEC_STAGES)
+        return 0.0;
+    if (stage >= 0)
+        return codec_stage_ns(r, codec, stage, m);
+    double t = 0.0;
+    for (int st = 0; st < NF_CODEC_STAGES; st++)
+        t += codec_stage_ns(r, codec, st, m);
+    return t;
+}

@@ -1,0 +1,416 @@
+/*
+ * Predicted call times under a link (replay_time.h). A call of m elements
+ * on route R over p nodes takes, as the library runs it today (one stage
+ * after the other, nothing overlapped):
+ *
+ *   pack_R(m) + reduce_R(m) + finish_R(m) + B/bw + s * lat
+ *
+ * with the stages' measured rates (nf_codec.h), B the bytes that leave a
+ * node and s the exchanges that wait for each other
+ * (nf_traffic_internode_call). pmpi is Open MPI's ring: fp32's reduce stage and
+ * 2 (P-1)/P of the call each way. docs/design.md, "Predicting a call's
+ * time", says what this leaves out.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "nf_traffic.h"
+#include "replay_time.h"
+
+static void *rt_realloc(void *p, size_t n)
+{
+    p = realloc(p, n);
+    if (p == NULL) {
+        fprintf(stderr, "nfcoll_replay: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* ---- the link ---- */
+
+typedef struct rt_unit {
+    const char *unit;
+    double mult;
+} rt_unit_t;
+
+/* One field of --link: a number and a unit of units[] (each sized by its
+ * array), ended by ',' or the end. Returns the value, or -1. */
+static double rt_field(const char **s, const rt_unit_t *units, size_t nunits)
+{
+    char *end;
+    double v = strtod(*s, &end);
+    if (end == *s || !(v >= 0.0) || v > 1e18)
+        return -1.0;
+    size_t n = 0;
+    while (isalpha((unsigned char)end[n]))
+        n++;
+    if (end[n] != '\0' && end[n] != ',')
+        return -1.0;
+    for (size_t i = 0; i < nunits; i++)
+        if (n == strlen(units[i].unit) && strncasecmp(end, units[i].unit, n) == 0) {
+            *s = end + n + (end[n] == ',');
+            return v * units[i].mult;
+        }
+    return -1.0;
+}
+
+int replay_link_parse(const char *spec, replay_link_t *l, char *err, size_t errlen)
+{
+    static const rt_unit_t rates[] = {
+        {"bit", 0.125}, {"kbit", 125.0}, {"mbit", 125e3}, {"gbit", 125e6}, {"tbit", 125e9},
+        {"bps", 1.0},   {"kbps", 1e3},   {"mbps", 1e6},   {"gbps", 1e9},   {"tbps", 1e12}};
+    static const rt_unit_t times[] = {{"", 1.0}, {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}};
+    static const rt_unit_t sizes[] = {{"", 1.0},         {"b", 1.0}, {"kb", 1024.0},
+                                      {"k", 1024.0},     {"mb", 1048576.0},
+                                      {"m", 1048576.0}};
+    static const struct {
+        const rt_unit_t *units;
+        size_t n;
+        const char *what;
+    } field[] = {
+        {rates, sizeof(rates) / sizeof(rates[0]),
+         "the rate must be a positive number with a unit: bit, kbit, mbit, gbit, tbit per "
+         "second; bps, kbps, mbps, gbps, tbps: bytes per second (e.g. 1gbit, 125mbps)"},
+        {times, sizeof(times) / sizeof(times[0]), "the latency must be a number of s, ms or us"},
+        {sizes, sizeof(sizes) / sizeof(sizes[0]), "the burst must be a number of b, kb or mb"}};
+    double *out[] = {&l->bw, &l->lat, &l->burst};
+    const char *s = spec;
+    l->bw = 0.0, l->lat = 0.0, l->burst = 0.0;
+    for (size_t i = 0; i < sizeof(field) / sizeof(field[0]) && (i == 0 || *s != '\0'); i++) {
+        const char *at = s;
+        double v = rt_field(&s, field[i].units, field[i].n);
+        if (v < 0.0 || (i == 0 && v == 0.0)) {
+            snprintf(err, errlen, "--link %s: '%.*s': %s", spec, (int)strcspn(at, ","), at,
+                     field[i].what);
+            return 1;
+        }
+        *out[i] = v;
+    }
+    if (*s != '\0') {
+        snprintf(err, errlen, "--link %s: '%s' after the burst: RATE[,LATENCY[,BURST]]", spec, s);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- the calls ---- */
+
+/* A call's key: its size, ranks and decision (the same size decided two
+ * ways, a warm-up's pmpi then binary say, are two lines). */
+static uint64_t rt_hash(uint64_t bytes, unsigned ranks, const nf_wire_part_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+#define RT_MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+    RT_MIX(bytes), RT_MIX(ranks), RT_MIX(n);
+    for (size_t i = 0; i < n; i++)
+        RT_MIX(p[i].route), RT_MIX(p[i].bytes), RT_MIX(p[i].nsc);
+#undef RT_MIX
+    return h;
+}
+
+static int rt_same(const replay_tcall_t *c, uint64_t bytes, unsigned ranks,
+                   const nf_wire_part_t *p, size_t n)
+{
+    if (c->bytes != bytes || c->ranks != ranks || c->npart != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (c->part[i].route != p[i].route || c->part[i].bytes != p[i].bytes ||
+            c->part[i].nsc != p[i].nsc)
+            return 0;
+    return 1;
+}
+
+/* The open-addressed index of t->call (slots hold index + 1), kept at most
+ * half full. */
+static void rt_index(replay_times_t *t)
+{
+    free(t->slot);
+    t->nslot = t->nslot ? 2 * t->nslot : 64;
+    t->slot = rt_realloc(NULL, t->nslot * sizeof(*t->slot));
+    memset(t->slot, 0, t->nslot * sizeof(*t->slot));
+    for (size_t i = 0; i < t->n; i++) {
+        const replay_tcall_t *c = &t->call[i];
+        size_t k = rt_hash(c->bytes, c->ranks, c->part, c->npart) & (t->nslot - 1);
+        while (t->slot[k])
+            k = (k + 1) & (t->nslot - 1);
+        t->slot[k] = i + 1;
+    }
+}
+
+static void rt_keep(replay_times_t *t)
+{
+    if (!t->open)
+        return;
+    t->open = 0;
+    if (2 * (t->n + 1) > t->nslot)
+        rt_index(t);
+    size_t k = rt_hash(t->cur_bytes, t->cur_ranks, t->cur, t->ncur) & (t->nslot - 1);
+    for (; t->slot[k]; k = (k + 1) & (t->nslot - 1))
+        if (rt_same(&t->call[t->slot[k] - 1], t->cur_bytes, t->cur_ranks, t->cur, t->ncur)) {
+            t->call[t->slot[k] - 1].calls++;
+            return;
+        }
+    if (t->n == t->cap)
+        t->call = rt_realloc(t->call, (t->cap = t->cap ? 2 * t->cap : 16) * sizeof(*t->call));
+    t->slot[k] = t->n + 1;
+    replay_tcall_t *c = &t->call[t->n++];
+    *c = (replay_tcall_t){t->cur_bytes, 1, t->cur_ranks, NULL, t->ncur};
+    c->part = rt_realloc(NULL, (t->ncur ? t->ncur : 1) * sizeof(*c->part));
+    memcpy(c->part, t->cur, t->ncur * sizeof(*c->part));
+}
+
+void replay_times_begin(replay_times_t *t, uint64_t bytes, unsigned ranks)
+{
+    rt_keep(t);
+    t->open = 1, t->ncur = 0, t->cur_bytes = bytes, t->cur_ranks = ranks;
+}
+
+void replay_times_part(replay_times_t *t, nf_route_t route, uint64_t bytes, uint64_t nsc)
+{
+    if (!t->open)
+        return;
+    if (t->ncur == t->capcur)
+        t->cur = rt_realloc(t->cur, (t->capcur = t->capcur ? 2 * t->capcur : 8) * sizeof(*t->cur));
+    t->cur[t->ncur++] = (nf_wire_part_t){route, bytes, nsc};
+}
+
+static int rt_cmp(const void *a, const void *b)
+{
+    const replay_tcall_t *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? -1 : 1;
+    if (x->ranks != y->ranks)
+        return x->ranks < y->ranks ? -1 : 1;
+    return (x->calls < y->calls) - (x->calls > y->calls); /* most calls first */
+}
+
+void replay_times_end(replay_times_t *t)
+{
+    rt_keep(t);
+    if (t->n > 1)
+        qsort(t->call, t->n, sizeof(*t->call), rt_cmp);
+    free(t->slot); /* the order changed; nothing is added after the end */
+    t->slot = NULL, t->nslot = 0;
+}
+
+void replay_times_free(replay_times_t *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->call[i].part);
+    free(t->call);
+    free(t->cur);
+    free(t->slot);
+    memset(t, 0, sizeof(*t));
+}
+
+unsigned replay_times_ranks(const replay_times_t *t)
+{
+    unsigned best = 2;
+    uint64_t most = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        uint64_t calls = 0;
+        for (size_t j = 0; j < t->n; j++)
+            calls += t->call[j].ranks == t->call[i].ranks ? t->call[j].calls : 0;
+        if (calls > most)
+            most = calls, best = t->call[i].ranks;
+    }
+    return best < 2 ? 2 : best > 64 ? 64 : best;
+}
+
+/* ---- the model ---- */
+
+static nf_codec_t rt_codec(nf_route_t route)
+{
+    switch (route) {
+    case NF_ROUTE_BF16: return NF_CODEC_BF16;
+    case NF_ROUTE_BINARY: return NF_CODEC_BINARY;
+    case NF_ROUTE_TERNARY: return NF_CODEC_TERNARY;
+    default: return NF_CODEC_FP32;
+    }
+}
+
+static unsigned rt_nodes(const replay_link_t *l, unsigned ranks)
+{
+    unsigned r = l->per_node ? l->per_node : 1;
+    return ranks / r > 1 ? ranks / r : 1;
+}
+
+/* A call whose codec and exchanges' latencies take c seconds and that
+ * sends b bytes. A plain link: c + b / bw. Under a token bucket of burst B,
+ * calls back to back: the bucket refills while the codec runs, so the
+ * first min(B, c bw) bytes pass at once and the rest at the rate, and no
+ * call is shorter than its bytes at the rate:
+ * max(b / bw, c + max(0, b - B) / bw) when c bw >= B (the bucket full
+ * again), b / bw otherwise. */
+static double rt_wire(const replay_link_t *l, double c, double b)
+{
+    if (l->burst <= 0.0)
+        return c + b / l->bw;
+    double t = b / l->bw, over = b > l->burst ? (b - l->burst) / l->bw : 0.0;
+    return c * l->bw >= l->burst ? (c + over > t ? c + over : t) : (c > t ? c : t);
+}
+
+/* Codec seconds of a part: pmpi sums only. */
+static double rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t bytes)
+{
+    size_t m = (size_t)(bytes / sizeof(float));
+    if (route == NF_ROUTE_PMPI)
+        return 1e-9 * nf_codec_ns(r, NF_CODEC_FP32, NF_CODEC_REDUCE, m);
+    return 1e-9 * nf_codec_ns(r, rt_codec(route), -1, m);
+}
+
+double replay_time_route(const replay_link_t *l, const nf_codec_rates_t *r, nf_route_t route,
+                         uint64_t bytes, unsigned ranks, uint64_t nsc)
+{
+    nf_wire_t w;
+    unsigned p = rt_nodes(l, ranks);
+    nf_traffic_internode(route, bytes, p, ranks / p, nsc, &w);
+    return rt_wire(l, rt_codec_s(r, route, bytes) + w.steps * l->lat, (double)w.bytes);
+}
+
+/* A call as decided: its parts' codecs one after another, then what
+ * crosses nodes for the whole call (nf_traffic_internode_call). */
+static double rt_decided(const replay_link_t *l, const nf_codec_rates_t *r,
+                         const replay_tcall_t *c, uint64_t *wire)
+{
+    unsigned p = rt_nodes(l, c->ranks);
+    double s = 0.0;
+    nf_wire_t w;
+    for (size_t i = 0; i < c->npart; i++)
+        s += rt_codec_s(r, c->part[i].route, c->part[i].bytes);
+    nf_traffic_internode_call(c->part, c->npart, p, c->ranks / p, &w);
+    *wire = w.bytes;
+    return rt_wire(l, s + w.steps * l->lat, (double)w.bytes);
+}
+
+static const char *rt_decided_name(const replay_tcall_t *c)
+{
+    for (size_t i = 1; i < c->npart; i++)
+        if (c->part[i].route != c->part[0].route)
+            return "mixed";
+    return c->npart ? nf_route_name(c->part[0].route) : "-";
+}
+
+static const nf_route_t rt_routes[] = {NF_ROUTE_PMPI, NF_ROUTE_FP32, NF_ROUTE_BF16,
+                                       NF_ROUTE_BINARY, NF_ROUTE_TERNARY};
+#define RT_NROUTES (sizeof(rt_routes) / sizeof(rt_routes[0]))
+#define RT_SCAN_LO 10 /* crossovers: call sizes from 2^10 ... */
+#define RT_SCAN_HI 31 /* ... to 2^31 bytes */
+
+/* The smallest scanned size from which route beats than (every larger one
+ * too): 0 when it never does, 1 << RT_SCAN_LO when it always does. */
+static uint64_t rt_crossover(const replay_link_t *l, const nf_codec_rates_t *r, unsigned ranks,
+                             nf_route_t route, nf_route_t than)
+{
+    uint64_t from = 0;
+    for (int e = RT_SCAN_HI; e >= RT_SCAN_LO; e--) {
+        uint64_t b = (uint64_t)1 << e;
+        if (replay_time_route(l, r, route, b, ranks, 1) >= replay_time_route(l, r, than, b, ranks, 1))
+            break;
+        from = b;
+    }
+    return from;
+}
+
+static void rt_bytes(char *buf, size_t n, uint64_t b)
+{
+    if (b >= (1u << 20) && b % (1u << 20) == 0)
+        snprintf(buf, n, "%llu MiB", (unsigned long long)(b >> 20));
+    else if (b >= 1024 && b % 1024 == 0)
+        snprintf(buf, n, "%llu KiB", (unsigned long long)(b >> 10));
+    else
+        snprintf(buf, n, "%llu B", (unsigned long long)b);
+}
+
+static void rt_link_text(FILE *fp, const replay_link_t *l, unsigned ranks)
+{
+    unsigned p = rt_nodes(l, ranks), rpn = ranks / p;
+    char burst[64] = "";
+    if (l->burst > 0.0)
+        snprintf(burst, sizeof(burst), ", a token bucket of %.4g KiB", l->burst / 1024.0);
+    fprintf(fp, "Predicted time per call (ms) over a link of %.4g Gbit/s each way per node, "
+            "%.4g us a step%s; %u rank%s per node (%u nodes at %u ranks); codec rates measured "
+            "here, the reduce stage at %u ranks\n", l->bw * 8e-9, l->lat * 1e6, burst, rpn,
+            rpn == 1 ? "" : "s", p, ranks, ranks);
+}
+
+void replay_times_table(FILE *fp, const replay_times_t *t, const replay_link_t *l,
+                        const nf_codec_rates_t *r)
+{
+    unsigned ranks = replay_times_ranks(t);
+    double total[RT_NROUTES + 1] = {0};
+    rt_link_text(fp, l, ranks);
+    fprintf(fp, "%12s %5s %8s", "bytes", "ranks", "calls");
+    for (size_t i = 0; i < RT_NROUTES; i++)
+        fprintf(fp, " %10s", nf_route_name(rt_routes[i]));
+    fprintf(fp, " %10s %-8s\n", "decided", "on");
+    for (size_t k = 0; k < t->n; k++) {
+        const replay_tcall_t *c = &t->call[k];
+        fprintf(fp, "%12llu %5u %8llu", (unsigned long long)c->bytes, c->ranks,
+                (unsigned long long)c->calls);
+        for (size_t i = 0; i < RT_NROUTES; i++) {
+            double s = replay_time_route(l, r, rt_routes[i], c->bytes, c->ranks, 1);
+            total[i] += s * (double)c->calls;
+            fprintf(fp, " %10.4g", 1e3 * s);
+        }
+        uint64_t wire;
+        double d = rt_decided(l, r, c, &wire);
+        total[RT_NROUTES] += d * (double)c->calls;
+        fprintf(fp, " %10.4g %-8s\n", 1e3 * d, rt_decided_name(c));
+    }
+    fprintf(fp, "%12s %5s %8s", "all calls", "", "");
+    for (size_t i = 0; i <= RT_NROUTES; i++)
+        fprintf(fp, " %10.4g", 1e3 * total[i]);
+    fprintf(fp, "\n");
+    for (size_t i = 2; i < RT_NROUTES; i++) {
+        char a[32], b[32];
+        uint64_t f = rt_crossover(l, r, ranks, rt_routes[i], NF_ROUTE_FP32);
+        uint64_t g = rt_crossover(l, r, ranks, rt_routes[i], NF_ROUTE_PMPI);
+        rt_bytes(a, sizeof(a), f), rt_bytes(b, sizeof(b), g);
+        fprintf(fp, "%s at %u ranks beats fp32 %s%s, pmpi %s%s (calls of 1 KiB to 2 GiB)\n",
+                nf_route_name(rt_routes[i]), ranks, f ? "from " : "at no size",
+                f ? a : "", g ? "from " : "at no size", g ? b : "");
+    }
+}
+
+void replay_times_json(FILE *fp, const replay_times_t *t, const replay_link_t *l,
+                       const nf_codec_rates_t *r, const char *in)
+{
+    unsigned ranks = replay_times_ranks(t);
+    fprintf(fp, "\n%s\"bandwidth_bytes_per_s\": %.6g,\n%s\"latency_s\": %.6g,\n%s"
+            "\"burst_bytes\": %.6g,\n%s\"ranks_per_node\": %u,\n%s\"codec_ranks\": %u,\n%s"
+            "\"calls\": [", in, l->bw, in, l->lat, in, l->burst, in,
+            l->per_node ? l->per_node : 1, in, ranks, in);
+    for (size_t k = 0; k < t->n; k++) {
+        const replay_tcall_t *c = &t->call[k];
+        unsigned p = rt_nodes(l, c->ranks);
+        fprintf(fp, "%s\n%s  {\"bytes\": %llu, \"ranks\": %u, \"calls\": %llu, \"seconds\": {",
+                k ? "," : "", in, (unsigned long long)c->bytes, c->ranks,
+                (unsigned long long)c->calls);
+        for (size_t i = 0; i < RT_NROUTES; i++)
+            fprintf(fp, "%s\"%s\": %.6g", i ? ", " : "", nf_route_name(rt_routes[i]),
+                    replay_time_route(l, r, rt_routes[i], c->bytes, c->ranks, 1));
+        uint64_t wire;
+        fprintf(fp, ", \"decided\": %.6g}, \"internode_bytes\": {", rt_decided(l, r, c, &wire));
+        for (size_t i = 0; i < RT_NROUTES; i++) {
+            nf_wire_t w;
+            nf_traffic_internode(rt_routes[i], c->bytes, p, c->ranks / p, 1, &w);
+            fprintf(fp, "%s\"%s\": %llu", i ? ", " : "", nf_route_name(rt_routes[i]),
+                    (unsigned long long)w.bytes);
+        }
+        fprintf(fp, ", \"decided\": %llu}, \"decided_on\": \"%s\"}", (unsigned long long)wire,
+                rt_decided_name(c));
+    }
+    fprintf(fp, "%s],\n%s\"beats_from\": {", t->n ? "\n" : "", in);
+    for (size_t i = 2; i < RT_NROUTES; i++)
+        fprintf(fp, "%s\"%s\": {\"fp32\": %llu, \"pmpi\": %llu}", i > 2 ? ", " : "",
+                nf_route_name(rt_routes[i]),
+                (unsigned long long)rt_crossover(l, r, ranks, rt_routes[i], NF_ROUTE_FP32),
+                (unsigned long long)rt_crossover(l, r, ranks, rt_routes[i], NF_ROUTE_PMPI));
+    fprintf(fp, "}");
+}
