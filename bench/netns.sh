@@ -34,13 +34,14 @@ nf_hosts_down() {
 # The token bucket: 128 KB shapes a call of a few hundred KB (4 MB let a
 # whole 16 MiB binary call through at veth speed and overstated its
 # speed-up: 4.2 ms against 7.2 ms at 1 Gbit/s); smaller bursts cannot
-# sustain 10 Gbit/s here. NF_NET_BURST overrides it.
+# sustain 10 Gbit/s here. NF_NET_BURST overrides it; NF_NET_QUEUE the
+# longest a packet waits in the bucket's queue (tbf's latency, 50ms).
 nf_shape() { # DEV RATE [netns]
-  burst=${NF_NET_BURST:-128kb}
+  burst=${NF_NET_BURST:-128kb} queue=${NF_NET_QUEUE:-50ms}
   if [ -n "${3:-}" ]; then
-    ip netns exec "$3" tc qdisc replace dev "$1" root tbf rate "$2" burst "$burst" latency 50ms
+    ip netns exec "$3" tc qdisc replace dev "$1" root tbf rate "$2" burst "$burst" latency "$queue"
   else
-    tc qdisc replace dev "$1" root tbf rate "$2" burst "$burst" latency 50ms
+    tc qdisc replace dev "$1" root tbf rate "$2" burst "$burst" latency "$queue"
   fi
 }
 

@@ -1,0 +1,105 @@
+#!/bin/sh
+# predict: nfcoll_replay --link's predicted times against measured ones, in
+# the same run. For each link rate, 2 pretend hosts x 1 rank (bench/netns.sh,
+# Open MPI over TCP), nf_allreduce times every route; the same call sizes,
+# written as a trace, are replayed with --link; per size and route it prints
+# the measured and predicted ms and their ratio.
+#
+#   bench/predict.sh [-b RATES] [-m SIZES] [-r ROUTES] [-i ITERS] [-R REPEATS]
+#                    [-o OSUDIR] [BUILDDIR]
+#
+#   -b RATES   space-separated TC[=LINK]: TC shapes the veths as tc's rate
+#              ("none": unshaped), LINK is --link's RATE[,LATENCY[,BURST]]
+#              (default with -o: half of what osu_bibw measures at 4 MiB,
+#              each way with both ways busy as in an allreduce, and the
+#              latency osu_latency measures; without -o: TC's rate, 20us and
+#              the token bucket's burst, NF_NET_BURST or 128kb, and "none"
+#              needs a LINK). Default "1gbit 10gbit none".
+#   -m SIZES   nf_allreduce -m (default 1M:16M)
+#   -r ROUTES  nf_allreduce -r (default pmpi,fp32,binary,ternary)
+#   -i ITERS   iterations per size (default 5); -R repeats, median (default 3)
+#   -o OSUDIR  a built OSU Micro-Benchmarks tree (c/mpi/pt2pt/standard/
+#              osu_latency, osu_bw, osu_bibw): the link's latency and rates,
+#              measured on the same pretend hosts first
+# Needs root, iproute2, tc and python3. docs/design.md, "Predicting a call's
+# time"; docs/benchmarks.md has the figures.
+rates="1gbit 10gbit none" sizes=1M:16M routes=pmpi,fp32,binary,ternary iters=5 reps=3 osu=
+while getopts b:m:r:i:R:o: opt; do
+  case $opt in
+    b) rates=$OPTARG ;; m) sizes=$OPTARG ;; r) routes=$OPTARG ;; i) iters=$OPTARG ;;
+    R) reps=$OPTARG ;; o) osu=$OPTARG ;;
+    *) sed -n '2,23s/^# \{0,1\}//p' "$0"; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+b=$(cd "${1:-.}" && pwd)
+bench=$b/bench/nf_allreduce replay=$b/tools/nfcoll_replay
+[ -x "$bench" ] && [ -x "$replay" ] || { echo "predict: no $bench or $replay (give the build directory)"; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "predict: network namespaces need root"; exit 2; }
+command -v python3 > /dev/null || { echo "predict: needs python3"; exit 2; }
+pt=$osu/c/mpi/pt2pt/standard
+[ -z "$osu" ] || [ -x "$pt/osu_bw" ] || { echo "predict: no $pt/osu_bw (build OSU with CC=mpicc)"; exit 2; }
+. "$(dirname "$0")/netns.sh"
+tmp=$(mktemp -d) || exit 1
+trap 'nf_hosts_down; rm -rf "$tmp"' EXIT INT TERM
+printf '[policy]\nversion = 1\n\n[rule floats]\ndatatype = float\nop = sum\nroute = binary\n' \
+  > "$tmp/binary.policy"
+
+for spec in $rates; do
+  tc=${spec%%=*} link=
+  [ "$tc" != "$spec" ] && link=${spec#*=}
+  shape=$tc; [ "$tc" = none ] && shape=""
+  nf_hosts_up 2 $shape || { echo "predict: cannot set up the hosts"; exit 1; }
+  hl=$(nf_hosts_list 1 1)
+  echo "== 2 hosts x 1 rank, links $tc"
+  lat=20us bw=
+  if [ -n "$osu" ]; then
+    l=$(nf_hosts_mpirun "$hl" 2 "$pt/osu_latency" -m 8:8 -i 2000 2>&1 | awk '$1 == 8 { print $2 }')
+    w=$(nf_hosts_mpirun "$hl" 2 "$pt/osu_bw" -m 4194304:4194304 2>&1 | awk '$1 == 4194304 { print $2 }')
+    bi=$(nf_hosts_mpirun "$hl" 2 "$pt/osu_bibw" -m 4194304:4194304 2>&1 | awk '$1 == 4194304 { print $2 }')
+    echo "osu_latency 8 B: $l us; osu_bw 4 MiB: $w MB/s; osu_bibw 4 MiB: $bi MB/s (both ways)"
+    [ -n "$l" ] && lat=${l}us
+    [ -n "$bi" ] && bw=$(awk -v w="$bi" 'BEGIN { printf "%.0fmbps", w / 2 }')
+  fi
+  if [ -z "$link" ]; then
+    if [ -n "$bw" ]; then
+      link=$bw,$lat # measured through the bucket: no burst on top
+    elif [ "$tc" = none ]; then
+      echo "predict: an unshaped link needs -o or none=RATE"; exit 2
+    else
+      link=$tc,$lat,${NF_NET_BURST:-128kb}
+    fi
+  fi
+  nf_hosts_mpirun "$hl" 2 "$bench" -r "$routes" -m "$sizes" -i "$iters" -x 1 -R "$reps" \
+    > "$tmp/run" 2>&1 || { cat "$tmp/run"; echo "predict: nf_allreduce failed"; exit 1; }
+  nf_hosts_down
+  awk -v tsv=1 -f "$(dirname "$0")/ratios.awk" < "$tmp/run" > "$tmp/measured"
+  # The same calls as a trace: one float sum per size on 2 ranks.
+  awk 'BEGIN { print "# libnfcoll trace v3" }
+       !($1 in seen) { seen[$1] = 1
+         for (r = 0; r < 2; r++)
+           printf "%d %d MPI_COMM_WORLD 2 float sum %d binary floats p:5 - 0 %d binary -\n",
+                  r, n, $1, $1 / 4
+         n++ }' "$tmp/measured" > "$tmp/trace"
+  "$replay" --policy "$tmp/binary.policy" --link "$link" --json "$tmp/trace" > "$tmp/link.json" ||
+    { echo "predict: nfcoll_replay --link $link failed"; exit 1; }
+  echo "nfcoll_replay --link $link; nf_allreduce -r $routes -m $sizes -i $iters -x 1 -R $reps (median)"
+  python3 - "$tmp/measured" "$tmp/link.json" <<'PY'
+import json, sys
+pred = {c["bytes"]: c["seconds"] for c in json.load(open(sys.argv[2]))["link"]["calls"]}
+print("%10s %8s %12s %12s %10s" % ("bytes", "route", "measured ms", "predicted", "pred/meas"))
+worst = {}
+for line in open(sys.argv[1]):
+    size, route, sec = line.split("\t")[:3]
+    size, sec = int(size), float(sec) / 1e3  # ratios.awk: ms
+    p = pred.get(size, {}).get(route.split("/")[0])
+    if p is None:
+        continue
+    r = p / sec
+    print("%10d %8s %12.4g %12.4g %10.2f" % (size, route, 1e3 * sec, 1e3 * p, r))
+    worst[route] = max(worst.get(route, 0.0), abs(r - 1.0))
+print("largest error per route: " +
+      ", ".join("%s %.0f %%" % (k, 100 * v) for k, v in worst.items()))
+PY
+  echo
+done
