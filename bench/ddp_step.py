@@ -66,7 +66,8 @@ def build(name, args):
     model = Named(name.replace(":", "_"), args.width, args.depth, args.inputs, 10)
     if name == "compute":
         return model, model, None
-    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model, bucket_cap_mb=args.bucket_mb, gradient_as_bucket_view=args.bucket_view)
     state = None
     if name == "nocomm":  # DDP's own cost: the bucket copies, the hook's call
         ddp.register_comm_hook(None, _no_comm)
@@ -101,6 +102,9 @@ def main():
     p.add_argument("--depth", type=int, default=3, help="hidden layers")
     p.add_argument("--inputs", type=int, default=1024)
     p.add_argument("--bucket-mb", type=float, default=4.0)
+    p.add_argument("--bucket-view", action="store_true",
+                   help="DDP(gradient_as_bucket_view=True): gradients are views of the "
+                        "buckets, no copy into them or back")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
     p.add_argument("--json", help="rank 0 writes the medians here")
     args = p.parse_args()
@@ -130,8 +134,9 @@ def main():
     if comm.Get_rank() == 0:
         base = worst["compute"]
         print("# ddp_step: %d ranks, %.1f M parameters (%.0f MB of gradients), batch %d, "
-              "%g MB buckets, %d x %d timed steps per configuration, %d torch thread(s)"
+              "%g MB buckets%s, %d x %d timed steps per configuration, %d torch thread(s)"
               % (comm.Get_size(), nparams / 1e6, nparams * 4 / 1e6, args.batch, args.bucket_mb,
+                 " (gradients as bucket views)" if args.bucket_view else "",
                  args.repeats, args.steps, args.threads))
         print("# nonblocking calls run at issue (no progress thread), all ranks: %d" % eager)
         print("# %-16s %12s %12s %14s" % ("configuration", "step (ms)", "x compute",
