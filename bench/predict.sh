@@ -28,7 +28,7 @@ while getopts b:m:r:i:R:o: opt; do
   case $opt in
     b) rates=$OPTARG ;; m) sizes=$OPTARG ;; r) routes=$OPTARG ;; i) iters=$OPTARG ;;
     R) reps=$OPTARG ;; o) osu=$OPTARG ;;
-    *) sed -n '2,23s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    *) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -41,10 +41,14 @@ pt=$osu/c/mpi/pt2pt/standard
 [ -z "$osu" ] || [ -x "$pt/osu_bw" ] || { echo "predict: no $pt/osu_bw (build OSU with CC=mpicc)"; exit 2; }
 . "$(dirname "$0")/netns.sh"
 tmp=$(mktemp -d) || exit 1
-trap 'nf_hosts_down; rm -rf "$tmp"' EXIT INT TERM
+trap 'nf_hosts_down; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 printf '[policy]\nversion = 1\n\n[rule floats]\ndatatype = float\nop = sum\nroute = binary\n' \
   > "$tmp/binary.policy"
 
+for spec in $rates; do # an unshaped link's rate comes from OSU or the spec
+  [ "$spec" != none ] || [ -n "$osu" ] || { echo "predict: an unshaped link needs -o or none=RATE"; exit 2; }
+done
 for spec in $rates; do
   tc=${spec%%=*} link=
   [ "$tc" != "$spec" ] && link=${spec#*=}
@@ -65,7 +69,7 @@ for spec in $rates; do
     if [ -n "$bw" ]; then
       link=$bw,$lat # measured through the bucket: no burst on top
     elif [ "$tc" = none ]; then
-      echo "predict: an unshaped link needs -o or none=RATE"; exit 2
+      echo "predict: osu_bibw printed no rate for the unshaped link"; exit 1
     else
       link=$tc,$lat,${NF_NET_BURST:-128kb}
     fi

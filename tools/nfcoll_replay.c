@@ -206,6 +206,7 @@ static void rp_free(replay_t *rp)
 typedef struct rp_opts {
     const char *policy;
     const char *link;    /* --link, or NULL */
+    int per_node_set;    /* --ranks-per-node given */
     replay_link_t lk;
     nf_codec_rates_t codec;
     const char *profile; /* the one loaded, or NULL */
@@ -298,6 +299,7 @@ static int rp_parse_opts(int argc, char **argv, rp_opts_t *o)
                 return -1;
             }
             o->lk.per_node = (unsigned)rpn;
+            o->per_node_set = 1;
             break;
         case 'p': o->policy = optarg; break;
         case 'P': o->profile = optarg; break;
@@ -310,6 +312,10 @@ static int rp_parse_opts(int argc, char **argv, rp_opts_t *o)
         fprintf(stderr, "nfcoll_replay: %s\n", o->policy == NULL ? "--policy FILE is required"
                                                                   : "no trace to replay");
         usage(stderr);
+        return -1;
+    }
+    if (o->per_node_set && o->link == NULL) {
+        fprintf(stderr, "nfcoll_replay: --ranks-per-node applies to --link only\n");
         return -1;
     }
     o->ntraces = argc - optind;

@@ -43,8 +43,11 @@ typedef struct rt_unit {
 static double rt_field(const char **s, const rt_unit_t *units, size_t nunits)
 {
     char *end;
+    if (!isdigit((unsigned char)**s) && **s != '.')
+        return -1.0; /* no sign, space, or empty field */
     double v = strtod(*s, &end);
-    if (end == *s || !(v >= 0.0) || v > 1e18)
+    if (end == *s || !(v >= 0.0) || v > 1e18 || memchr(*s, 'x', (size_t)(end - *s)) != NULL ||
+        memchr(*s, 'X', (size_t)(end - *s)) != NULL) /* decimal only */
         return -1.0;
     size_t n = 0;
     while (isalpha((unsigned char)end[n]))
@@ -53,6 +56,8 @@ static double rt_field(const char **s, const rt_unit_t *units, size_t nunits)
         return -1.0;
     for (size_t i = 0; i < nunits; i++)
         if (n == strlen(units[i].unit) && strncasecmp(end, units[i].unit, n) == 0) {
+            if (end[n] == ',' && end[n + 1] == '\0')
+                return -2.0; /* a comma and nothing after it */
             *s = end + n + (end[n] == ',');
             return v * units[i].mult;
         }
@@ -74,17 +79,24 @@ int replay_link_parse(const char *spec, replay_link_t *l, char *err, size_t errl
         const char *what;
     } field[] = {
         {rates, sizeof(rates) / sizeof(rates[0]),
-         "the rate must be a positive number with a unit: bit, kbit, mbit, gbit, tbit per "
-         "second; bps, kbps, mbps, gbps, tbps: bytes per second (e.g. 1gbit, 125mbps)"},
+         "the rate must be a number of at least 1bit with a unit: bit, kbit, mbit, gbit, "
+         "tbit per second; bps, kbps, mbps, gbps, tbps: bytes per second (e.g. 1gbit, "
+         "125mbps)"},
         {times, sizeof(times) / sizeof(times[0]), "the latency must be a number of s, ms or us"},
-        {sizes, sizeof(sizes) / sizeof(sizes[0]), "the burst must be a number of b, kb or mb"}};
+        {sizes, sizeof(sizes) / sizeof(sizes[0]),
+         "the burst must be a number of b, k or kb, m or mb"}};
     double *out[] = {&l->bw, &l->lat, &l->burst};
     const char *s = spec;
     l->bw = 0.0, l->lat = 0.0, l->burst = 0.0;
     for (size_t i = 0; i < sizeof(field) / sizeof(field[0]) && (i == 0 || *s != '\0'); i++) {
         const char *at = s;
         double v = rt_field(&s, field[i].units, field[i].n);
-        if (v < 0.0 || (i == 0 && v == 0.0)) {
+        if (v == -2.0) {
+            snprintf(err, errlen, "--link %s: nothing after the last comma: "
+                     "RATE[,LATENCY[,BURST]]", spec);
+            return 1;
+        }
+        if (v < 0.0 || (i == 0 && v < 0.125)) { /* a rate of at least 1 bit/s */
             snprintf(err, errlen, "--link %s: '%.*s': %s", spec, (int)strcspn(at, ","), at,
                      field[i].what);
             return 1;
@@ -152,7 +164,7 @@ static void rt_keep(replay_times_t *t)
     size_t k = rt_hash(t->cur_bytes, t->cur_ranks, t->cur, t->ncur) & (t->nslot - 1);
     for (; t->slot[k]; k = (k + 1) & (t->nslot - 1))
         if (rt_same(&t->call[t->slot[k] - 1], t->cur_bytes, t->cur_ranks, t->cur, t->ncur)) {
-            t->call[t->slot[k] - 1].calls++;
+            t->call[t->slot[k] - 1].records++;
             return;
         }
     if (t->n == t->cap)
@@ -186,12 +198,29 @@ static int rt_cmp(const void *a, const void *b)
         return x->bytes < y->bytes ? -1 : 1;
     if (x->ranks != y->ranks)
         return x->ranks < y->ranks ? -1 : 1;
-    return (x->calls < y->calls) - (x->calls > y->calls); /* most calls first */
+    return (x->records < y->records) - (x->records > y->records); /* most calls first */
+}
+
+static int rt_cmp_ranks(const void *a, const void *b)
+{
+    const replay_tcall_t *x = a, *y = b;
+    return (x->ranks > y->ranks) - (x->ranks < y->ranks);
 }
 
 void replay_times_end(replay_times_t *t)
 {
     rt_keep(t);
+    uint64_t most = 0, run = 0;
+    t->ranks = 2;
+    if (t->n > 1) /* by ranks first: the most common size in one pass */
+        qsort(t->call, t->n, sizeof(*t->call), rt_cmp_ranks);
+    for (size_t i = 0; i < t->n; i++) {
+        run = i > 0 && t->call[i].ranks == t->call[i - 1].ranks ? run + t->call[i].records
+                                                                 : t->call[i].records;
+        if (run > most)
+            most = run, t->ranks = t->call[i].ranks;
+    }
+    t->ranks = t->ranks < 2 ? 2 : t->ranks > 64 ? 64 : t->ranks;
     if (t->n > 1)
         qsort(t->call, t->n, sizeof(*t->call), rt_cmp);
     free(t->slot); /* the order changed; nothing is added after the end */
@@ -208,19 +237,7 @@ void replay_times_free(replay_times_t *t)
     memset(t, 0, sizeof(*t));
 }
 
-unsigned replay_times_ranks(const replay_times_t *t)
-{
-    unsigned best = 2;
-    uint64_t most = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        uint64_t calls = 0;
-        for (size_t j = 0; j < t->n; j++)
-            calls += t->call[j].ranks == t->call[i].ranks ? t->call[j].calls : 0;
-        if (calls > most)
-            most = calls, best = t->call[i].ranks;
-    }
-    return best < 2 ? 2 : best > 64 ? 64 : best;
-}
+unsigned replay_times_ranks(const replay_times_t *t) { return t->ranks; }
 
 /* ---- the model ---- */
 
@@ -234,10 +251,13 @@ static nf_codec_t rt_codec(nf_route_t route)
     }
 }
 
-static unsigned rt_nodes(const replay_link_t *l, unsigned ranks)
+/* Nodes of per_node ranks (the last may hold fewer: counted as full) and
+ * the ranks on each. */
+static unsigned rt_nodes(const replay_link_t *l, unsigned ranks, unsigned *per)
 {
     unsigned r = l->per_node ? l->per_node : 1;
-    return ranks / r > 1 ? ranks / r : 1;
+    *per = r < ranks ? r : (ranks ? ranks : 1);
+    return (ranks + *per - 1) / *per;
 }
 
 /* A call whose codec and exchanges' latencies take c seconds and that
@@ -246,7 +266,7 @@ static unsigned rt_nodes(const replay_link_t *l, unsigned ranks)
  * first min(B, c bw) bytes pass at once and the rest at the rate, and no
  * call is shorter than its bytes at the rate:
  * max(b / bw, c + max(0, b - B) / bw) when c bw >= B (the bucket full
- * again), b / bw otherwise. */
+ * again), max(c, b / bw) otherwise. */
 static double rt_wire(const replay_link_t *l, double c, double b)
 {
     if (l->burst <= 0.0)
@@ -268,8 +288,8 @@ double replay_time_route(const replay_link_t *l, const nf_codec_rates_t *r, nf_r
                          uint64_t bytes, unsigned ranks, uint64_t nsc)
 {
     nf_wire_t w;
-    unsigned p = rt_nodes(l, ranks);
-    nf_traffic_internode(route, bytes, p, ranks / p, nsc, &w);
+    unsigned per, p = rt_nodes(l, ranks, &per);
+    nf_traffic_internode(route, bytes, p, per, nsc, &w);
     return rt_wire(l, rt_codec_s(r, route, bytes) + w.steps * l->lat, (double)w.bytes);
 }
 
@@ -278,12 +298,12 @@ double replay_time_route(const replay_link_t *l, const nf_codec_rates_t *r, nf_r
 static double rt_decided(const replay_link_t *l, const nf_codec_rates_t *r,
                          const replay_tcall_t *c, uint64_t *wire)
 {
-    unsigned p = rt_nodes(l, c->ranks);
+    unsigned per, p = rt_nodes(l, c->ranks, &per);
     double s = 0.0;
     nf_wire_t w;
     for (size_t i = 0; i < c->npart; i++)
         s += rt_codec_s(r, c->part[i].route, c->part[i].bytes);
-    nf_traffic_internode_call(c->part, c->npart, p, c->ranks / p, &w);
+    nf_traffic_internode_call(c->part, c->npart, p, per, &w);
     *wire = w.bytes;
     return rt_wire(l, s + w.steps * l->lat, (double)w.bytes);
 }
@@ -327,9 +347,15 @@ static void rt_bytes(char *buf, size_t n, uint64_t b)
         snprintf(buf, n, "%llu B", (unsigned long long)b);
 }
 
+/* Calls of a kind: each rank records each call. */
+static double rt_calls(const replay_tcall_t *c)
+{
+    return (double)c->records / (double)(c->ranks ? c->ranks : 1);
+}
+
 static void rt_link_text(FILE *fp, const replay_link_t *l, unsigned ranks)
 {
-    unsigned p = rt_nodes(l, ranks), rpn = ranks / p;
+    unsigned rpn, p = rt_nodes(l, ranks, &rpn);
     char burst[64] = "";
     if (l->burst > 0.0)
         snprintf(burst, sizeof(burst), ", a token bucket of %.4g KiB", l->burst / 1024.0);
@@ -351,16 +377,15 @@ void replay_times_table(FILE *fp, const replay_times_t *t, const replay_link_t *
     fprintf(fp, " %10s %-8s\n", "decided", "on");
     for (size_t k = 0; k < t->n; k++) {
         const replay_tcall_t *c = &t->call[k];
-        fprintf(fp, "%12llu %5u %8llu", (unsigned long long)c->bytes, c->ranks,
-                (unsigned long long)c->calls);
+        fprintf(fp, "%12llu %5u %8.4g", (unsigned long long)c->bytes, c->ranks, rt_calls(c));
         for (size_t i = 0; i < RT_NROUTES; i++) {
             double s = replay_time_route(l, r, rt_routes[i], c->bytes, c->ranks, 1);
-            total[i] += s * (double)c->calls;
+            total[i] += s * rt_calls(c);
             fprintf(fp, " %10.4g", 1e3 * s);
         }
         uint64_t wire;
         double d = rt_decided(l, r, c, &wire);
-        total[RT_NROUTES] += d * (double)c->calls;
+        total[RT_NROUTES] += d * rt_calls(c);
         fprintf(fp, " %10.4g %-8s\n", 1e3 * d, rt_decided_name(c));
     }
     fprintf(fp, "%12s %5s %8s", "all calls", "", "");
@@ -388,10 +413,11 @@ void replay_times_json(FILE *fp, const replay_times_t *t, const replay_link_t *l
             l->per_node ? l->per_node : 1, in, ranks, in);
     for (size_t k = 0; k < t->n; k++) {
         const replay_tcall_t *c = &t->call[k];
-        unsigned p = rt_nodes(l, c->ranks);
-        fprintf(fp, "%s\n%s  {\"bytes\": %llu, \"ranks\": %u, \"calls\": %llu, \"seconds\": {",
-                k ? "," : "", in, (unsigned long long)c->bytes, c->ranks,
-                (unsigned long long)c->calls);
+        unsigned per, p = rt_nodes(l, c->ranks, &per);
+        fprintf(fp, "%s\n%s  {\"bytes\": %llu, \"ranks\": %u, \"records\": %llu, "
+                "\"calls\": %.6g, \"seconds\": {", k ? "," : "", in,
+                (unsigned long long)c->bytes, c->ranks, (unsigned long long)c->records,
+                rt_calls(c));
         for (size_t i = 0; i < RT_NROUTES; i++)
             fprintf(fp, "%s\"%s\": %.6g", i ? ", " : "", nf_route_name(rt_routes[i]),
                     replay_time_route(l, r, rt_routes[i], c->bytes, c->ranks, 1));
@@ -399,7 +425,7 @@ void replay_times_json(FILE *fp, const replay_times_t *t, const replay_link_t *l
         fprintf(fp, ", \"decided\": %.6g}, \"internode_bytes\": {", rt_decided(l, r, c, &wire));
         for (size_t i = 0; i < RT_NROUTES; i++) {
             nf_wire_t w;
-            nf_traffic_internode(rt_routes[i], c->bytes, p, c->ranks / p, 1, &w);
+            nf_traffic_internode(rt_routes[i], c->bytes, p, per, 1, &w);
             fprintf(fp, "%s\"%s\": %llu", i ? ", " : "", nf_route_name(rt_routes[i]),
                     (unsigned long long)w.bytes);
         }

@@ -30,9 +30,11 @@ typedef struct replay_link {
 int replay_link_parse(const char *spec, replay_link_t *l, char *err, size_t errlen);
 
 /* The calls of one size decided one way: the parts (routes, bytes and
- * scales), and how often such a call came. */
+ * scales), and how many rank records of such a call came (each rank traces
+ * a call: records / ranks is the number of calls when every rank's trace
+ * is read). */
 typedef struct replay_tcall {
-    uint64_t bytes, calls;
+    uint64_t bytes, records;
     unsigned ranks;
     nf_wire_part_t *part; /* as decided */
     size_t npart;
@@ -47,19 +49,21 @@ typedef struct replay_times {
     uint64_t cur_bytes;
     unsigned cur_ranks;
     int open;
+    unsigned ranks;       /* after the end: replay_times_ranks */
 } replay_times_t;
 
-/* A traced call begins (the previous one, if any, is kept); its parts
- * follow, one per segment or one for the whole call, with the route the
- * replay counted. Exit without memory. */
+/* A rank's record of a traced call begins (the previous one, if any, is
+ * kept); its parts follow, one per segment or one for the whole call, with
+ * the route the replay counted. Exit without memory. */
 void replay_times_begin(replay_times_t *t, uint64_t bytes, unsigned ranks);
 void replay_times_part(replay_times_t *t, nf_route_t route, uint64_t bytes, uint64_t nsc);
-/* After the last call: keep it and sort the sizes. */
+/* After the last call: keep it, sort the sizes, find the ranks. */
 void replay_times_end(replay_times_t *t);
 void replay_times_free(replay_times_t *t);
 
 /* The ranks the codec's reduce stage should be measured with: the most
- * common communicator size among the calls, within [2, 64]. */
+ * common communicator size among the calls (by records), within [2, 64];
+ * valid after replay_times_end. */
 unsigned replay_times_ranks(const replay_times_t *t);
 
 /* Seconds a call of bytes on route takes over l with these codec rates on

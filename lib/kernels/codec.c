@@ -8,8 +8,10 @@
  * buffers just written (the gradient by backward, the lines by the pack):
  * sizes in the caches run from them.
  * The reduce stage reads n inputs; two distinct buffers stand for them in
- * turn (n of 16 MiB each would not fit a small machine), so at the largest
- * size every input still comes from DRAM.
+ * turn (n of 16 MiB each would not fit a small machine): at the largest
+ * size the first two come from DRAM and the others, the same addresses
+ * again, from the caches, so beyond 2 ranks the stage is timed faster than
+ * n distinct buffers would run.
  */
 #include "config.h"
 

@@ -56,10 +56,13 @@ typedef struct nf_wire_part {
 /* A call cut into n parts across p nodes of r ranks each (p >= 2; fewer:
  * nothing crosses), as lib/core/coll.c and xnode.c send it: one verdict;
  * the low-bit parts' scales from every rank, then their count lines in one
- * exchange; the fp32 and bf16 parts' floats (bf16 sums are floats between
- * nodes) in chunks of at most NF_FP32_CHUNK_XNODE. A pmpi part makes the
- * call pmpi's: a ring allreduce over the p r ranks (Open MPI's schedule for
- * large calls). */
+ * exchange; the fp32 parts' floats, then the bf16 parts' (their sums are
+ * floats between nodes), each in chunks of at most NF_FP32_CHUNK_XNODE. A
+ * pmpi part makes the call pmpi's: a ring allreduce over the p r ranks
+ * (Open MPI's schedule for large calls). What one node sends: NFCOLL_STATS's
+ * internode_bytes, summed over the ranks, is p times it. Not modelled: the
+ * per-segment figures health adds to the scales, and what a call that
+ * falls back at run time sends again. */
 void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
                                nf_wire_t *w);
 /* One part: a whole call of bytes on route with nsc scales per rank. */

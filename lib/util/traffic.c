@@ -76,17 +76,17 @@ static int nf_wire_fp(nf_route_t r) { return r == NF_ROUTE_FP32 || r == NF_ROUTE
 void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
                                nf_wire_t *w)
 {
-    uint64_t size = (uint64_t)p * r, bytes = 0, fl = 0, lines = 0, nsc = 0;
+    uint64_t size = (uint64_t)p * r, bytes = 0, fl[2] = {0, 0}, lines = 0, nsc = 0;
     int pmpi = 0;
     w->bytes = 0, w->steps = 0;
-    if (p < 2)
+    if (p < 2 || r == 0)
         return;
     for (size_t i = 0; i < n; i++) {
         const nf_wire_part_t *g = &part[i];
         uint64_t m = g->bytes / sizeof(float);
         bytes += g->bytes;
         if (nf_wire_fp(g->route))
-            fl += m;
+            fl[g->route == NF_ROUTE_BF16] += m;
         else if (nf_wire_lowbit(g->route))
             lines += (g->route == NF_ROUTE_TERNARY ? 2 : 1) * nf_lines(m), nsc += g->nsc;
         else
@@ -106,11 +106,15 @@ void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p,
         nf_wire_exchange(lines, kn * lb, k * lb, p,
                          lines * kn * lb <= NF_XNODE_WHOLE_MAX || p * kn <= kn + k, w);
     }
-    /* The chunk grows to the call's floats, up to the most (lib/core/comm.c). */
-    uint64_t chunk = fl < NF_FP32_CHUNK_XNODE ? fl : NF_FP32_CHUNK_XNODE;
-    for (uint64_t done = 0; done < fl; done += chunk) {
-        uint64_t len = fl - done < chunk ? fl - done : chunk;
-        nf_wire_exchange(len, 4, 4, p, len * sizeof(float) <= NF_XNODE_WHOLE_MAX || p == 2, w);
+    /* fp32's pass, then bf16's (coll.c), each in chunks that grow to its
+     * floats, up to the most (lib/core/comm.c). */
+    for (int b = 0; b < 2; b++) {
+        uint64_t chunk = fl[b] < NF_FP32_CHUNK_XNODE ? fl[b] : NF_FP32_CHUNK_XNODE;
+        for (uint64_t done = 0; done < fl[b]; done += chunk) {
+            uint64_t len = fl[b] - done < chunk ? fl[b] - done : chunk;
+            nf_wire_exchange(len, 4, 4, p, len * sizeof(float) <= NF_XNODE_WHOLE_MAX || p == 2,
+                             w);
+        }
     }
 }
 
