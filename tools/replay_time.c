@@ -38,8 +38,9 @@ typedef struct rt_unit {
     double mult;
 } rt_unit_t;
 
-/* One field of --link: a number and a unit of units[] (each sized by its
- * array), ended by ',' or the end. Returns the value, or -1. */
+/* One field of --link: a decimal number and a unit of units[], ended by
+ * ',' and another field, or by the end. Returns the value in the units'
+ * base; -1 when malformed, -2 for a comma with nothing after it. */
 static double rt_field(const char **s, const rt_unit_t *units, size_t nunits)
 {
     char *end;
