@@ -64,16 +64,6 @@ static void usage(FILE *f)
             "  -h, --help          this text\n");
 }
 
-static void *xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n);
-    if (p == NULL) {
-        fprintf(stderr, "nfcoll_replay: out of memory\n");
-        exit(EXIT_PROBLEM);
-    }
-    return p;
-}
-
 /* ---- what a replay counts ---- */
 
 typedef struct replay {
@@ -165,7 +155,7 @@ static void rp_replay(void *arg, const trace_call_t *c)
     nf_decide_call_t call = {.comm_name = c->comm, .comm_size = c->comm_size, .dt = c->dt,
                              .op = c->op, .call = c->call, .parts = rp->part};
     if (rp->cap_part < c->n)
-        rp->part = xrealloc(rp->part, (rp->cap_part = c->n) * sizeof(*rp->part));
+        rp->part = trace_xrealloc(rp->part, (rp->cap_part = c->n) * sizeof(*rp->part));
     call.parts = rp->part;
     for (size_t s = 0; s < c->n; s++) {
         const trace_seg_t *g = &c->seg[s];

@@ -20,16 +20,7 @@
 
 #include "nf_traffic.h"
 #include "replay_time.h"
-
-static void *rt_realloc(void *p, size_t n)
-{
-    p = realloc(p, n);
-    if (p == NULL) {
-        fprintf(stderr, "nfcoll_replay: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
+#include "trace_calls.h"
 
 /* ---- the link ---- */
 
@@ -144,7 +135,7 @@ static void rt_index(replay_times_t *t)
 {
     free(t->slot);
     t->nslot = t->nslot ? 2 * t->nslot : 64;
-    t->slot = rt_realloc(NULL, t->nslot * sizeof(*t->slot));
+    t->slot = trace_xrealloc(NULL, t->nslot * sizeof(*t->slot));
     memset(t->slot, 0, t->nslot * sizeof(*t->slot));
     for (size_t i = 0; i < t->n; i++) {
         const replay_tcall_t *c = &t->call[i];
@@ -169,11 +160,11 @@ static void rt_keep(replay_times_t *t)
             return;
         }
     if (t->n == t->cap)
-        t->call = rt_realloc(t->call, (t->cap = t->cap ? 2 * t->cap : 16) * sizeof(*t->call));
+        t->call = trace_xrealloc(t->call, (t->cap = t->cap ? 2 * t->cap : 16) * sizeof(*t->call));
     t->slot[k] = t->n + 1;
     replay_tcall_t *c = &t->call[t->n++];
     *c = (replay_tcall_t){t->cur_bytes, 1, t->cur_ranks, NULL, t->ncur};
-    c->part = rt_realloc(NULL, (t->ncur ? t->ncur : 1) * sizeof(*c->part));
+    c->part = trace_xrealloc(NULL, (t->ncur ? t->ncur : 1) * sizeof(*c->part));
     memcpy(c->part, t->cur, t->ncur * sizeof(*c->part));
 }
 
@@ -188,7 +179,7 @@ void replay_times_part(replay_times_t *t, nf_route_t route, uint64_t bytes, uint
     if (!t->open)
         return;
     if (t->ncur == t->capcur)
-        t->cur = rt_realloc(t->cur, (t->capcur = t->capcur ? 2 * t->capcur : 8) * sizeof(*t->cur));
+        t->cur = trace_xrealloc(t->cur, (t->capcur = t->capcur ? 2 * t->capcur : 8) * sizeof(*t->cur));
     t->cur[t->ncur++] = (nf_wire_part_t){route, bytes, nsc};
 }
 

@@ -7,7 +7,7 @@
 
 #include "trace_calls.h"
 
-static void *xrealloc(void *p, size_t n)
+void *trace_xrealloc(void *p, size_t n)
 {
     p = realloc(p, n);
     if (p == NULL) {
@@ -20,7 +20,7 @@ static void *xrealloc(void *p, size_t n)
 static char *xstrdup(const char *s)
 {
     size_t n = strlen(s) + 1;
-    return memcpy(xrealloc(NULL, n), s, n);
+    return memcpy(trace_xrealloc(NULL, n), s, n);
 }
 
 
@@ -28,7 +28,7 @@ static void tc_seg_add(trace_call_t *c, const trace_rec_t *r)
 {
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 8;
-        c->seg = xrealloc(c->seg, c->cap * sizeof(*c->seg));
+        c->seg = trace_xrealloc(c->seg, c->cap * sizeof(*c->seg));
     }
     c->seg[c->n++] = (trace_seg_t){.bytes = r->bytes, .elements = r->elements,
                                 .offset = r->offset, .route = r->route, .ran = r->ran,
@@ -117,7 +117,7 @@ static void tc_rank_grow(trace_calls_t *tc)
     trace_rank_t *old = tc->rank;
     size_t n = tc->caprank;
     tc->caprank = n ? 2 * n : 64;
-    tc->rank = xrealloc(NULL, tc->caprank * sizeof(*tc->rank));
+    tc->rank = trace_xrealloc(NULL, tc->caprank * sizeof(*tc->rank));
     for (size_t i = 0; i < tc->caprank; i++)
         tc->rank[i].rank = -1;
     for (size_t i = 0; i < n; i++)

@@ -49,4 +49,8 @@ int trace_calls_read(trace_calls_t *tc, char **files, int file);
 void trace_calls_flush(trace_calls_t *tc);
 void trace_calls_free(trace_calls_t *tc);
 
+/* realloc, or exit(1) with "nfcoll_replay: out of memory": the replay's
+ * one allocator (its modules keep nothing worth a partial report). */
+void *trace_xrealloc(void *p, size_t n);
+
 #endif
