@@ -21,7 +21,8 @@ packages="build-essential autoconf automake libtool pkg-config
   check libinih-dev iproute2 gfortran
   qemu-system-x86 busybox-static cpio kmod ndctl daxctl
   clang libclang-rt-14-dev
-  python3-torch libopenblas0-serial python3-mpi4py python3-numpy python3-matplotlib dataset-fashion-mnist"
+  python3-torch libopenblas0-serial python3-mpi4py python3-numpy python3-matplotlib dataset-fashion-mnist
+  wordnet-base"
 
 if [ "${NF_NO_APT:-0}" != 1 ]; then
   if [ "$(id -u)" -ne 0 ]; then

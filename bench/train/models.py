@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 DATA = os.environ.get("NF_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
+TEXT = os.environ.get("NF_WORDNET", "/usr/share/wordnet")  # Debian's wordnet-base
 MEAN, STD = 0.2860, 0.3530  # of the Fashion-MNIST training images
 
 
@@ -100,12 +101,80 @@ class ViT(torch.nn.Module):
         return self.head(self.norm(self.encoder(t)[:, 0]))
 
 
-MODELS = {"cnn": CNN, "mlp": MLP, "vit": ViT}
+class CharLM(torch.nn.Module):
+    """A small decoder-only Transformer over bytes: token embedding (wte) and
+    learned positions (wpe) of width WIDTH, LAYERS pre-norm layers with a
+    causal mask (HEADS heads, MLP 4x WIDTH, GELU, no dropout), a LayerNorm and
+    a linear head to the 256 byte values (not tied to wte)."""
+
+    WIDTH, LAYERS, HEADS, VOCAB = 96, 4, 4, 256
+
+    def __init__(self, context=None):
+        super().__init__()
+        w, t = self.WIDTH, context or CONTEXT
+        self.wte = torch.nn.Embedding(self.VOCAB, w)
+        self.wpe = torch.nn.Parameter(torch.randn(1, t, w) * 0.02)
+        layer = torch.nn.TransformerEncoderLayer(w, self.HEADS, 4 * w, dropout=0.0,
+                                                 activation="gelu", batch_first=True,
+                                                 norm_first=True)
+        self.blocks = torch.nn.TransformerEncoder(layer, self.LAYERS, enable_nested_tensor=False)
+        self.norm = torch.nn.LayerNorm(w)
+        self.head = torch.nn.Linear(w, self.VOCAB)
+        self.register_buffer("mask", torch.triu(torch.full((t, t), float("-inf")), 1),
+                             persistent=False)
+
+    def forward(self, x):
+        """Logits (b, t, 256) for the next byte after each of x's (b, t)."""
+        t = x.shape[1]
+        h = self.wte(x) + self.wpe[:, :t]
+        return self.head(self.norm(self.blocks(h, mask=self.mask[:t, :t])))
+
+
+# The language model's text: WordNet 3.0's glosses, one line per synset
+# ("lemma: gloss"), in the files' order; every tenth synset is validation.
+CONTEXT = 256         # bytes a window predicts from (a window is CONTEXT + 1 bytes)
+LM_TRAIN_WINDOWS = 2048  # the training windows a run uses (0 given: these)
+LM_VALID_WINDOWS = 512
+
+
+def load_text(subset=0):
+    """(training windows, validation windows) as int64 tensors N x (CONTEXT +
+    1): windows start every CONTEXT bytes of each text (neighbours share one
+    byte); subset (0: LM_TRAIN_WINDOWS) training and LM_VALID_WINDOWS
+    validation windows are taken evenly spaced over the whole text, so every
+    part of speech is in both."""
+    parts = ([], [])
+    k = 0
+    for pos in ("noun", "verb", "adj", "adv"):
+        with open(os.path.join(TEXT, "data." + pos), "rb") as f:
+            for line in f:
+                if line.startswith(b"  "):  # the license header
+                    continue
+                bar = line.find(b" | ")
+                if bar < 0:
+                    continue
+                lemma = line.split(b" ", 5)[4].replace(b"_", b" ")
+                parts[k % 10 == 9].append(lemma + b": " + line[bar + 3:].strip() + b"\n")
+                k += 1
+    out = []
+    for text, n in zip(parts, (subset or LM_TRAIN_WINDOWS, LM_VALID_WINDOWS)):
+        buf = np.frombuffer(b"".join(text), dtype=np.uint8)
+        starts = np.arange(0, len(buf) - CONTEXT - 1, CONTEXT)
+        if n > len(starts):
+            raise ValueError("%d windows asked for, the text has %d" % (n, len(starts)))
+        pick = starts[np.linspace(0, len(starts) - 1, n).round().astype(np.int64)]
+        win = np.stack([buf[s:s + CONTEXT + 1] for s in pick]).astype(np.int64)
+        out.append(torch.from_numpy(win))
+    return out[0], out[1]
+
+
+MODELS = {"cnn": CNN, "mlp": MLP, "vit": ViT, "lm": CharLM}
+TEXT_MODELS = ("lm",)  # trained on load_text(), scored by validation perplexity
 OPTIMIZERS = {  # name: (lr, weight decay, warm-up fraction of the steps)
     "sgd": (0.05, 5e-4, 0.0),
     "adamw": (1e-3, 0.05, 0.1),
 }
-DEFAULT_OPTIMIZER = {"cnn": "sgd", "mlp": "sgd", "vit": "adamw"}
+DEFAULT_OPTIMIZER = {"cnn": "sgd", "mlp": "sgd", "vit": "adamw", "lm": "adamw"}
 
 
 def lr_factor(step, total, warmup, schedule):

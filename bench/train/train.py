@@ -1,21 +1,23 @@
 #!/usr/bin/python3
 """One run of the libnfcoll training check: PyTorch DDP with nfcoll's comm
-hook on Fashion-MNIST, one process per rank, launched by mpirun:
+hook on Fashion-MNIST (cnn, mlp, vit) or on WordNet's glosses (lm, a
+byte-level language model), one process per rank, launched by mpirun:
 
     mpirun -np 2 -x NFCOLL_POLICY=head-fp32.policy -x NFCOLL_STATS=s.json \\
         /usr/bin/python3 bench/train/train.py --model cnn --epochs 3 --out r.json
 
 The gradients go through libnfcoll (the policy in NFCOLL_POLICY decides each
 parameter's route by its name); everything else is plain PyTorch. Rank 0
-writes --out: test accuracy and loss per epoch, wall time, and whether every
-rank ended with the same weights (sha256 of the parameters).
+writes --out: test accuracy and loss per epoch (lm: validation loss in nats
+per byte and perplexity), wall time, and whether every rank ended with the
+same weights (sha256 of the parameters).
 
 The optimizers are the ones people train such models with, at common
 settings, the same for every configuration (no per-route tuning):
   sgd    momentum 0.9, weight decay 5e-4, lr 0.05, cosine decay to 0 per step
   adamw  betas (0.9, 0.999), weight decay 0.05, lr 1e-3, linear warm-up over
          the first 10 % of the steps, then cosine decay to 0
-The CNN and the MLP default to sgd, the Transformer (vit) to adamw.
+The CNN and the MLP default to sgd, the Transformers (vit, lm) to adamw.
 
 --inject makes a run diverge on purpose, to see libnfcoll's health monitor
 catch it (tests/python_train.sh); steps count from 0, over the whole run:
@@ -29,6 +31,7 @@ catch it (tests/python_train.sh); steps count from 0, over the whole run:
 import argparse
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -41,7 +44,8 @@ import torch.nn.functional as F
 from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from models import DEFAULT_OPTIMIZER, MODELS, OPTIMIZERS, load_data, lr_factor  # noqa: E402
+from models import (DEFAULT_OPTIMIZER, MODELS, OPTIMIZERS, TEXT_MODELS, load_data,  # noqa: E402
+                    load_text, lr_factor)
 
 def evaluate(model, x, y, comm):
     """Test accuracy (%) and mean loss, each rank a share of the test set."""
@@ -54,6 +58,28 @@ def evaluate(model, x, y, comm):
     model.train()
     parts = comm.allgather((correct, loss))  # not an allreduce: preloaded, that is libnfcoll's
     return 100.0 * sum(c for c, _ in parts) / len(y), sum(v for _, v in parts) / len(y)
+
+
+def lm_loss(model, windows, reduction="mean"):
+    """Cross-entropy (nats per byte) of predicting each window's bytes 1..T
+    from the bytes before them."""
+    out = model(windows[:, :-1])
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), windows[:, 1:].reshape(-1),
+                           reduction=reduction)
+
+
+def evaluate_lm(model, valid, comm, batch=64):
+    """Validation perplexity and loss (nats per byte), each rank a share of
+    the windows."""
+    r, n = comm.Get_rank(), comm.Get_size()
+    mine, loss = valid[r::n], 0.0
+    model.eval()
+    with torch.no_grad():
+        for b in range(0, len(mine), batch):
+            loss += float(lm_loss(model, mine[b:b + batch], "sum"))
+    model.train()
+    total = sum(comm.allgather(loss)) / (valid.shape[0] * (valid.shape[1] - 1))
+    return math.exp(total), total
 
 
 def parse_inject(spec):
@@ -97,10 +123,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=tuple(MODELS), default="cnn")
     ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--train-subset", type=int, default=0, help="first N training images (0: all)")
-    ap.add_argument("--batch", type=int, default=64, help="per rank")
+    ap.add_argument("--train-subset", type=int, default=0,
+                    help="first N training images (0: all); lm: N windows (0: 2048)")
+    ap.add_argument("--batch", type=int, help="per rank (default 64; lm: 8 windows)")
     ap.add_argument("--optimizer", choices=tuple(OPTIMIZERS),
-                    help="default: sgd for cnn and mlp, adamw for vit")
+                    help="default: sgd for cnn and mlp, adamw for vit and lm")
     ap.add_argument("--lr", type=float, help="peak learning rate (default: the optimizer's)")
     ap.add_argument("--momentum", type=float, default=0.9, help="sgd only")
     ap.add_argument("--weight-decay", type=float, help="default: the optimizer's")
@@ -120,12 +147,18 @@ def main():
     a.lr = lr if a.lr is None else a.lr
     a.weight_decay = wd if a.weight_decay is None else a.weight_decay
     a.warmup = warm if a.warmup is None else a.warmup
+    text = a.model in TEXT_MODELS
+    a.batch = a.batch or (8 if text else 64)
 
     comm = MPI.COMM_WORLD
     rank, n = comm.Get_rank(), comm.Get_size()
     torch.set_num_threads(1)  # one core per rank
     nfcoll.torch.init_process_group()
-    xtr, ytr, xte, yte = load_data(a.train_subset)
+    if text:  # windows of bytes; the targets are the windows shifted by one
+        xtr, xte = load_text(a.train_subset)
+        ytr = xtr
+    else:
+        xtr, ytr, xte, yte = load_data(a.train_subset)
 
     torch.manual_seed(a.seed)
     model = MODELS[a.model]()
@@ -148,12 +181,13 @@ def main():
 
     res = {"model": a.model, "ranks": n, "params": sum(p.numel() for p in model.parameters()),
            "regions": {k: p.numel() for k, p in model.named_parameters()},
+           "metric": "perplexity" if text else "accuracy",
            "train_images": len(ytr), "batch_per_rank": a.batch, "optimizer": a.optimizer,
            "lr": a.lr, "momentum": a.momentum if a.optimizer == "sgd" else None,
            "weight_decay": a.weight_decay, "schedule": a.schedule, "warmup_steps": warmup,
            "total_steps": total, "seed": a.seed,
            "inject": [j["spec"] for j in a.inject], "step_calls": [], "step_loss": [],
-           "acc": [], "test_loss": [], "train_loss": [], "epoch_seconds": [],
+           "acc": [], "ppl": [], "test_loss": [], "train_loss": [], "epoch_seconds": [],
            "library": nfcoll.library_path, "version": nfcoll.version()}
     steps, start = 0, time.perf_counter()
     for epoch in range(a.epochs):
@@ -166,7 +200,7 @@ def main():
             at[0] = steps
             res["step_calls"].append(state.calls)  # the hook's calls before this step
             opt.zero_grad()
-            loss = F.cross_entropy(ddp(xtr[i]), ytr[i])
+            loss = lm_loss(ddp, xtr[i]) if text else F.cross_entropy(ddp(xtr[i]), ytr[i])
             loss.backward()
             for j in injecting(a.inject, "lr", steps):  # the schedule sets it again next step
                 for grp in opt.param_groups:
@@ -184,19 +218,27 @@ def main():
             if a.steps and steps >= a.steps:
                 break
         res["epoch_seconds"].append(time.perf_counter() - t0)
-        acc, tl = evaluate(model, xte, yte, comm)
-        res["acc"].append(acc)
+        if text:
+            ppl, tl = evaluate_lm(model, xte, comm)
+            res["ppl"].append(ppl)
+        else:
+            acc, tl = evaluate(model, xte, yte, comm)
+            res["acc"].append(acc)
         res["test_loss"].append(tl)
         res["train_loss"].append(float(np.mean(comm.allgather(float(np.mean(losses))))))
         if rank == 0:
-            print("epoch %d: test accuracy %.2f %%, %.1f s" % (epoch + 1, acc,
-                                                              res["epoch_seconds"][-1]), flush=True)
+            print("epoch %d: %s, %.1f s" % (
+                epoch + 1, "validation perplexity %.4f (%.4f nats per byte)" % (ppl, tl) if text
+                else "test accuracy %.2f %%" % acc, res["epoch_seconds"][-1]), flush=True)
         if a.steps and steps >= a.steps:
             break
     res["wall_seconds"] = time.perf_counter() - start
     res["train_seconds"] = sum(res["epoch_seconds"])
     res["steps"] = steps
-    res["final_acc"] = res["acc"][-1]
+    res["score"] = res["ppl"] if text else res["acc"]
+    res["final_score"] = res["score"][-1]
+    if not text:
+        res["final_acc"] = res["acc"][-1]
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     digests = comm.allgather(hashlib.sha256(flat.numpy().tobytes()).hexdigest())
     res["weights_sha256"] = digests[0]
