@@ -16,7 +16,7 @@ for np in 2 3; do
   prof=$tmp/p.$np
   run $np NFCOLL_POLICY=$pol NFCOLL_CALIBRATE=$prof ./tests/mpi/test_calib --calibrate 8
   if [ ! -f "$prof" ]; then echo "FAIL - $np ranks: no profile written"; nf_failed=1; continue; fi
-  head -1 "$prof" | grep -qx '# libnfcoll profile v1' || { echo "FAIL - bad header"; nf_failed=1; }
+  head -1 "$prof" | grep -qx '# libnfcoll profile v2' || { echo "FAIL - bad header"; nf_failed=1; }
   perm=$(stat -c %a "$prof")
   [ "$perm" = 600 ] || { echo "FAIL - profile mode $perm, not 600"; nf_failed=1; }
   # route follows the cosines and the threshold 0.5, on every line

@@ -27,7 +27,7 @@ expect() {
 
 expect 0 "$fix/model.policy" \
   "regions $fix/model.layout: ok: 6 entries, 0 lines dropped, hash " \
-  "profile $fix/model.profile: ok: 7 entries (3 binary, 1 ternary, 3 fp32), hash " \
+  "profile $fix/model.profile: ok: 7 entries (3 binary, 1 ternary, 3 fp32; ef_decay: 0 whole, 0 cut, 7 the settings'), hash " \
   "calibrate $fix/calibrated/model.profile: written by a calibration run (10 calls per segment, admit_cosine 0.8)"
 
 # Relative to the policy's directory: copies next to a policy in $tmp.
@@ -56,6 +56,20 @@ expect 1 "$tmp/conf/missing.policy" \
 
 printf '[policy]\nversion = 1\nregions = .\n' > "$tmp/conf/dir.policy"
 expect 1 "$tmp/conf/dir.policy" "$tmp/conf/.: error: cannot read layout file: not a regular file"
+
+# A version 2 profile: check counts the decays calibration chose, and
+# explain prints a region's entry and which decay runs (the rule's wins).
+printf '# libnfcoll profile v2\na 100 20 0.9 0.9 0.3 0.3 binary -0.2 1\nb 100 20 0.9 0.9 0.3 0.3 binary 0.15 0.25\nc 100 20 0.9 0.9 0.3 0.3 ternary - -\n' > "$tmp/conf/v2.profile"
+printf '[policy]\nversion = 2\nprofile = v2.profile\n[rule b]\nregion = b\nroute = auto\nef_decay = 0.5\n[rule all]\nroute = auto\n' > "$tmp/conf/v2.policy"
+expect 0 "$tmp/conf/v2.policy" "profile $tmp/conf/v2.profile: ok: 3 entries (2 binary, 1 ternary, 0 fp32; ef_decay: 1 whole, 1 cut, 1 the settings')"
+explain() {
+  "$tool" explain "$tmp/conf/v2.policy" --bytes 400 --comm-size 2 --region "$1" > "$tmp/out" 2>&1
+  if ! grep -qF -- "$2" "$tmp/out"; then echo "FAIL - explain $1: no '$2' in:"; cat "$tmp/out"; failed=1; fi
+}
+explain a "v2.profile:2: a: route binary (cos_binary 0.9000, cos_ternary 0.9000 over 20 calls), lag_cosine -0.2000: ef_decay 1 from the profile"
+explain b "lag_cosine 0.1500: ef_decay 0.5 from the rule (the profile's choice is not used)"
+explain c "lag_cosine not measured: ef_decay the settings' (NFCOLL_EF_DECAY)"
+explain d "v2.profile: no entry for d: fp32"
 
 # route = auto without a profile: a warning, not a failure.
 printf '[policy]\nversion = 1\n[rule a]\nroute = auto\n' > "$tmp/auto.policy"

@@ -1548,6 +1548,11 @@ END_TEST
 #define PROF_COLS "# segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route\n"
 #define PROF_FC1 "fc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary\n"
 #define PROF_HEAD "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32\n"
+/* What the writer writes: version 2, '-' where nothing was chosen. */
+#define PROF_HDR2 "# libnfcoll profile v2\n"
+#define PROF_COLS2 "# segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route lag_cosine ef_decay\n"
+#define PROF_FC1_2 "fc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary - -\n"
+#define PROF_HEAD_2 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 - -\n"
 
 static nf_status_t profile(const char *text, size_t len, diags_t *g, nf_profile_t **p)
 {
@@ -1574,10 +1579,23 @@ static const profile_case_t profile_cases[] = {
     {"buffer segment", PROF_HDR "buffer:4096 1024 20 0.7 0.75 0.6 0.55 binary\n", 1, 0, NULL},
     {"bounds", PROF_HDR "a 0 0 -1 1 0 0.0000 fp32\nb 18446744073709551615 1 1.0000 -1.0 1e3 -0.0 fp32\n", 2, 0, NULL},
     {"empty file", "", NO_LOAD, 1,
-     "t.profile:1: empty file: not a libnfcoll profile (expected '# libnfcoll profile v1' first)"},
-    {"other version", "# libnfcoll profile v2\n" PROF_FC1, NO_LOAD, 1,
-     "t.profile:1: not a libnfcoll profile: the first line must be '# libnfcoll profile v1' "
-     "(found '# libnfcoll profile v2')"},
+     "t.profile:1: empty file: not a libnfcoll profile (expected '# libnfcoll profile v2' first)"},
+    {"other version", "# libnfcoll profile v3\n" PROF_FC1, NO_LOAD, 1,
+     "t.profile:1: not a libnfcoll profile: the first line must be '# libnfcoll profile v2' or "
+     "'# libnfcoll profile v1' (found '# libnfcoll profile v3')"},
+    {"v2", PROF_HDR2 PROF_COLS2 PROF_FC1_2 "b 5 20 0.5 0.5 0.5 0.5 fp32 -0.3125 1\nc 5 20 0.5 0.5 0.5 0.5 fp32 0.2 0.25\n",
+     3, 0, NULL},
+    {"v2, v1's fields", PROF_HDR2 PROF_FC1, NO_LOAD, 1,
+     "t.profile:2: expected 10 fields (segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary "
+     "route lag_cosine ef_decay), found 8"},
+    {"v1, v2's fields", PROF_HDR PROF_FC1_2, NO_LOAD, 1, "t.profile:2: expected 8 fields"},
+    {"v2 lag above 1", PROF_HDR2 "a 5 20 0.5 0.5 0.5 0.5 fp32 1.5 -\n", NO_LOAD, 1,
+     "t.profile:2: bad lag_cosine '1.5' (expected a number from -1 to 1, or '-')"},
+    {"v2 decay above 1", PROF_HDR2 "a 5 20 0.5 0.5 0.5 0.5 fp32 - 2\n", NO_LOAD, 1,
+     "t.profile:2: bad ef_decay '2' (expected a number from 0 to 1, or '-')"},
+    {"v2 negative decay", PROF_HDR2 "a 5 20 0.5 0.5 0.5 0.5 fp32 0.1 -0.5\n", NO_LOAD, 1,
+     "t.profile:2: bad ef_decay '-0.5'"},
+    {"v2 two dashes", PROF_HDR2 "a 5 20 0.5 0.5 0.5 0.5 fp32 -- -\n", NO_LOAD, 1, "t.profile:2: bad lag_cosine '--'"},
     {"header after a comment", "# comment\n" PROF_HDR, NO_LOAD, 1, "t.profile:1: not a libnfcoll profile"},
     {"indented header", " " PROF_HDR, NO_LOAD, 1, "t.profile:1: not a libnfcoll profile"},
     {"header with a tail", "# libnfcoll profile v1 extra\n", NO_LOAD, 1, "t.profile:1: not a libnfcoll profile"},
@@ -1788,13 +1806,13 @@ static char *profile_text(const nf_profile_entry_t *e, size_t n, int *rc, int *e
 START_TEST(test_profile_round_trip)
 {
     static const nf_profile_entry_t in[] = {
-        {"fc1.weight", 200704, 20, 0.9312, 0.9501, 0.3671, 0.3102, NF_ROUTE_BINARY},
-        {"head.weight", 1280, 20, 0.41, 0.52, 0.9, 0.8, NF_ROUTE_FP32},
-        {"buffer:4096", 1024, 1, -1.0, 1.0, 0.0, 123456.789, NF_ROUTE_TERNARY},
-        {"x!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", UINT64_MAX, 0, -0.25, 0.0001, 1e-4, 2.5, NF_ROUTE_FP32},
+        {"fc1.weight", 200704, 20, 0.9312, 0.9501, 0.3671, 0.3102, NF_ROUTE_BINARY, NAN, -1.0},
+        {"head.weight", 1280, 20, 0.41, 0.52, 0.9, 0.8, NF_ROUTE_FP32, NAN, -1.0},
+        {"buffer:4096", 1024, 1, -1.0, 1.0, 0.0, 123456.789, NF_ROUTE_TERNARY, NAN, -1.0},
+        {"x!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", UINT64_MAX, 0, -0.25, 0.0001, 1e-4, 2.5, NF_ROUTE_FP32, NAN, -1.0},
     };
-    static const char expect[] = PROF_HDR PROF_COLS PROF_FC1 PROF_HEAD
-        "buffer:4096 1024 1 -1.0000 1.0000 0.0000 123456.7890 ternary\n";
+    static const char expect[] = PROF_HDR2 PROF_COLS2 PROF_FC1_2 PROF_HEAD_2
+        "buffer:4096 1024 1 -1.0000 1.0000 0.0000 123456.7890 ternary - -\n";
     nf_profile_entry_t out[4];
     nf_profile_t *p;
     diags_t g;
@@ -1830,8 +1848,8 @@ END_TEST
 START_TEST(test_profile_round_trip_rounding)
 {
     const nf_profile_entry_t in[] = {
-        {"a", 1, 1, 0.93124999, 0.99996, 1e-9, 0.123456789, NF_ROUTE_BINARY},
-        {"b", 2, 2, -0.99996, -0.00004, 1e300, 0.00005, NF_ROUTE_TERNARY},
+        {"a", 1, 1, 0.93124999, 0.99996, 1e-9, 0.123456789, NF_ROUTE_BINARY, NAN, -1.0},
+        {"b", 2, 2, -0.99996, -0.00004, 1e300, 0.00005, NF_ROUTE_TERNARY, NAN, -1.0},
     };
     nf_profile_entry_t out[2];
     nf_profile_t *p;
@@ -1841,7 +1859,7 @@ START_TEST(test_profile_round_trip_rounding)
 
     text = profile_text(in, 2, &rc, &err);
     ck_assert_int_eq(rc, 0);
-    ck_assert_msg(strstr(text, "\na 1 1 0.9312 1.0000 0.0000 0.1235 binary\n") != NULL, "wrote:\n%s", text);
+    ck_assert_msg(strstr(text, "\na 1 1 0.9312 1.0000 0.0000 0.1235 binary - -\n") != NULL, "wrote:\n%s", text);
     ck_assert_msg(strstr(text, "\nb 2 2 -1.0000 -0.0000 1000000000000000052504760255204420248704468581108159154"),
                   "wrote:\n%s", text);
     ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
@@ -1856,20 +1874,97 @@ START_TEST(test_profile_round_trip_rounding)
 }
 END_TEST
 
+/* Version 2's evidence and choice: read, chosen by the rule of
+ * nf_profile_choose_decay, written back; route = auto runs the profile's
+ * decay where the rule names none, and the rule's where it does. */
+START_TEST(test_profile_decay)
+{
+    static const char text[] = PROF_HDR2 PROF_COLS2
+        "a 20 20 0.9000 0.9000 0.3000 0.3000 binary -0.3125 1.0000\n"
+        "b 20 20 0.9000 0.9000 0.3000 0.3000 binary 0.1875 0.2500\n"
+        "c 20 20 0.9000 0.9000 0.3000 0.3000 ternary - -\n";
+    static const char pol_text[] =
+        "[policy]\nversion = 2\n\n[rule pinned]\nregion = b\nroute = auto\nef_decay = 0.5\n\n"
+        "[rule model]\ndatatype = float\nop = sum\nroute = auto\n";
+    static const char lay_text[] = "240 a 0 20\n240 b 20 20\n240 c 40 20\n";
+    nf_profile_t *p, *q;
+    nf_policy_t *pol;
+    nf_layout_t *lay;
+    diags_t g;
+    int rc, err;
+
+    /* the rule: the whole residual against a lag below 0, a quarter from 0
+     * on; the settings' with too few calls or none measured */
+    ck_assert(nf_profile_choose_decay(-0.01, NF_PROFILE_LAG_MIN) == NF_PROFILE_DECAY_KEEP);
+    ck_assert(nf_profile_choose_decay(0.0, 80) == NF_PROFILE_DECAY_CUT);
+    ck_assert(nf_profile_choose_decay(0.4, 80) == NF_PROFILE_DECAY_CUT);
+    ck_assert(nf_profile_choose_decay(-0.4, NF_PROFILE_LAG_MIN - 1) < 0);
+    ck_assert(nf_profile_choose_decay(NAN, 80) < 0);
+
+    ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "%s", g.text);
+    const nf_profile_entry_t *a = nf_profile_find(p, "a"), *b = nf_profile_find(p, "b"),
+                             *c = nf_profile_find(p, "c");
+    ck_assert(a->lag_cosine == -0.3125 && a->ef_decay == 1.0);
+    ck_assert(b->lag_cosine == 0.1875 && b->ef_decay == 0.25);
+    ck_assert(isnan(c->lag_cosine) && c->ef_decay < 0);
+    /* the same cosines with another decay hash apart; a v1 entry hashes as before */
+    static const char other[] = PROF_HDR2 "a 20 20 0.9 0.9 0.3 0.3 binary -0.3125 0.2500\n"
+                                "b 20 20 0.9 0.9 0.3 0.3 binary 0.1875 0.2500\n"
+                                "c 20 20 0.9 0.9 0.3 0.3 ternary - -\n";
+    ck_assert_int_eq(profile(other, strlen(other), &g, &q), NF_OK);
+    ck_assert(nf_profile_hash(p) != nf_profile_hash(q));
+    nf_profile_free(q);
+    static const char v1[] = PROF_HDR "c 20 20 0.9 0.9 0.3 0.3 ternary\n";
+    static const char v2[] = PROF_HDR2 "c 20 20 0.9 0.9 0.3 0.3 ternary - -\n";
+    nf_profile_t *p1, *p2;
+    ck_assert_int_eq(profile(v1, strlen(v1), &g, &p1), NF_OK);
+    ck_assert_int_eq(profile(v2, strlen(v2), &g, &p2), NF_OK);
+    ck_assert(nf_profile_hash(p1) == nf_profile_hash(p2));
+    nf_profile_free(p1);
+    nf_profile_free(p2);
+
+    nf_profile_entry_t out[3];
+    for (size_t i = 0; i < 3; i++)
+        out[i] = *nf_profile_entry(p, i);
+    char *again = profile_text(out, 3, &rc, &err);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_str_eq(again, text);
+    free(again);
+
+    ck_assert_int_eq(parse(pol_text, strlen(pol_text), &g, &pol), NF_OK);
+    ck_assert_int_eq(layout(lay_text, strlen(lay_text), &g, &lay), NF_OK);
+    nf_decide_ctx_t x = {.pol = pol, .layout = lay, .prof = p, .count_bits = 16};
+    nf_decide_call_t call = {.comm_name = "w", .comm_size = 2, .dt = NF_DT_FLOAT, .op = NF_OP_SUM,
+                             .bytes = 240, .count = 60};
+    nf_decide_t d = {0};
+    ck_assert_int_eq(nf_decide(&x, &call, 1, &d), NF_OK);
+    ck_assert_uint_eq(d.nseg, 3);
+    ck_assert_msg(d.seg[0].act.ef_decay == 1.0, "a: %g", d.seg[0].act.ef_decay);
+    ck_assert_msg(d.seg[1].act.ef_decay == 0.5, "b (the rule's): %g", d.seg[1].act.ef_decay);
+    ck_assert_msg(d.seg[2].act.ef_decay < 0, "c (the settings'): %g", d.seg[2].act.ef_decay);
+    ck_assert_int_eq(d.seg[2].route, NF_ROUTE_TERNARY);
+    nf_decide_free(&d);
+    nf_layout_free(lay);
+    nf_policy_free(pol);
+    nf_profile_free(p);
+}
+END_TEST
+
 /* The writer refuses what the reader would, and writes nothing then. */
 typedef struct write_case { const char *what; nf_profile_entry_t e[2]; size_t n; } write_case_t;
 
 static const write_case_t write_bad[] = {
-    {"NaN cosine", {{"a", 1, 1, NAN, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
-    {"infinite error", {{"a", 1, 1, 0.5, 0.5, INFINITY, 0.5, NF_ROUTE_FP32}}, 1},
-    {"cosine above 1", {{"a", 1, 1, 1.0001, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
-    {"negative error", {{"a", 1, 1, 0.5, 0.5, -0.001, 0.5, NF_ROUTE_FP32}}, 1},
-    {"space in segment", {{"fc 1", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
-    {"empty segment", {{"", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
-    {"NULL segment", {{NULL, 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 1},
-    {"route pmpi", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_PMPI}}, 1},
-    {"route out of range", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_COUNT}}, 1},
-    {"duplicate segment", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}, {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32}}, 2},
+    {"NaN cosine", {{"a", 1, 1, NAN, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
+    {"infinite error", {{"a", 1, 1, 0.5, 0.5, INFINITY, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
+    {"cosine above 1", {{"a", 1, 1, 1.0001, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
+    {"negative error", {{"a", 1, 1, 0.5, 0.5, -0.001, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
+    {"space in segment", {{"fc 1", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
+    {"empty segment", {{"", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
+    {"NULL segment", {{NULL, 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
+    {"route pmpi", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_PMPI, NAN, -1.0}}, 1},
+    {"route out of range", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_COUNT, NAN, -1.0}}, 1},
+    {"duplicate segment", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}, {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 2},
 };
 
 START_TEST(test_profile_write_refuses)
@@ -1887,7 +1982,7 @@ END_TEST
 
 START_TEST(test_profile_write_errors)
 {
-    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_BINARY};
+    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_BINARY, NAN, -1.0};
     nf_profile_t *p;
     diags_t g;
     char *text;
@@ -1897,7 +1992,7 @@ START_TEST(test_profile_write_errors)
     /* No entries: the header lines, and a profile that loads empty. */
     text = profile_text(NULL, 0, &rc, &err);
     ck_assert_int_eq(rc, 0);
-    ck_assert_str_eq(text, PROF_HDR PROF_COLS);
+    ck_assert_str_eq(text, PROF_HDR2 PROF_COLS2);
     ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
     ck_assert_uint_eq(nf_profile_count(p), 0);
     nf_profile_free(p);
@@ -1921,7 +2016,7 @@ END_TEST
 START_TEST(test_profile_write_locale)
 {
     static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "ru_RU.UTF-8", "nl_NL.UTF-8"};
-    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.25, 0.125, 1.5, NF_ROUTE_BINARY};
+    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.25, 0.125, 1.5, NF_ROUTE_BINARY, NAN, -1.0};
     const char *used = NULL;
     char *text;
     int rc, err;
@@ -1934,7 +2029,7 @@ START_TEST(test_profile_write_locale)
     text = profile_text(&e, 1, &rc, &err);
     setlocale(LC_NUMERIC, "C");
     ck_assert_int_eq(rc, 0);
-    ck_assert_msg(strstr(text, "\na 1 1 0.5000 0.2500 0.1250 1.5000 binary\n") != NULL, "%s wrote:\n%s",
+    ck_assert_msg(strstr(text, "\na 1 1 0.5000 0.2500 0.1250 1.5000 binary - -\n") != NULL, "%s wrote:\n%s",
                   used ? used : "C", text);
     free(text);
 }
@@ -1958,7 +2053,7 @@ START_TEST(test_profile_files)
     memset(&g, 0, sizeof(g));
     ck_assert_int_eq(nf_profile_load(fixture("bad_header.profile"), collect, &g, &p), NF_ERR_PARSE);
     ck_assert_msg(strstr(g.text, "bad_header.profile:1: not a libnfcoll profile: the first line must be "
-                                 "'# libnfcoll profile v1' (found '# libnfcoll profile v2')") != NULL, "got %s", g.text);
+                                 "'# libnfcoll profile v2' or '# libnfcoll profile v1' (found '# libnfcoll profile v3')") != NULL, "got %s", g.text);
     memset(&g, 0, sizeof(g));
     ck_assert_int_eq(nf_profile_load(fixture("dup.profile"), collect, &g, &p), NF_ERR_PARSE);
     ck_assert_msg(strstr(g.text, "dup.profile:6: duplicate segment 'fc1.weight' (first at line 3)") != NULL, "got %s",
@@ -2201,6 +2296,7 @@ static Suite *policy_suite(void)
     tcase_add_loop_test(t, test_profile_choose, 0, (int)NELEM(choose_cases));
     tcase_add_test(t, test_profile_round_trip);
     tcase_add_test(t, test_profile_round_trip_rounding);
+    tcase_add_test(t, test_profile_decay);
     tcase_add_loop_test(t, test_profile_write_refuses, 0, (int)NELEM(write_bad));
     tcase_add_test(t, test_profile_write_errors);
     tcase_add_test(t, test_profile_write_locale);

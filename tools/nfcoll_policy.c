@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,10 +97,16 @@ static int check_profile(const char *policy, const char *path)
         return EXIT_PROBLEM;
     }
     n = nf_profile_count(p);
-    for (size_t i = 0; i < n; i++)
-        by[nf_profile_entry(p, i)->route]++;
-    printf("%s: profile %s: ok: %zu entr%s (%zu binary, %zu ternary, %zu fp32), hash %016" PRIx64 "\n", policy,
-           path, n, n == 1 ? "y" : "ies", by[NF_ROUTE_BINARY], by[NF_ROUTE_TERNARY], by[NF_ROUTE_FP32],
+    size_t keep = 0, cut = 0;
+    for (size_t i = 0; i < n; i++) {
+        const nf_profile_entry_t *e = nf_profile_entry(p, i);
+        by[e->route]++;
+        keep += e->ef_decay >= 0 && e->ef_decay == NF_PROFILE_DECAY_KEEP;
+        cut += e->ef_decay >= 0 && e->ef_decay != NF_PROFILE_DECAY_KEEP;
+    }
+    printf("%s: profile %s: ok: %zu entr%s (%zu binary, %zu ternary, %zu fp32; ef_decay: %zu whole, %zu cut, "
+           "%zu the settings'), hash %016" PRIx64 "\n", policy, path, n, n == 1 ? "y" : "ies",
+           by[NF_ROUTE_BINARY], by[NF_ROUTE_TERNARY], by[NF_ROUTE_FP32], keep, cut, n - keep - cut,
            nf_profile_hash(p));
     nf_profile_free(p);
     return EXIT_OK;
@@ -246,6 +253,51 @@ static int parse_explain_opts(int argc, char **argv, nf_policy_query_t *q)
     return 0;
 }
 
+/* route = auto: the profile's entry for the call (its region, or
+ * buffer:BYTES), the route and decay it gives, with their evidence. */
+static void explain_profile(const nf_policy_t *pol, const nf_policy_query_t *q, const nf_policy_action_t *a)
+{
+    tally_t t = {0, 0, 0};
+    nf_profile_t *p = NULL;
+    char buf[48], seg[48];
+    const char *path = nf_policy_profile(pol);
+    const char *name = q->region;
+
+    if (path == NULL) {
+        printf("   profile: none named (profile =): every segment takes %s\n", nf_route_name(a->route));
+        return;
+    }
+    if (nf_profile_load(path, print_diag, &t, &p) != NF_OK) {
+        printf("   profile %s does not load (see above): every segment takes %s\n", path, nf_route_name(a->route));
+        return;
+    }
+    if (name == NULL) {
+        snprintf(buf, sizeof(buf), "buffer:%" PRIu64, q->bytes);
+        name = buf;
+    }
+    const nf_profile_entry_t *e = nf_profile_find(p, name);
+    if (e == NULL) {
+        printf("   profile %s: no entry for %s: %s\n", path, name, nf_route_name(a->route));
+    } else {
+        printf("   profile %s:%d: %s: route %s (cos_binary %.4f, cos_ternary %.4f over %" PRIu64 " calls)",
+               path, nf_profile_line(p, e), name, nf_route_name(e->route), e->cos_binary, e->cos_ternary,
+               e->calls);
+        if (isnan(e->lag_cosine))
+            snprintf(seg, sizeof(seg), "not measured");
+        else
+            snprintf(seg, sizeof(seg), "%.4f", e->lag_cosine);
+        printf(", lag_cosine %s: ef_decay ", seg);
+        if (a->ef_decay >= 0)
+            printf("%g from the rule (the profile's %s is not used)\n", a->ef_decay,
+                   e->ef_decay >= 0 ? "choice" : "'-'");
+        else if (e->ef_decay >= 0)
+            printf("%g from the profile\n", e->ef_decay);
+        else
+            printf("the settings' (NFCOLL_EF_DECAY)\n");
+    }
+    nf_profile_free(p);
+}
+
 static int cmd_explain(int argc, char **argv)
 {
     nf_policy_query_t q = {NULL, "MPI_COMM_WORLD", 0, NF_DT_FLOAT, NF_OP_SUM, 0, 0};
@@ -284,6 +336,8 @@ static int cmd_explain(int argc, char **argv)
         printf("%s does not load (see above): libnfcoll would send every call to pmpi\n", file);
     fputs(text, stdout);
     free(text);
+    if (loaded && a.route_auto)
+        explain_profile(p, &q, &a);
     nf_policy_free(p);
     return loaded ? EXIT_OK : EXIT_PROBLEM;
 }

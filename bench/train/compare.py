@@ -23,8 +23,10 @@ results); the default set is the first six (lm: the first five):
     binary-all     every parameter G-Binary, each with its own scale
     head-fp32      head.* exact (lm: also its embeddings wte and wpe), every
                    other parameter G-Binary
-    auto           a calibration run (ef_decay = 0.25) writes calib.profile; the
-                   run uses route = auto with ef_decay = 0.25
+    auto           a calibration run (its shadows at ef_decay = 0.25) writes
+                   calib.profile; the run uses route = auto and nothing else:
+                   each region's route and error-feedback decay are the
+                   profile's (the decay chosen from the measured lag cosine)
     auto-health    auto with health = on, the loss reported every step
     binary-decay   binary-all with ef_decay = 0.5 (the residual halved on reuse)
     auto-warmup    auto-health with warmup = 120: each region's first 120
@@ -84,6 +86,7 @@ MODEL_CONFIGS = {"lm": ("fp32", "bf16-all", "binary-all", "head-fp32", "auto")} 
 MODELS = ("cnn", "mlp", "vit", "lm")
 CALIBRATED = ("auto", "auto-health", "auto-warmup")  # configurations that read calib.profile
 CALIBRATION = ("calibrate.policy", "calib.profile")
+LAG_CALLS = 100  # calibration's lag-cosine window ends here (NF_CALIB_LAG_TO)
 # train.py settings compare.py passes on when given (else train.py's defaults)
 TRAIN_SETTINGS = ("optimizer", "lr", "momentum", "weight_decay", "warmup", "schedule")
 
@@ -205,15 +208,18 @@ def traffic(stats):
 
 
 def read_profile(path):
-    """The profile's entries: {segment: {elements, calls, cos_*, relerr_*, route}}."""
+    """The profile's entries: {segment: {elements, calls, cos_*, relerr_*, route,
+    lag_cosine, ef_decay}} (version 2; the last two None where '-' or v1)."""
     out = {}
+    opt = lambda x: None if x == "-" else float(x)  # noqa: E731
     for line in open(path):
         f = line.split()
-        if len(f) == 8 and not line.startswith("#"):
+        if len(f) in (8, 10) and not line.startswith("#"):
             out[f[0]] = dict(zip(("elements", "calls", "cos_binary", "cos_ternary",
                                   "relerr_binary", "relerr_ternary"),
                                  [int(f[1]), int(f[2])] + [float(x) for x in f[3:7]]),
-                             route=f[7])
+                             route=f[7], lag_cosine=opt(f[8]) if len(f) == 10 else None,
+                             ef_decay=opt(f[9]) if len(f) == 10 else None)
     return out
 
 
@@ -256,7 +262,9 @@ def calibrate(runner, model, seed, out):
     if os.path.exists(prof):
         os.unlink(prof)
     calls = int(policy_value(calib, "calibrate_calls", 20))
-    r, _, _ = runner.train("calibrate", model, seed, calib, ["--steps", str(calls + 1)], out)
+    # the cosines take the first `calls` calls; the lag cosine that chooses
+    # ef_decay takes calls 20-99 (docs/design.md, "Calibration")
+    r, _, _ = runner.train("calibrate", model, seed, calib, ["--steps", str(max(calls, LAG_CALLS) + 1)], out)
     if not os.path.exists(prof):
         raise RuntimeError("%s: the calibration run wrote no profile %s" % (model, prof))
     keep = os.path.join(out, "%s.s%d.calib.profile" % (model, seed))
@@ -460,12 +468,15 @@ def profile_lines(e, rows):
                e["seed"], max([p["calls"] for p in e["profile"].values()] or [0]),
                e["admit_cosine"], ", ".join(ran) or "none ran")]
     w = max([len(k) for k in e["profile"]] + [7])
-    out.append("  %-*s %8s %8s %8s %8s %8s  %-8s %s" % (
-        w, "segment", "elements", "cos bin", "cos ter", "rel bin", "rel ter", "admitted", "ran"))
+    out.append("  %-*s %8s %8s %8s %8s %8s  %-8s %7s %5s %s" % (
+        w, "segment", "elements", "cos bin", "cos ter", "rel bin", "rel ter", "admitted", "lag cos",
+        "decay", "ran"))
+    opt = lambda v, f: "-" if v is None else f % v  # noqa: E731
     for seg, p in e["profile"].items():
-        out.append("  %-*s %8d %8.4f %8.4f %8.4f %8.4f  %-8s %s" % (
+        out.append("  %-*s %8d %8.4f %8.4f %8.4f %8.4f  %-8s %7s %5s %s" % (
             w, seg, p["elements"], p["cos_binary"], p["cos_ternary"], p["relerr_binary"],
-            p["relerr_ternary"], p["route"],
+            p["relerr_ternary"], p["route"], opt(p.get("lag_cosine"), "%+.3f"),
+            opt(p.get("ef_decay"), "%.2f"),
             " ".join("%s:%s" % (c, ",".join(r.get(seg, ["-"]))) for c, r in ran.items())))
     return out
 

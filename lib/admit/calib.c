@@ -20,6 +20,11 @@
 #include "nf_util.h"
 
 #define NF_CALIB_MAX 4096 /* segments measured; more are not profiled */
+/* The lag cosine is measured on a segment's calls (tried, counted from 0)
+ * in [NF_CALIB_LAG_FROM, NF_CALIB_LAG_TO): the first calls of a training
+ * run look alike under every optimizer (docs/design.md, "Calibration"). */
+#define NF_CALIB_LAG_FROM 20
+#define NF_CALIB_LAG_TO 100
 
 typedef struct nf_calib_seg {
     char name[NF_REGION_NAME_MAX + 24];
@@ -28,6 +33,9 @@ typedef struct nf_calib_seg {
     uint64_t fallback;     /* calls skipped: a shadow ran fp32 (ranks' layouts differed,
                               the segment could not grow, the lanes do not fit) */
     double cos[2], rel[2]; /* sums over calls: binary, ternary */
+    uint64_t ncos;         /* calls in cos and rel (at most K) */
+    double lag;            /* sum of lag cosines over nlag calls */
+    uint64_t nlag;
 } nf_calib_seg_t;
 
 static struct {
@@ -124,12 +132,30 @@ static nf_status_t nf_calib_compare(const float *got, const float *want, size_t 
     return isfinite(*cos) && isfinite(*rel) ? NF_OK : NF_ERR_UNSUPPORTED;
 }
 
-/* Whether r wants more calls: fewer than K measured, and fewer than 2K
- * tried (a segment that never measures, such as one whose ranks' layouts
- * differ, stops costing shadows). */
+static uint64_t nf_calib_tried(const nf_calib_seg_t *r)
+{
+    return r->calls + r->nonfinite + r->fallback;
+}
+
+/* Whether r wants its cosines measured: fewer than K measured, and fewer
+ * than 2K tried (a segment that never measures, such as one whose ranks'
+ * layouts differ, stops costing shadows). */
+static int nf_calib_cos_open(const nf_calib_seg_t *r)
+{
+    return r->calls < nf_cal.calls && nf_calib_tried(r) < 2ull * nf_cal.calls;
+}
+
+/* Whether the call r tries now falls in the lag cosine's window. */
+static int nf_calib_lag_open(const nf_calib_seg_t *r)
+{
+    uint64_t t = nf_calib_tried(r);
+    return t >= NF_CALIB_LAG_FROM && t < NF_CALIB_LAG_TO;
+}
+
+/* Whether r wants more calls: its cosines or its lag cosine. */
 static int nf_calib_open(const nf_calib_seg_t *r)
 {
-    return r->calls < nf_cal.calls && r->calls + r->nonfinite + r->fallback < 2ull * nf_cal.calls;
+    return nf_calib_cos_open(r) || nf_calib_tried(r) < NF_CALIB_LAG_TO;
 }
 
 /* Whether some segment still needs measurements. Ranks whose layouts
@@ -150,7 +176,7 @@ static int nf_calib_wanted(const nf_seg_t *seg, size_t nseg)
 /* A segment's measurement, when both shadows ran their low-bit route on it
  * and every sum is finite; else the call is counted as skipped. */
 static void nf_calib_record(const nf_seg_t *seg, size_t nseg, const nf_seg_t *const ran[2],
-                            const float *exact, float *const shadow[2])
+                            const float *exact, float *const shadow[2], const double *lag)
 {
     pthread_mutex_lock(&nf_cal.lock);
     for (size_t s = 0; s < nseg; s++) {
@@ -166,13 +192,18 @@ static void nf_calib_record(const nf_seg_t *seg, size_t nseg, const nf_seg_t *co
                                     &rl[w]) != NF_OK;
             lowbit &= nf_route_lowbit(ran[w][s].ran);
         }
+        if (!bad && lowbit && nf_calib_lag_open(r) && isfinite(lag[s]))
+            r->lag += lag[s], r->nlag++;
         if (bad) {
             r->nonfinite++;
         } else if (!lowbit) {
             r->fallback++;
         } else {
-            for (int w = 0; w < 2; w++)
-                r->cos[w] += cs[w], r->rel[w] += rl[w];
+            if (nf_calib_cos_open(r)) {
+                for (int w = 0; w < 2; w++)
+                    r->cos[w] += cs[w], r->rel[w] += rl[w];
+                r->ncos++;
+            }
             r->calls++;
         }
     }
@@ -223,13 +254,51 @@ static nf_calib_comm_t *nf_calib_comm(nf_comm_t *c)
     return s;
 }
 
+/* The lag cosine of segment g: this rank's binary shadow residual (what
+ * the last call left, before this call adds it) against this call's input
+ * x. Rank-local (rank 0's is the one written); NaN when the residual is
+ * not there yet or is zero. */
+static double nf_calib_lag(nf_residual_table_t *t, const float *x, const nf_seg_t *g)
+{
+    nf_res_key_t key = {.addr = x + g->off, .name = g->name, .id = g->id};
+    nf_status_t why;
+    nf_residual_t *r = nf_residual_get(t, &key, g->m, &why); /* the one the shadow uses next */
+    float e[256];
+    double dot = 0.0, ee = 0.0, xx = 0.0;
+    if (r == NULL)
+        return NAN;
+    for (size_t j0 = 0; j0 < g->m; j0 += 256) {
+        size_t n = g->m - j0 < 256 ? g->m - j0 : 256;
+        const float *xs = x + g->off + j0;
+        nf_residual_e_copy(r, j0, n, e);
+        for (size_t j = 0; j < n; j++)
+            dot += (double)e[j] * xs[j], ee += (double)e[j] * e[j], xx += (double)xs[j] * xs[j];
+    }
+    return ee > 0.0 && xx > 0.0 && isfinite(dot) ? dot / sqrt(ee * xx) : NAN;
+}
+
+/* Whether segment g's lag cosine is wanted on this call. */
+static int nf_calib_lag_wanted(const nf_seg_t *g)
+{
+    pthread_mutex_lock(&nf_cal.lock);
+    nf_calib_seg_t *r = nf_calib_find(g);
+    int want = r != NULL && nf_calib_lag_open(r);
+    pthread_mutex_unlock(&nf_cal.lock);
+    return want;
+}
+
 /* Both shadows of the call, from the input copy x into the two buffers;
- * tmp (2 * nseg) gets the segments as each shadow ran them. */
+ * tmp (2 * nseg) gets the segments as each shadow ran them, lag (nseg) the
+ * lag cosines (NaN where none is wanted). */
 static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, const nf_seg_t *seg,
-                                    size_t nseg, nf_seg_t *tmp, float *const out[2])
+                                    size_t nseg, nf_seg_t *tmp, float *const out[2], double *lag)
 {
     nf_status_t st = NF_OK;
     nf_calib_comm_t *cc = nf_calib_comm(c);
+    for (size_t s = 0; s < nseg; s++)
+        lag[s] = cc != NULL && seg[s].ef != 0 && nf_calib_lag_wanted(&seg[s])
+                     ? nf_calib_lag(&cc->shadow[0], x, &seg[s])
+                     : NAN;
     for (unsigned w = 0; st == NF_OK && w < 2; w++) {
         nf_seg_t *t = tmp + w * nseg;
         for (size_t s = 0; s < nseg; s++) {
@@ -276,14 +345,16 @@ nf_status_t nf_calib_run(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, si
     const float *in = a->sendbuf == MPI_IN_PLACE ? a->recvbuf : a->sendbuf;
     float *x = NULL;
     nf_seg_t *tmp = NULL;
+    double *lag = NULL;
     size_t at = (3 * m * sizeof(float) + 15) & ~(size_t)15; /* the segments after 3 copies */
+    size_t lag_at = at + 2 * nseg * sizeof(nf_seg_t);
     /* nf_comm_ready is agreed (a failed setup is broken on every rank). */
     int want = nf_comm_ready(c) == NF_OK &&
-               nf_calib_agree(c, nf_calib_wanted(seg, nseg), at + 2 * nseg * sizeof(nf_seg_t),
-                              &x);
+               nf_calib_agree(c, nf_calib_wanted(seg, nseg), lag_at + nseg * sizeof(double), &x);
     if (want) {
         memcpy(x, in, m * sizeof(float)); /* the exact run may overwrite it */
         tmp = (nf_seg_t *)(void *)((char *)x + at);
+        lag = (double *)(void *)((char *)x + lag_at);
     }
     for (size_t s = 0; s < nseg; s++)
         seg[s].route = NF_ROUTE_FP32;
@@ -291,9 +362,9 @@ nf_status_t nf_calib_run(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, si
     if (st == NF_OK && want) {
         float *const out[2] = {x + m, x + 2 * m};
         const nf_seg_t *const ran[2] = {tmp, tmp + nseg};
-        st = nf_calib_shadows(c, x, m, seg, nseg, tmp, out);
+        st = nf_calib_shadows(c, x, m, seg, nseg, tmp, out, lag);
         if (st == NF_OK)
-            nf_calib_record(seg, nseg, ran, a->recvbuf, out);
+            nf_calib_record(seg, nseg, ran, a->recvbuf, out, lag);
     }
     free(x);
     return st;
@@ -334,15 +405,17 @@ static void nf_calib_write(void)
     size_t n = 0;
     for (size_t i = 0; i < nf_cal.n; i++) {
         const nf_calib_seg_t *r = &nf_cal.v[i];
-        if (r->calls == 0)
+        if (r->ncos == 0)
             continue;
-        double k = (double)r->calls;
+        double k = (double)r->ncos;
         e[n] = (nf_profile_entry_t){.segment = r->name, .elements = r->elements,
-                                    .calls = r->calls, .cos_binary = r->cos[0] / k,
+                                    .calls = r->ncos, .cos_binary = r->cos[0] / k,
                                     .cos_ternary = r->cos[1] / k,
                                     .relerr_binary = r->rel[0] / k,
                                     .relerr_ternary = r->rel[1] / k};
         e[n].route = nf_profile_choose(e[n].cos_binary, e[n].cos_ternary, nf_cal.admit);
+        e[n].lag_cosine = r->nlag > 0 ? r->lag / (double)r->nlag : NAN;
+        e[n].ef_decay = nf_profile_choose_decay(e[n].lag_cosine, r->nlag);
         n++;
     }
     if (nf_profile_write(f->fp, e, n) != NF_OK || nf_calib_skips(f->fp, &skipped) != NF_OK) {

@@ -34,8 +34,9 @@ const char *nf_decide_why_name(nf_decide_why_t w)
 
 /* An entry measured on another element count is ignored: its cosines are
  * those of another tensor (a model changed since calibration), and a
- * region's count is what every rank binds alike. */
-static nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, const nf_policy_action_t *a,
+ * region's count is what every rank binds alike. The entry's ef_decay
+ * applies where the rule names none (explicit keys win). */
+static nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, nf_policy_action_t *a,
                           const char *name, uint64_t m, nf_decide_reason_t *why)
 {
     char buf[40];
@@ -46,6 +47,8 @@ static nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, const nf_policy_actio
         r.why = r.pe == NULL ? NF_WHY_NO_ENTRY : r.pe->elements != m ? NF_WHY_STALE
                                                                      : NF_WHY_PROFILE;
         route = r.why == NF_WHY_PROFILE ? r.pe->route : NF_ROUTE_FP32;
+        if (r.why == NF_WHY_PROFILE && a->ef_decay < 0 && r.pe->ef_decay >= 0)
+            a->ef_decay = r.pe->ef_decay;
     }
     if (why != NULL)
         *why = r;

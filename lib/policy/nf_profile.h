@@ -4,17 +4,21 @@
  * `[policy] calibrate` path) and read by `route = auto` (from the
  * `profile` path):
  *
- *     # libnfcoll profile v1
- *     # segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route
- *     fc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary
+ *     # libnfcoll profile v2
+ *     # segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route lag_cosine ef_decay
+ *     fc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary 0.1843 0.25
  *
- * The first line is exactly NF_PROFILE_HEADER; other lines starting with
- * '#', and blank lines, are comments. An entry has 8 whitespace-separated
- * fields: the segment (a region name, or "buffer:BYTES" for a buffer with
- * no region; 1-127 printable non-space bytes, ':' allowed), elements and
- * calls (unsigned decimal), the cosines of the binary and ternary results
- * with the exact sum (in [-1, 1]) and their relative errors (>= 0), and the
- * route calibration chose (binary, ternary or fp32). A segment appears once.
+ * The first line is exactly NF_PROFILE_HEADER (or NF_PROFILE_HEADER_V1,
+ * whose entries stop after the route); other lines starting with '#', and
+ * blank lines, are comments. An entry has 10 whitespace-separated fields:
+ * the segment (a region name, or "buffer:BYTES" for a buffer with no
+ * region; 1-127 printable non-space bytes, ':' allowed), elements and calls
+ * (unsigned decimal), the cosines of the binary and ternary results with
+ * the exact sum (in [-1, 1]) and their relative errors (>= 0), the route
+ * calibration chose (binary, ternary or fp32), the lag cosine (in [-1, 1],
+ * or '-' when not measured: the evidence for the next field) and the
+ * error-feedback decay calibration chose (in [0, 1], or '-': the
+ * settings'). A segment appears once. docs/design.md, "Calibration".
  *
  * A profile is written by a program, so any bad line is an error
  * (NF_POLICY_ERROR, file:line) and the profile does not load.
@@ -29,7 +33,8 @@
 #include "nfcoll.h"
 #include "nf_policy.h"
 
-#define NF_PROFILE_HEADER "# libnfcoll profile v1"
+#define NF_PROFILE_HEADER "# libnfcoll profile v2"
+#define NF_PROFILE_HEADER_V1 "# libnfcoll profile v1"
 
 typedef struct nf_profile nf_profile_t;
 
@@ -39,6 +44,9 @@ typedef struct nf_profile_entry {
     double cos_binary, cos_ternary;
     double relerr_binary, relerr_ternary;
     nf_route_t route;           /**< binary, ternary or fp32 */
+    double lag_cosine;          /**< mean cosine of the binary shadow's residual with
+                                     the next call's input; NaN: not measured ('-') */
+    double ef_decay;            /**< chosen from lag_cosine; < 0: the settings' ('-') */
 } nf_profile_entry_t;
 
 /** Read and parse a profile. Diagnostics go to fn as for nf_policy_load.
@@ -76,8 +84,19 @@ void nf_profile_free(nf_profile_t *p);
  * if cos_ternary >= admit, else fp32 (a NaN cosine admits nothing). */
 nf_route_t nf_profile_choose(double cos_binary, double cos_ternary, double admit);
 
+/** The error-feedback decay calibration chooses from a lag cosine measured
+ * over `calls` calls: NF_PROFILE_DECAY_KEEP (1, the whole residual) when
+ * the residual opposes the next input (lag < 0), NF_PROFILE_DECAY_CUT when
+ * it repeats it (lag >= 0: an optimizer with memory re-applies what the
+ * residual carries); -1 (the settings') with fewer than
+ * NF_PROFILE_LAG_MIN calls or a NaN. docs/design.md, "Calibration". */
+#define NF_PROFILE_LAG_MIN 10
+#define NF_PROFILE_DECAY_KEEP 1.0
+#define NF_PROFILE_DECAY_CUT 0.25
+double nf_profile_choose_decay(double lag_cosine, uint64_t calls);
+
 /** Write the two header lines and one line per entry, in the format above
- * (numbers as %.4f, with '.' whatever the locale). The text is checked with
+ * (numbers as %.4f, a NaN lag cosine and a negative decay as '-', with '.' whatever the locale). The text is checked with
  * nf_profile_parse before anything reaches fp: an entry the parser would
  * refuse (a bad name, a NaN, a duplicate segment, route pmpi) writes nothing
  * and fails with EINVAL (logged). Returns NF_OK, or with errno set

@@ -14,6 +14,7 @@
 #include <float.h>
 #include <inttypes.h>
 #include <locale.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +24,11 @@
 #include "nf_profile.h"
 #include "nf_util.h"
 
-#define NF_PROFILE_COLUMNS \
-    "# segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route"
-#define NF_PROFILE_FIELDS 8
+#define NF_PROFILE_NAMES_V1 "segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route"
+#define NF_PROFILE_NAMES NF_PROFILE_NAMES_V1 " lag_cosine ef_decay"
+#define NF_PROFILE_COLUMNS "# " NF_PROFILE_NAMES
+#define NF_PROFILE_FIELDS_V1 8
+#define NF_PROFILE_FIELDS 10
 
 struct nf_profile {
     char *file;
@@ -42,6 +45,7 @@ typedef struct nf_pparse {
     nf_policy_diag_fn fn;
     void *arg;
     int line, errors;
+    int version;            /* 1 or 2, from the header */
 } nf_pparse_t;
 
 static void nf_prof_error(nf_pparse_t *pp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -60,12 +64,15 @@ static void nf_prof_error(nf_pparse_t *pp, const char *fmt, ...)
 
 /* ------------------------------------------------------------ one entry */
 
-/* Columns 4 to 7: the cosines, then the relative errors. */
-static const struct { const char *name, *expected; double lo, hi; } nf_prof_num[4] = {
+/* Columns 4 to 7: the cosines, then the relative errors; v2's 9 and 10:
+ * the lag cosine and the decay, each '-' when there is none. */
+static const struct { const char *name, *expected; double lo, hi; } nf_prof_num[6] = {
     {"cos_binary", "a number from -1 to 1", -1.0, 1.0},
     {"cos_ternary", "a number from -1 to 1", -1.0, 1.0},
     {"relerr_binary", "a number >= 0", 0.0, DBL_MAX},
     {"relerr_ternary", "a number >= 0", 0.0, DBL_MAX},
+    {"lag_cosine", "a number from -1 to 1, or '-'", -1.0, 1.0},
+    {"ef_decay", "a number from 0 to 1, or '-'", 0.0, 1.0},
 };
 
 /* The checks of fields and lines say what is wrong (nf_prof_error) and
@@ -126,6 +133,13 @@ static nf_status_t nf_prof_fields(nf_pparse_t *pp, const nf_pol_field_t *f, nf_p
     for (int i = 0; i < 4; i++)
         bad |= nf_prof_number(pp, i, &f[3 + i], dv[i]) != NF_OK;
     bad |= nf_prof_route(pp, &f[7], &e->route) != NF_OK;
+    e->lag_cosine = NAN, e->ef_decay = -1.0;
+    if (pp->version >= 2) {
+        if (!(f[8].len == 1 && f[8].s[0] == '-'))
+            bad |= nf_prof_number(pp, 4, &f[8], &e->lag_cosine) != NF_OK;
+        if (!(f[9].len == 1 && f[9].s[0] == '-'))
+            bad |= nf_prof_number(pp, 5, &f[9], &e->ef_decay) != NF_OK;
+    }
     return bad ? NF_ERR_PARSE : NF_OK;
 }
 
@@ -136,11 +150,12 @@ static nf_status_t nf_prof_line(nf_pparse_t *pp, const char *s, size_t len)
     nf_profile_t *p = pp->p;
     nf_pol_field_t f[NF_PROFILE_FIELDS];
     nf_profile_entry_t e = {0};
+    int want = pp->version >= 2 ? NF_PROFILE_FIELDS : NF_PROFILE_FIELDS_V1;
     int n = nf_pol_fields(s, len, f, NF_PROFILE_FIELDS);
 
-    if (n != NF_PROFILE_FIELDS) {
-        nf_prof_error(pp, "expected %d fields (segment elements calls cos_binary cos_ternary relerr_binary "
-                      "relerr_ternary route), found %d", NF_PROFILE_FIELDS, n);
+    if (n != want) {
+        nf_prof_error(pp, "expected %d fields (%s), found %d", want,
+                      pp->version >= 2 ? NF_PROFILE_NAMES : NF_PROFILE_NAMES_V1, n);
         return NF_OK;
     }
     if (nf_prof_fields(pp, f, &e) != NF_OK)
@@ -231,7 +246,17 @@ static uint64_t nf_prof_hash_entry(uint64_t h, const nf_profile_entry_t *e)
         memcpy(&bits, &v, sizeof(bits));
         h = nf_hash_u64(h, bits);
     }
-    return nf_hash_u64(h, (uint64_t)e->route);
+    h = nf_hash_u64(h, (uint64_t)e->route);
+    if (!isnan(e->lag_cosine) || e->ef_decay >= 0) { /* none: a v1 entry's hash stands */
+        const double v2[2] = {isnan(e->lag_cosine) ? 2.0 : e->lag_cosine + 0.0,
+                              e->ef_decay < 0 ? -1.0 : e->ef_decay + 0.0};
+        for (int i = 0; i < 2; i++) {
+            uint64_t bits;
+            memcpy(&bits, &v2[i], sizeof(bits));
+            h = nf_hash_u64(h, bits);
+        }
+    }
+    return h;
 }
 
 /* Over the entries sorted by segment: the order of lines does not count. */
@@ -261,16 +286,24 @@ static nf_status_t nf_prof_header(nf_pparse_t *pp, nf_pol_lines_t *it)
     nf_pol_field_t f = {NULL, 0};
     char show[48];
 
-    if (nf_pol_next_line(it, &s, &n) && n == strlen(NF_PROFILE_HEADER) &&
-        memcmp(s, NF_PROFILE_HEADER, n) == 0)
-        return NF_OK;
+    if (nf_pol_next_line(it, &s, &n)) {
+        if (n == strlen(NF_PROFILE_HEADER) && memcmp(s, NF_PROFILE_HEADER, n) == 0) {
+            pp->version = 2;
+            return NF_OK;
+        }
+        if (n == strlen(NF_PROFILE_HEADER_V1) && memcmp(s, NF_PROFILE_HEADER_V1, n) == 0) {
+            pp->version = 1;
+            return NF_OK;
+        }
+    }
     pp->line = 1;
     f.s = s;
     f.len = n;
     if (it->line == 0)
         nf_prof_error(pp, "empty file: not a libnfcoll profile (expected '" NF_PROFILE_HEADER "' first)");
     else
-        nf_prof_error(pp, "not a libnfcoll profile: the first line must be '" NF_PROFILE_HEADER "' (found '%s')",
+        nf_prof_error(pp, "not a libnfcoll profile: the first line must be '" NF_PROFILE_HEADER
+                      "' or '" NF_PROFILE_HEADER_V1 "' (found '%s')",
                       nf_pol_field_show(&f, show, sizeof(show)));
     return NF_ERR_PARSE;
 }
@@ -296,7 +329,7 @@ static nf_status_t nf_prof_read(nf_pparse_t *pp, const char *text, size_t len)
 nf_status_t nf_profile_parse(const char *text, size_t len, const char *name, nf_policy_diag_fn fn, void *arg,
                              nf_profile_t **out)
 {
-    nf_pparse_t pp = {NULL, fn, arg, 0, 0};
+    nf_pparse_t pp = {NULL, fn, arg, 0, 0, 0};
     nf_status_t rc;
 
     if ((text == NULL && len > 0) || out == NULL)
@@ -372,6 +405,19 @@ nf_route_t nf_profile_choose(double cos_binary, double cos_ternary, double admit
     return NF_ROUTE_FP32;
 }
 
+double nf_profile_choose_decay(double lag_cosine, uint64_t calls)
+{
+    if (calls < NF_PROFILE_LAG_MIN || isnan(lag_cosine))
+        return -1.0;
+    return lag_cosine < 0 ? NF_PROFILE_DECAY_KEEP : NF_PROFILE_DECAY_CUT;
+}
+
+/* A v2 column that may be '-': a NaN (lag) or a negative number (decay). */
+static int nf_prof_opt(FILE *m, double v, int none)
+{
+    return none ? fprintf(m, " -") : fprintf(m, " %.4f", v);
+}
+
 /* The profile's text, with '.' as the decimal point whatever LC_NUMERIC
  * says (the parser reads only '.'). Into a memory stream: every failure is
  * one of memory. */
@@ -384,10 +430,14 @@ static nf_status_t nf_prof_format(FILE *m, const nf_profile_entry_t *e, size_t n
         return NF_ERR_NO_MEMORY;
     old = uselocale(c);
     bad |= fprintf(m, NF_PROFILE_HEADER "\n" NF_PROFILE_COLUMNS "\n") < 0;
-    for (size_t i = 0; i < n && !bad; i++)
-        bad |= fprintf(m, "%s %" PRIu64 " %" PRIu64 " %.4f %.4f %.4f %.4f %s\n",
+    for (size_t i = 0; i < n && !bad; i++) {
+        bad |= fprintf(m, "%s %" PRIu64 " %" PRIu64 " %.4f %.4f %.4f %.4f %s",
                        e[i].segment != NULL ? e[i].segment : "", e[i].elements, e[i].calls, e[i].cos_binary,
                        e[i].cos_ternary, e[i].relerr_binary, e[i].relerr_ternary, nf_route_name(e[i].route)) < 0;
+        bad |= nf_prof_opt(m, e[i].lag_cosine, isnan(e[i].lag_cosine)) < 0;
+        bad |= nf_prof_opt(m, e[i].ef_decay, e[i].ef_decay < 0) < 0;
+        bad |= fputc('\n', m) == EOF;
+    }
     uselocale(old);
     freelocale(c);
     return bad ? NF_ERR_NO_MEMORY : NF_OK;
