@@ -106,6 +106,36 @@ for b in 0 512; do
   run 2 NFCOLL_POLICY=$tmp/block$b.policy NFCOLL_CALIBRATE=$tmp/b$b ./tests/mpi/test_calib --calibrate 8
 done
 col() { awk -v r="$2" -v c="$3" '$1 == r {print $c}' "$1"; }
+# The error-feedback decay (profile v2): 110 calls fill the lag cosine's
+# window (calls 21-100), every entry has a lag and the decay the rule gives
+# (1 below 0, 0.25 from 0); 25 calls measure a lag on too few calls, so the
+# decay is '-' and rank 0 says so; with the settings' error feedback off
+# nothing is measured and the shadows stop after 20 calls as before (the
+# skips of a mismatched layout stop at 2K = 12).
+out "$tmp/lag" 2 NFCOLL_POLICY=$pol NFCOLL_CALIBRATE=$tmp/lag.profile ./tests/mpi/test_calib --calibrate 110
+bad=$(awk '!/^#/ && NF { want = ($9 + 0 < 0) ? "1.0000" : "0.2500"
+                         if (NF != 10 || $9 == "-" || $10 != want) print }' "$tmp/lag.profile")
+if [ -s "$tmp/lag.profile" ] && [ -z "$bad" ] && [ "$(entries "$tmp/lag.profile")" = 2 ]; then
+  echo "ok - 110 calls: a lag cosine and the decay it calls for on every entry"; cat "$tmp/lag.profile"
+else
+  echo "FAIL - 110 calls: entries without a lag or with the wrong decay: $bad"; cat "$tmp/lag.profile"; nf_failed=1
+fi
+out "$tmp/short" 2 NFCOLL_POLICY=$pol NFCOLL_CALIBRATE=$tmp/short.profile ./tests/mpi/test_calib --calibrate 25
+if [ "$(col "$tmp/short.profile" dense 10)" = - ] && [ "$(col "$tmp/short.profile" dense 9)" != - ] &&
+   grep -q "measured fewer than 10 calls of the lag cosine's window" "$tmp/short.err"; then
+  echo "ok - 25 calls: a lag on too few calls chooses no decay, and says so"
+else
+  echo "FAIL - 25 calls:"; cat "$tmp/short.profile" "$tmp/short.err"; nf_failed=1
+fi
+out "$tmp/noef" 2 NFCOLL_EF=off NFCOLL_POLICY=$pol NFCOLL_CALIBRATE=$tmp/noef.profile ./tests/mpi/test_calib --calibrate 30
+out "$tmp/mm" 2 NFCOLL_POLICY=$pol NFCOLL_CALIBRATE=$tmp/mm.profile ./tests/mpi/test_calib --mismatch 120
+if [ -z "$(awk '!/^#/ && NF && ($9 != "-" || $10 != "-")' "$tmp/noef.profile")" ] &&
+   ! grep -q "lag cosine" "$tmp/noef.err" &&
+   grep -q "^# skipped dense: 0 calls with a NaN or Inf, 12 that ran a fallback" "$tmp/mm.profile"; then
+  echo "ok - no error feedback: no lag, no word; a layout mismatch stops after 12 skipped calls"
+else
+  echo "FAIL - lag without error feedback or mismatched:"; cat "$tmp/noef.profile" "$tmp/noef.err" "$tmp/mm.profile"; nf_failed=1
+fi
 if cmp -s "$tmp/p.2" "$tmp/b0" && ! cmp -s "$tmp/p.2" "$tmp/b512" &&
    [ "$(col "$tmp/p.2" dense 4)" != "$(col "$tmp/b512" dense 4)" ] &&
    [ "$(col "$tmp/p.2" dense 5)" = "$(col "$tmp/b512" dense 5)" ]; then

@@ -70,6 +70,9 @@ explain a "v2.profile:2: a: route binary (cos_binary 0.9000, cos_ternary 0.9000 
 explain b "lag_cosine 0.1500: ef_decay 0.5 from the rule (the profile's choice is not used)"
 explain c "lag_cosine not measured: ef_decay the settings' (NFCOLL_EF_DECAY)"
 explain d "v2.profile: no entry for d: fp32"
+"$tool" explain "$tmp/conf/v2.policy" --bytes 800 --comm-size 2 --region a > "$tmp/out" 2>&1
+grep -qF "v2.profile:2: a was measured on 100 elements, this call has 200: a stale entry, fp32 (and no decay from it)" "$tmp/out" ||
+  { echo "FAIL - explain of a stale entry:"; cat "$tmp/out"; failed=1; }
 
 # route = auto without a profile: a warning, not a failure.
 printf '[policy]\nversion = 1\n[rule a]\nroute = auto\n' > "$tmp/auto.policy"

@@ -276,8 +276,13 @@ static void explain_profile(const nf_policy_t *pol, const nf_policy_query_t *q, 
         name = buf;
     }
     const nf_profile_entry_t *e = nf_profile_find(p, name);
+    uint64_t m = q->bytes / 4; /* the floats of a float call, as the library counts them */
     if (e == NULL) {
         printf("   profile %s: no entry for %s: %s\n", path, name, nf_route_name(a->route));
+    } else if (e->elements != m) {
+        printf("   profile %s:%d: %s was measured on %" PRIu64 " elements, this call has %" PRIu64
+               ": a stale entry, %s (and no decay from it)\n", path, nf_profile_line(p, e), name,
+               e->elements, m, nf_route_name(a->route));
     } else {
         printf("   profile %s:%d: %s: route %s (cos_binary %.4f, cos_ternary %.4f over %" PRIu64 " calls)",
                path, nf_profile_line(p, e), name, nf_route_name(e->route), e->cos_binary, e->cos_ternary,

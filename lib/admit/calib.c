@@ -11,6 +11,7 @@
 
 #include "nf_agree.h"
 #include "nf_calib.h"
+#include "nf_ctx.h"
 #include "nf_decide.h"
 #include "nf_file.h"
 #include "nf_intern.h"
@@ -145,6 +146,14 @@ static int nf_calib_cos_open(const nf_calib_seg_t *r)
     return r->calls < nf_cal.calls && nf_calib_tried(r) < 2ull * nf_cal.calls;
 }
 
+/* Whether the lag cosine can be measured on c at all: the binary shadow
+ * keeps a residual only with the settings' error feedback on and count
+ * lanes that fit (nf_run_shadow). Agreed alike on every rank. */
+static int nf_calib_lag_possible(const nf_comm_t *c)
+{
+    return c->lowbit_ok && nf_ctx.cfg.settings != NULL && nf_ctx.cfg.settings->ef;
+}
+
 /* Whether the call r tries now falls in the lag cosine's window. */
 static int nf_calib_lag_open(const nf_calib_seg_t *r)
 {
@@ -152,22 +161,26 @@ static int nf_calib_lag_open(const nf_calib_seg_t *r)
     return t >= NF_CALIB_LAG_FROM && t < NF_CALIB_LAG_TO;
 }
 
-/* Whether r wants more calls: its cosines or its lag cosine. */
-static int nf_calib_open(const nf_calib_seg_t *r)
+/* Whether r wants more calls: its cosines, or its lag cosine while it can
+ * be measured and the segment has not skipped 2K calls (one that never
+ * measures stops costing shadows, as for the cosines). */
+static int nf_calib_open(const nf_calib_seg_t *r, int lag_possible)
 {
-    return nf_calib_cos_open(r) || nf_calib_tried(r) < NF_CALIB_LAG_TO;
+    return nf_calib_cos_open(r) ||
+           (lag_possible && nf_calib_tried(r) < NF_CALIB_LAG_TO &&
+            r->nonfinite + r->fallback < 2ull * nf_cal.calls);
 }
 
 /* Whether some segment still needs measurements. Ranks whose layouts
  * differ see different segments, so this is one rank's wish: the ranks
  * agree on it (nf_calib_agree). */
-static int nf_calib_wanted(const nf_seg_t *seg, size_t nseg)
+static int nf_calib_wanted(const nf_comm_t *c, const nf_seg_t *seg, size_t nseg)
 {
-    int want = 0;
+    int want = 0, lag = nf_calib_lag_possible(c);
     pthread_mutex_lock(&nf_cal.lock);
     for (size_t s = 0; s < nseg && !want; s++) {
         nf_calib_seg_t *r = nf_calib_find(&seg[s]);
-        want = r != NULL && nf_calib_open(r);
+        want = r != NULL && nf_calib_open(r, lag);
     }
     pthread_mutex_unlock(&nf_cal.lock);
     return want;
@@ -175,14 +188,16 @@ static int nf_calib_wanted(const nf_seg_t *seg, size_t nseg)
 
 /* A segment's measurement, when both shadows ran their low-bit route on it
  * and every sum is finite; else the call is counted as skipped. */
-static void nf_calib_record(const nf_seg_t *seg, size_t nseg, const nf_seg_t *const ran[2],
-                            const float *exact, float *const shadow[2], const double *lag)
+static void nf_calib_record(const nf_comm_t *c, const nf_seg_t *seg, size_t nseg,
+                            const nf_seg_t *const ran[2], const float *exact,
+                            float *const shadow[2], const double *lag)
 {
+    int possible = nf_calib_lag_possible(c);
     pthread_mutex_lock(&nf_cal.lock);
     for (size_t s = 0; s < nseg; s++) {
         const nf_seg_t *g = &seg[s];
         nf_calib_seg_t *r = nf_calib_find(g);
-        if (r == NULL || !nf_calib_open(r))
+        if (r == NULL || !nf_calib_open(r, possible))
             continue;
         double cs[2], rl[2];
         int bad = 0, lowbit = 1;
@@ -295,8 +310,9 @@ static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, cons
 {
     nf_status_t st = NF_OK;
     nf_calib_comm_t *cc = nf_calib_comm(c);
+    int possible = nf_calib_lag_possible(c);
     for (size_t s = 0; s < nseg; s++)
-        lag[s] = cc != NULL && seg[s].ef != 0 && nf_calib_lag_wanted(&seg[s])
+        lag[s] = cc != NULL && possible && nf_calib_lag_wanted(&seg[s])
                      ? nf_calib_lag(&cc->shadow[0], x, &seg[s])
                      : NAN;
     for (unsigned w = 0; st == NF_OK && w < 2; w++) {
@@ -350,7 +366,7 @@ nf_status_t nf_calib_run(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, si
     size_t lag_at = at + 2 * nseg * sizeof(nf_seg_t);
     /* nf_comm_ready is agreed (a failed setup is broken on every rank). */
     int want = nf_comm_ready(c) == NF_OK &&
-               nf_calib_agree(c, nf_calib_wanted(seg, nseg), lag_at + nseg * sizeof(double), &x);
+               nf_calib_agree(c, nf_calib_wanted(c, seg, nseg), lag_at + nseg * sizeof(double), &x);
     if (want) {
         memcpy(x, in, m * sizeof(float)); /* the exact run may overwrite it */
         tmp = (nf_seg_t *)(void *)((char *)x + at);
@@ -364,7 +380,7 @@ nf_status_t nf_calib_run(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, si
         const nf_seg_t *const ran[2] = {tmp, tmp + nseg};
         st = nf_calib_shadows(c, x, m, seg, nseg, tmp, out, lag);
         if (st == NF_OK)
-            nf_calib_record(seg, nseg, ran, a->recvbuf, out, lag);
+            nf_calib_record(c, seg, nseg, ran, a->recvbuf, out, lag);
     }
     free(x);
     return st;
@@ -383,7 +399,7 @@ static nf_status_t nf_calib_skips(FILE *fp, uint64_t *skipped)
         *skipped += r->nonfinite + r->fallback;
         bad = fprintf(fp, "# skipped %s: %" PRIu64 " calls with a NaN or Inf, %" PRIu64
                       " that ran a fallback's fp32, %" PRIu64 " measured\n", r->name,
-                      r->nonfinite, r->fallback, r->calls) < 0;
+                      r->nonfinite, r->fallback, r->ncos) < 0;
     }
     return bad ? NF_ERR_IO : NF_OK;
 }
@@ -402,7 +418,8 @@ static void nf_calib_write(void)
         free(e);
         return;
     }
-    size_t n = 0;
+    size_t n = 0, short_lag = 0;
+    int lag_on = nf_ctx.cfg.settings != NULL && nf_ctx.cfg.settings->ef;
     for (size_t i = 0; i < nf_cal.n; i++) {
         const nf_calib_seg_t *r = &nf_cal.v[i];
         if (r->ncos == 0)
@@ -414,8 +431,11 @@ static void nf_calib_write(void)
                                     .relerr_binary = r->rel[0] / k,
                                     .relerr_ternary = r->rel[1] / k};
         e[n].route = nf_profile_choose(e[n].cos_binary, e[n].cos_ternary, nf_cal.admit);
-        e[n].lag_cosine = r->nlag > 0 ? r->lag / (double)r->nlag : NAN;
+        /* chosen from the value written (%.4f), so that the file agrees
+         * with the rule: -0.00004 is written -0.0000, which is not < 0 */
+        e[n].lag_cosine = r->nlag > 0 ? round(r->lag / (double)r->nlag * 1e4) / 1e4 + 0.0 : NAN;
         e[n].ef_decay = nf_profile_choose_decay(e[n].lag_cosine, r->nlag);
+        short_lag += e[n].ef_decay < 0 && lag_on;
         n++;
     }
     if (nf_profile_write(f->fp, e, n) != NF_OK || nf_calib_skips(f->fp, &skipped) != NF_OK) {
@@ -424,6 +444,13 @@ static void nf_calib_write(void)
     } else if (nf_wfile_commit(f) == NF_OK) {
         nf_log_info(1, "calibration profile of %zu segments written to %s (%" PRIu64
                     " calls skipped, listed in it)", n, nf_cal.path, skipped);
+        if (short_lag > 0)
+            nf_log_warn("calibration profile %s: %zu of %zu segments measured fewer than %d "
+                        "calls of the lag cosine's window (calls %d-%d of a segment), so no "
+                        "error-feedback decay was chosen for them (ef_decay '-': the settings'); "
+                        "calibrate for at least %d calls, %d fill the window",
+                        nf_cal.path, short_lag, n, NF_PROFILE_LAG_MIN, NF_CALIB_LAG_FROM + 1,
+                        NF_CALIB_LAG_TO, NF_CALIB_LAG_FROM + NF_PROFILE_LAG_MIN, NF_CALIB_LAG_TO);
     }
     free(e);
 }

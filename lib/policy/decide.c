@@ -47,7 +47,9 @@ static nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, nf_policy_action_t *a
         r.why = r.pe == NULL ? NF_WHY_NO_ENTRY : r.pe->elements != m ? NF_WHY_STALE
                                                                      : NF_WHY_PROFILE;
         route = r.why == NF_WHY_PROFILE ? r.pe->route : NF_ROUTE_FP32;
-        if (r.why == NF_WHY_PROFILE && a->ef_decay < 0 && r.pe->ef_decay >= 0)
+        /* not in a calibration run: it measures afresh, not at an older
+         * profile's decays */
+        if (r.why == NF_WHY_PROFILE && !x->calibrate && a->ef_decay < 0 && r.pe->ef_decay >= 0)
             a->ef_decay = r.pe->ef_decay;
     }
     if (why != NULL)
