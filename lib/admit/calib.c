@@ -310,7 +310,8 @@ static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, cons
 {
     nf_status_t st = NF_OK;
     nf_calib_comm_t *cc = nf_calib_comm(c);
-    int possible = nf_calib_lag_possible(c);
+    /* only the writer's lag reaches the profile: the other ranks skip the pass */
+    int possible = nf_calib_lag_possible(c) && nf_log_rank() == 0;
     for (size_t s = 0; s < nseg; s++)
         lag[s] = cc != NULL && possible && nf_calib_lag_wanted(&seg[s])
                      ? nf_calib_lag(&cc->shadow[0], x, &seg[s])
