@@ -1944,6 +1944,30 @@ START_TEST(test_profile_decay)
     ck_assert_msg(d.seg[1].act.ef_decay == 0.5, "b (the rule's): %g", d.seg[1].act.ef_decay);
     ck_assert_msg(d.seg[2].act.ef_decay < 0, "c (the settings'): %g", d.seg[2].act.ef_decay);
     ck_assert_int_eq(d.seg[2].route, NF_ROUTE_TERNARY);
+    /* what the stats' admission record and nfcoll_replay say ran, and by what */
+    nf_settings_t st = {.ef = 1, .ef_decay = 0.75, .scale_block = 1024};
+    nf_decide_params_t pa;
+    nf_decide_params(&d.seg[0].act, &d.seg[0].why, &st, &pa);
+    ck_assert_msg(pa.ef_decay == 1.0 && strcmp(pa.decay_by, "profile") == 0, "a: %g by %s",
+                  pa.ef_decay, pa.decay_by);
+    ck_assert_msg(pa.scale_block == 1024 && strcmp(pa.block_by, "settings") == 0, "a: %ld by %s",
+                  pa.scale_block, pa.block_by);
+    nf_decide_params(&d.seg[1].act, &d.seg[1].why, &st, &pa);
+    ck_assert_msg(pa.ef_decay == 0.5 && strcmp(pa.decay_by, "rule") == 0, "b: %g by %s",
+                  pa.ef_decay, pa.decay_by);
+    nf_decide_params(&d.seg[2].act, &d.seg[2].why, &st, &pa);
+    ck_assert_msg(pa.ef_decay == 0.75 && strcmp(pa.decay_by, "settings") == 0, "c: %g by %s",
+                  pa.ef_decay, pa.decay_by);
+    st.ef = 0;
+    nf_decide_params(&d.seg[2].act, &d.seg[2].why, &st, &pa);
+    ck_assert_msg(isnan(pa.ef_decay) && strcmp(pa.decay_by, "ef-off") == 0, "c, ef off: %g by %s",
+                  pa.ef_decay, pa.decay_by);
+    nf_policy_action_t blk = d.seg[1].act;
+    blk.scale_block = 512, blk.ef = 1;
+    nf_decide_params(&blk, &d.seg[1].why, &st, &pa);
+    ck_assert_msg(pa.scale_block == 512 && strcmp(pa.block_by, "rule") == 0 &&
+                      strcmp(pa.decay_by, "rule") == 0, "rule's block: %ld by %s, decay by %s",
+                  pa.scale_block, pa.block_by, pa.decay_by);
     nf_decide_free(&d);
     nf_layout_free(lay);
     nf_policy_free(pol);

@@ -1,6 +1,7 @@
 /* nfcoll_replay's per-region reasons (replay_why.h). */
 #include "config.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,12 @@ static void rw_json_where(FILE *fp, const char *file, int line)
     free(buf);
 }
 
+static void rw_json_num(FILE *fp, const char *key, double v)
+{
+    char b[48];
+    fprintf(fp, ", \"%s\": %s", key, isfinite(v) ? nf_format_fixed4(b, sizeof(b), v) : "null");
+}
+
 /* As the stats JSON writes its decision fields (which keep the last 191
  * bytes of a longer file:line). */
 void replay_whys_json(FILE *fp, const replay_whys_t *t, const nf_profile_t *prof,
@@ -73,9 +80,15 @@ void replay_whys_json(FILE *fp, const replay_whys_t *t, const nf_profile_t *prof
         } else {
             fprintf(fp, "null, \"cos_binary\": null, \"cos_ternary\": null");
         }
-        fprintf(fp, ", \"admit_cosine\": %s, \"warmup\": %llu}",
+        fprintf(fp, ", \"admit_cosine\": %s, \"warmup\": %llu",
                 nf_format_fixed4(b, sizeof(b), nf_policy_admit_cosine(pol)),
                 (unsigned long long)w->act.warmup);
+        nf_decide_params_t p;
+        nf_decide_params(&w->act, &w->why, nf_settings_load(), &p);
+        rw_json_num(fp, "lag_cosine", pe != NULL ? pe->lag_cosine : NAN);
+        rw_json_num(fp, "ef_decay", p.ef_decay);
+        fprintf(fp, ", \"ef_decay_by\": \"%s\", \"scale_block\": %ld, \"scale_block_by\": \"%s\"}",
+                p.decay_by, p.scale_block, p.block_by);
     }
     fprintf(fp, "%s}", t->n ? "\n  " : "");
 }

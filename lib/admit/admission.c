@@ -31,6 +31,7 @@ static unsigned nf_pol_fields;
 static nf_profile_t *nf_prof; /* what route = auto reads */
 static nf_layout_t *nf_lay;   /* regions of unmodified programs' calls */
 static nf_decide_ctx_t nf_dx; /* the above, for nf_decide.h */
+static const nf_settings_t *nf_adm_settings; /* what a rule's unset keys inherit */
 
 /* Every rank parses the same file: rank 0 reports what the parser found. */
 static void nf_policy_diag(const nf_policy_diag_t *d, void *arg)
@@ -62,6 +63,7 @@ static void nf_adm_register(void);
 
 void nf_admit_init(const nf_settings_t *s, int rank)
 {
+    nf_adm_settings = s;
     nf_adm_register(); /* before any checkpoint is loaded: its part names this slot */
     if (s->policy != NULL) {
         nf_status_t st = nf_policy_load(s->policy, nf_policy_diag, NULL, &nf_pol);
@@ -366,10 +368,15 @@ static void nf_adm_record(const nf_seg_t *g, const nf_policy_action_t *a,
                           const nf_decide_reason_t *r)
 {
     nf_rs_why_t w = {.route = r->why == NF_WHY_CALIBRATE ? NF_ROUTE_FP32 : g->route,
-                     .cos_binary = NAN, .cos_ternary = NAN,
+                     .cos_binary = NAN, .cos_ternary = NAN, .lag_cosine = NAN,
                      .admit_cosine = nf_policy_admit_cosine(nf_pol), .warmup = a->warmup};
+    nf_decide_params_t p;
     if (g->id == 0)
         return;
+    nf_decide_params(a, r, nf_adm_settings != NULL ? nf_adm_settings : nf_settings_load(), &p);
+    w.ef_decay = p.ef_decay, w.scale_block = p.scale_block;
+    snprintf(w.decay_by, sizeof(w.decay_by), "%s", p.decay_by);
+    snprintf(w.block_by, sizeof(w.block_by), "%s", p.block_by);
     snprintf(w.by, sizeof(w.by), "%s", nf_decide_why_name(r->why));
     snprintf(w.rule, sizeof(w.rule), "%s", a->rule);
     nf_adm_where(w.where, sizeof(w.where), a->file, a->line);
@@ -379,6 +386,7 @@ static void nf_adm_record(const nf_seg_t *g, const nf_policy_action_t *a,
                      nf_profile_line(nf_prof, r->pe));
         w.entry_elements = r->pe->elements;
         w.cos_binary = r->pe->cos_binary, w.cos_ternary = r->pe->cos_ternary;
+        w.lag_cosine = r->pe->lag_cosine;
     }
     nf_regstats_why(g->id, &w);
 }

@@ -32,6 +32,11 @@ typedef struct nf_rs_why {
     double cos_binary, cos_ternary; /* its figures (NAN without an entry) */
     double admit_cosine;     /* the policy's admit_cosine */
     uint64_t warmup;         /* the rule's warmup (calls on fp32 first; 0: none) */
+    double lag_cosine;       /* the entry's lag cosine (NAN: none) */
+    double ef_decay;         /* the decay that runs (NAN: error feedback off) */
+    char decay_by[12];       /* rule, profile, settings, ef-off (nf_decide_params) */
+    long scale_block;        /* elements per binary scale (0: one per segment) */
+    char block_by[12];       /* rule, settings */
 } nf_rs_why_t;
 void nf_regstats_why(uint32_t id, const nf_rs_why_t *w);
 

@@ -402,6 +402,10 @@ static void nf_rs_why_json_one(FILE *fp, const nf_rs_entry_t *e)
         nf_rs_json_num(fp, "cos_ternary", w->cos_ternary);
         nf_rs_json_num(fp, "admit_cosine", w->admit_cosine);
         fprintf(fp, ", \"warmup\": %llu", (unsigned long long)w->warmup);
+        nf_rs_json_num(fp, "lag_cosine", w->lag_cosine);
+        nf_rs_json_num(fp, "ef_decay", w->ef_decay);
+        fprintf(fp, ", \"ef_decay_by\": \"%s\", \"scale_block\": %ld, \"scale_block_by\": \"%s\"",
+                w->decay_by, w->scale_block, w->block_by);
     } else {
         fprintf(fp, "\"route\": null, \"by\": null");
     }
@@ -446,6 +450,17 @@ static void nf_rs_why_line(FILE *fp, const nf_rs_entry_t *e)
         fprintf(fp, ", rule %s %s", w->rule, w->where[0] ? w->where : "(built-in)");
         if (w->warmup != 0)
             fprintf(fp, " (warmup %llu)", (unsigned long long)w->warmup);
+        if (w->route == NF_ROUTE_BINARY || w->route == NF_ROUTE_TERNARY) {
+            if (isfinite(w->ef_decay))
+                fprintf(fp, "; ef_decay %s by %s", nf_format_fixed4(b, sizeof(b), w->ef_decay),
+                        w->decay_by);
+            else
+                fprintf(fp, "; error feedback off");
+            if (isfinite(w->lag_cosine))
+                fprintf(fp, " (lag cosine %s)", nf_format_fixed4(b, sizeof(b), w->lag_cosine));
+            if (w->scale_block != 0 && w->route == NF_ROUTE_BINARY)
+                fprintf(fp, "; scale_block %ld by %s", w->scale_block, w->block_by);
+        }
     }
     if (t->warmup.n != 0)
         fprintf(fp, "; warm-up on fp32 %llu calls, last at call %llu",

@@ -2,6 +2,7 @@
  * only on what a call looks like, shared by admission and nfcoll_replay. */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@ static nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, nf_policy_action_t *a
                           const char *name, uint64_t m, nf_decide_reason_t *why)
 {
     char buf[40];
-    nf_decide_reason_t r = {NF_WHY_RULE, NULL};
+    nf_decide_reason_t r = {NF_WHY_RULE, NULL, 0};
     nf_route_t route = a->route;
     if (a->route_auto) {
         r.pe = nf_profile_find(x->prof, nf_decide_profile_name(name, m, buf, sizeof(buf)));
@@ -50,7 +51,7 @@ static nf_route_t nf_decide_auto(const nf_decide_ctx_t *x, nf_policy_action_t *a
         /* not in a calibration run: it measures afresh, not at an older
          * profile's decays */
         if (r.why == NF_WHY_PROFILE && !x->calibrate && a->ef_decay < 0 && r.pe->ef_decay >= 0)
-            a->ef_decay = r.pe->ef_decay;
+            a->ef_decay = r.pe->ef_decay, r.pe_decay = 1;
     }
     if (why != NULL)
         *why = r;
@@ -153,7 +154,7 @@ static nf_status_t nf_decide_cut(const nf_decide_ctx_t *x, const nf_decide_call_
         if (g->why.why == NF_WHY_STALE && d->stale == NULL) /* the first, with its own size */
             d->stale = g->why.pe, d->stale_m = g->m;
         if (x->calibrate)
-            g->why = (nf_decide_reason_t){NF_WHY_CALIBRATE, NULL};
+            g->why = (nf_decide_reason_t){NF_WHY_CALIBRATE, NULL, 0};
         any |= g->route != NF_ROUTE_PMPI;
     }
     d->cut = any ? NF_CUT_FUSED : NF_CUT_ALL_PMPI;
@@ -180,7 +181,7 @@ nf_status_t nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int c
     d->stale = NULL, d->stale_m = 0;
     nf_decide_whole(x, c, &d->whole);
     d->calibrate = x->calibrate && nf_decide_float_sum(c->dt, c->op, c->bytes, c->count);
-    d->why = (nf_decide_reason_t){d->calibrate ? NF_WHY_CALIBRATE : NF_WHY_RULE, NULL};
+    d->why = (nf_decide_reason_t){d->calibrate ? NF_WHY_CALIBRATE : NF_WHY_RULE, NULL, 0};
     rc = nf_decide_cut(x, c, d);
     d->route = nf_decide_want(d, comm_ok);
     if (d->route != NF_ROUTE_PMPI && d->cut != NF_CUT_FUSED && !d->calibrate) {
@@ -208,4 +209,15 @@ void nf_decide_free(nf_decide_t *d)
 {
     free(d->seg);
     d->seg = NULL, d->nseg = d->cap = 0;
+}
+
+void nf_decide_params(const nf_policy_action_t *a, const nf_decide_reason_t *r,
+                      const nf_settings_t *s, nf_decide_params_t *p)
+{
+    int ef = a->ef >= 0 ? a->ef : s->ef;
+    p->ef_decay = !ef ? NAN : a->ef_decay >= 0.0 ? a->ef_decay : s->ef_decay;
+    p->decay_by = !ef ? "ef-off" : a->ef_decay < 0.0 ? "settings" : r->pe_decay ? "profile"
+                                                                               : "rule";
+    p->scale_block = a->scale_block >= 0 ? a->scale_block : (long)s->scale_block;
+    p->block_by = a->scale_block >= 0 ? "rule" : "settings";
 }

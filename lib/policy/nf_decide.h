@@ -14,6 +14,7 @@
 #include "nf_layout.h"
 #include "nf_policy.h"
 #include "nf_profile.h"
+#include "nf_settings.h"
 
 /* What a run decides by, besides the call: fixed for the run. */
 typedef struct nf_decide_ctx {
@@ -39,6 +40,7 @@ typedef enum nf_decide_why {
 typedef struct nf_decide_reason {
     nf_decide_why_t why;
     const nf_profile_entry_t *pe; /* NF_WHY_PROFILE, NF_WHY_STALE: the entry; else NULL */
+    int pe_decay;                 /* 1: the entry's ef_decay runs (the rule names none) */
 } nf_decide_reason_t;
 
 /* "rule", "profile", "no-entry", "stale-entry", "calibrate". */
@@ -128,6 +130,20 @@ nf_status_t nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int c
  * call (seg 1) a pmpi segment runs fp32. */
 nf_route_t nf_decide_runs(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int seg,
                           nf_route_t route);
+
+/* The error feedback and scale block a segment runs with, and where each
+ * came from: what the stats' admission record and nfcoll_replay print.
+ * The explicit key (the rule's) wins, then the profile entry's choice
+ * (route = auto, r->pe_decay), then the settings s (NFCOLL_EF,
+ * NFCOLL_EF_DECAY, NFCOLL_SCALE_BLOCK). */
+typedef struct nf_decide_params {
+    double ef_decay;      /* NAN when error feedback is off */
+    const char *decay_by; /* "rule", "profile", "settings"; "ef-off" */
+    long scale_block;     /* elements per binary scale, 0: one per segment */
+    const char *block_by; /* "rule", "settings" */
+} nf_decide_params_t;
+void nf_decide_params(const nf_policy_action_t *a, const nf_decide_reason_t *r,
+                      const nf_settings_t *s, nf_decide_params_t *p);
 
 void nf_decide_free(nf_decide_t *d);
 
