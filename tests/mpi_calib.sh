@@ -83,19 +83,24 @@ for np in 2 3; do
 done
 left=$(ls "$tmp" | grep '\.tmp\.')
 [ -z "$left" ] || { echo "FAIL - temporary files left: $left"; nf_failed=1; }
-# Calibration measures the route as the rule runs it: under ef_decay = 1 the
-# profile is the one without the key, byte for byte; under ef_decay = 0 the
-# binary shadow adds no residual back and its cosines change.
-for d in 1 0; do
+# Calibration measures the route as the rule runs it, and where nothing
+# names a decay its shadows run at its own, 0.25: under ef_decay = 0.25 the
+# profile is the one without the key, byte for byte; ef_decay = 1 in the
+# rule and NFCOLL_EF_DECAY=1 (explicit too) measure one other binary route;
+# under ef_decay = 0 the binary shadow adds no residual back.
+for d in 0.25 1 0; do
   sed -e "s/^version = 1$/version = 2/" -e "s/^route = binary$/route = binary\nef_decay = $d/" \
     "$pol" > "$tmp/decay$d.policy"
   run 2 NFCOLL_POLICY=$tmp/decay$d.policy NFCOLL_CALIBRATE=$tmp/d$d ./tests/mpi/test_calib --calibrate 8
 done
-if cmp -s "$tmp/p.2" "$tmp/d1" && ! cmp -s "$tmp/p.2" "$tmp/d0" &&
-   [ "$(awk '$1 == "dense" {print $4}' "$tmp/p.2")" != "$(awk '$1 == "dense" {print $4}' "$tmp/d0")" ]; then
-  echo "ok - calibration under ef_decay: 1 as without the key, 0 measures another binary route"
+run 2 NFCOLL_POLICY=$pol NFCOLL_EF_DECAY=1 NFCOLL_CALIBRATE=$tmp/env1 ./tests/mpi/test_calib --calibrate 8
+dense() { awk '$1 == "dense" {print $4}' "$1"; }
+if cmp -s "$tmp/p.2" "$tmp/d0.25" && cmp -s "$tmp/d1" "$tmp/env1" && ! cmp -s "$tmp/p.2" "$tmp/d1" &&
+   [ "$(dense "$tmp/p.2")" != "$(dense "$tmp/d0")" ] &&
+   [ "$(dense "$tmp/p.2")" != "$(dense "$tmp/d1")" ]; then
+  echo "ok - calibration's shadows: 0.25 where nothing names a decay; the rule's or NFCOLL_EF_DECAY's where named"
 else
-  echo "FAIL - calibration under ef_decay:"; cat "$tmp/p.2" "$tmp/d1" "$tmp/d0"; nf_failed=1
+  echo "FAIL - calibration under ef_decay:"; cat "$tmp/p.2" "$tmp/d0.25" "$tmp/d1" "$tmp/env1" "$tmp/d0"; nf_failed=1
 fi
 # Likewise scale_block: 0 is the profile without the key; 512 (8 blocks of
 # each 4096-float region) measures the blocked binary route, and the

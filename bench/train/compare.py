@@ -23,7 +23,7 @@ results); the default set is the first six (lm: the first five):
     binary-all     every parameter G-Binary, each with its own scale
     head-fp32      head.* exact (lm: also its embeddings wte and wpe), every
                    other parameter G-Binary
-    auto           a calibration run (its shadows at ef_decay = 0.25) writes
+    auto           a calibration run (naming no parameter) writes
                    calib.profile; the run uses route = auto and nothing else:
                    each region's route and error-feedback decay are the
                    profile's (the decay chosen from the measured lag cosine)

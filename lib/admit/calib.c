@@ -18,6 +18,7 @@
 #include "nf_log.h"
 #include "nf_profile.h"
 #include "nf_region.h"
+#include "nf_settings.h"
 #include "nf_util.h"
 
 #define NF_CALIB_MAX 4096 /* segments measured; more are not profiled */
@@ -26,6 +27,11 @@
  * run look alike under every optimizer (docs/design.md, "Calibration"). */
 #define NF_CALIB_LAG_FROM 20
 #define NF_CALIB_LAG_TO 100
+/* The shadows' error-feedback decay where neither the rule nor
+ * NFCOLL_EF_DECAY names one: the decay the lag cosine separates the
+ * optimizers best at, and the one most segments then run (docs/design.md,
+ * "Calibration"). */
+#define NF_CALIB_DECAY NF_PROFILE_DECAY_CUT
 
 typedef struct nf_calib_seg {
     char name[NF_REGION_NAME_MAX + 24];
@@ -48,6 +54,8 @@ static struct {
     nf_calib_seg_t *v;
     size_t n, cap;
     nf_keymap_t index; /* (region id, 0) or (0, bytes + 1) -> index in v */
+    double decay; /* the shadows' where the rule names none: NF_CALIB_DECAY, or
+                     -1 (the settings') when NFCOLL_EF_DECAY is set */
 } nf_cal = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The profile's temp file, created now rather than after the whole run:
@@ -74,6 +82,8 @@ void nf_calib_init(const char *path, unsigned calls, double admit)
     nf_cal.path = path != NULL ? strdup(path) : NULL;
     nf_cal.calls = calls > 0 ? calls : 20;
     nf_cal.admit = admit;
+    const char *env = nf_setting_raw(NF_SET_EF_DECAY);
+    nf_cal.decay = env != NULL && env[0] != '\0' ? -1.0 : NF_CALIB_DECAY;
     if (nf_cal.path != NULL)
         nf_calib_open_out();
 }
@@ -303,7 +313,8 @@ static int nf_calib_lag_wanted(const nf_seg_t *g)
 }
 
 /* Both shadows of the call, from the input copy x into the two buffers;
- * tmp (2 * nseg) gets the segments as each shadow ran them, lag (nseg) the
+ * tmp (2 * nseg) holds the segments twice as decided (what a rule left
+ * unset still unset) and gets them as each shadow ran them, lag (nseg) the
  * lag cosines (NaN where none is wanted). */
 static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, const nf_seg_t *seg,
                                     size_t nseg, nf_seg_t *tmp, float *const out[2], double *lag)
@@ -319,11 +330,13 @@ static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, cons
     for (unsigned w = 0; st == NF_OK && w < 2; w++) {
         nf_seg_t *t = tmp + w * nseg;
         for (size_t s = 0; s < nseg; s++) {
-            t[s] = seg[s];
             t[s].route = w == 0 ? NF_ROUTE_BINARY : NF_ROUTE_TERNARY;
             t[s].ef = -1; /* the settings' error feedback, as a route would run */
             /* ef_decay and scale_block stay the segment's: under such a
-             * rule calibration measures the route as the rule runs it */
+             * rule calibration measures the route as the rule runs it;
+             * a decay nothing names is calibration's own */
+            if (t[s].ef_decay < 0.0)
+                t[s].ef_decay = nf_cal.decay;
         }
         st = nf_run_shadow(c, cc != NULL ? &cc->shadow[w] : NULL, x, out[w], m, t, nseg);
     }
@@ -372,6 +385,8 @@ nf_status_t nf_calib_run(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, si
         memcpy(x, in, m * sizeof(float)); /* the exact run may overwrite it */
         tmp = (nf_seg_t *)(void *)((char *)x + at);
         lag = (double *)(void *)((char *)x + lag_at);
+        for (size_t s = 0; s < nseg; s++) /* as decided: the exact run fills in the settings */
+            tmp[s] = tmp[nseg + s] = seg[s];
     }
     for (size_t s = 0; s < nseg; s++)
         seg[s].route = NF_ROUTE_FP32;
