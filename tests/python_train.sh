@@ -7,7 +7,7 @@
 #    6 % of FP32, and that the profile admitted exactly the segments whose
 #    measured cosine reached the threshold, which then ran so.
 # 2. The users' setting, SGD momentum 0.9 with a cosine schedule: fp32, auto
-#    and auto-health (both with ef_decay = 0.5). Asserts auto and auto-health
+#    and auto-health (no parameter named: calibration's). Asserts auto and auto-health
 #    at most 2 points below fp32 at most 10 % of FP32's upstream bytes, and
 #    health holding at most 5 % of the gradient bytes on fp32 in this
 #    healthy run.
@@ -20,7 +20,13 @@
 #    6 steps of the injection, names its signal, and re-enters low-bit with
 #    at least 90 % of the bytes after its last re-entry on binary
 #    (NF_INJECT_CHECK_ARGS: more inject.py options).
-# 4. The byte-level language model (lm) on WordNet's glosses, AdamW, 256
+# 4. Held-back models as an unmodified program (bench/train/heldback.py:
+#    one fused buffer, mpi4py's Allreduce, libnfcoll preloaded, a layout
+#    file), 30 steps each of mlp2 and cnn2: fp32, a calibration run and
+#    route = auto run; asserts identical weights, a profile entry per
+#    layout region, every region decided by its entry, and auto's upstream
+#    bytes at most 8 % of FP32.
+# 5. The byte-level language model (lm) on WordNet's glosses, AdamW, 256
 #    training windows (16 steps), fp32 and head-fp32: asserts identical
 #    weights, head-fp32's validation perplexity at most 10 % above fp32's,
 #    its head and embeddings (head.*, wte.*, wpe) exact and every other
@@ -37,7 +43,7 @@ if [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
 fi
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
-# make check (NF_TIER=fast) runs 2. alone; make check-full all four.
+# make check (NF_TIER=fast) runs 2. alone; make check-full all five.
 rc=0
 if [ "${NF_TIER:-full}" != fast ]; then
   timeout -k 10 "${NF_TEST_TIMEOUT:-300}" "$py" "$top/bench/train/compare.py" --check --no-plot \
@@ -64,6 +70,28 @@ timeout -k 10 "${NF_TEST_TIMEOUT:-600}" "$py" "$top/bench/train/inject.py" --che
 rc3=$?
 [ $rc3 -eq 0 ] || echo "FAILED (exit $rc3): fault injection"
 [ $rc -eq 0 ] && rc=$rc3
+timeout -k 10 "${NF_TEST_TIMEOUT:-300}" "$py" "$top/bench/train/heldback.py" --build "$PWD" \
+  --models mlp2,cnn2 --seeds 1 --steps 30 --out-dir "$tmp/heldback" --python "$py" \
+  --mpirun-args "--mca btl self,vader" > "$tmp/heldback.out" 2>&1 &&
+  "$py" - "$tmp/heldback" <<'PY'
+import json, sys
+d = sys.argv[1]
+for m in ("mlp2", "cnn2"):
+    regions = [l.split()[1] for l in open("%s/%s.layout" % (d, m))]
+    lines = [l.split() for l in open("%s/%s.s1.profile" % (d, m)) if not l.startswith("#")]
+    assert sorted(l[0] for l in lines) == sorted(regions), (m, lines, regions)
+    st = json.load(open("%s/%s.s1.auto.stats.json" % (d, m)))
+    bad = [r for r in regions if st["admission"].get(r, {}).get("by") != "profile"]
+    assert not bad, (m, "not decided by the profile", bad)
+    up = sum(r["upstream_bytes"] for r in st["routes"].values())
+    fp = sum(r["fp32_ring_bytes"] for r in st["routes"].values())
+    assert 0 < up <= 0.08 * fp, (m, up, fp)
+    print("ok - held-back %s as an unmodified program: %d regions from the profile, up %.2f %%"
+          % (m, len(regions), 100.0 * up / fp))
+PY
+rc5=$?
+[ $rc5 -eq 0 ] || { echo "FAILED (exit $rc5): held-back models"; cat "$tmp/heldback.out"; }
+[ $rc -eq 0 ] && rc=$rc5
 text=${NF_WORDNET:-/usr/share/wordnet}
 if [ ! -f "$text/data.noun" ]; then
   echo "ok - lm # SKIP no WordNet in $text (Debian: apt-get install wordnet-base)"
