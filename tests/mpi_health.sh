@@ -83,7 +83,7 @@ run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_health --gaps
 # The record of why each region ran where it ran (issue 15 item 4), from a
 # loaded profile: the stats' "admission" object names rec.head's rule with
 # its file:line, rec.body's profile entry with its figures (the decay it
-# chose runs: the rule names none; rec.head's is the settings'), its cool-down
+# chose runs: the rule names none; fp32 regions have no decay), its cool-down
 # (signal, call) and re-entry, and its nonfinite fallback; rec.tail has no
 # entry, rec.old a stale one. The trace says the same per call.
 rec=$srcdir/tests/policy_shim/record.policy
@@ -97,18 +97,18 @@ def want(region, **kv):
     if got != kv:
         sys.exit("%s: %s, want %s" % (region, got, kv))
 want("rec.head", route="fp32", by="rule", rule="head", entry=None, cooldowns=0,
-     lag_cosine=None, ef_decay=1.0, ef_decay_by="settings", scale_block=0,
-     scale_block_by="settings")
+     lag_cosine=None, ef_decay=None, ef_decay_by=None, scale_block=None,
+     scale_block_by=None)
 assert a["rec.head"]["where"].endswith("record.policy:14"), a["rec.head"]["where"]
 want("rec.body", route="binary", by="profile", rule="auto", entry_elements=2000,
      cos_binary=0.9, cos_ternary=0.95, admit_cosine=0.5, cooldowns=2,
      last_signal="nonfinite", first_cooldown_call=4, last_cooldown_call=4, reentries=2,
      last_reentry_call=8, fallbacks={"nonfinite": 2}, lag_cosine=0.1234, ef_decay=0.25,
-     ef_decay_by="profile")
+     ef_decay_by="profile", scale_block=0, scale_block_by="settings")
 assert a["rec.body"]["entry"].endswith("record.profile:3"), a["rec.body"]["entry"]
 want("rec.tail", route="fp32", by="no-entry", entry=None, cooldowns=0, reentries=0)
 want("rec.old", route="fp32", by="stale-entry", entry_elements=999, lag_cosine=None,
-     ef_decay=1.0, ef_decay_by="settings")
+     ef_decay=None, ef_decay_by=None)
 PY
 then
   echo "ok - the stats' admission record: a rule, a profile entry, a cool-down, re-entry"

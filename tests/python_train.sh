@@ -22,10 +22,11 @@
 #    (NF_INJECT_CHECK_ARGS: more inject.py options).
 # 4. Held-back models as an unmodified program (bench/train/heldback.py:
 #    one fused buffer, mpi4py's Allreduce, libnfcoll preloaded, a layout
-#    file), 30 steps each of mlp2 and cnn2: fp32, a calibration run and
+#    file), 40 steps each of mlp2 and cnn2: fp32, a calibration run and
 #    route = auto run; asserts identical weights, a profile entry per
-#    layout region, every region decided by its entry, and auto's upstream
-#    bytes at most 8 % of FP32.
+#    layout region, every region decided by its entry and running the decay
+#    it chose (20 calls of the lag's window), and auto's upstream bytes at
+#    most 8 % of FP32.
 # 5. The byte-level language model (lm) on WordNet's glosses, AdamW, 256
 #    training windows (16 steps), fp32 and head-fp32: asserts identical
 #    weights, head-fp32's validation perplexity at most 10 % above fp32's,
@@ -71,7 +72,7 @@ rc3=$?
 [ $rc3 -eq 0 ] || echo "FAILED (exit $rc3): fault injection"
 [ $rc -eq 0 ] && rc=$rc3
 timeout -k 10 "${NF_TEST_TIMEOUT:-300}" "$py" "$top/bench/train/heldback.py" --build "$PWD" \
-  --models mlp2,cnn2 --seeds 1 --steps 30 --out-dir "$tmp/heldback" --python "$py" \
+  --models mlp2,cnn2 --seeds 1 --steps 40 --out-dir "$tmp/heldback" --python "$py" \
   --mpirun-args "--mca btl self,vader" > "$tmp/heldback.out" 2>&1 &&
   "$py" - "$tmp/heldback" <<'PY'
 import json, sys
@@ -81,8 +82,10 @@ for m in ("mlp2", "cnn2"):
     lines = [l.split() for l in open("%s/%s.s1.profile" % (d, m)) if not l.startswith("#")]
     assert sorted(l[0] for l in lines) == sorted(regions), (m, lines, regions)
     st = json.load(open("%s/%s.s1.auto.stats.json" % (d, m)))
-    bad = [r for r in regions if st["admission"].get(r, {}).get("by") != "profile"]
-    assert not bad, (m, "not decided by the profile", bad)
+    adm = st["admission"]
+    bad = [r for r in regions if adm.get(r, {}).get("by") != "profile" or
+           adm[r].get("ef_decay_by") != "profile" or adm[r].get("ef_decay") not in (0.25, 1.0)]
+    assert not bad, (m, "not decided by the profile, or not at its decay", bad)
     up = sum(r["upstream_bytes"] for r in st["routes"].values())
     fp = sum(r["fp32_ring_bytes"] for r in st["routes"].values())
     assert 0 < up <= 0.08 * fp, (m, up, fp)

@@ -1947,24 +1947,45 @@ START_TEST(test_profile_decay)
     /* what the stats' admission record and nfcoll_replay say ran, and by what */
     nf_settings_t st = {.ef = 1, .ef_decay = 0.75, .scale_block = 1024};
     nf_decide_params_t pa;
-    nf_decide_params(&d.seg[0].act, &d.seg[0].why, &st, &pa);
+    nf_decide_params(&d.seg[0].act, &d.seg[0].why, d.seg[0].route, &st, &pa);
     ck_assert_msg(pa.ef_decay == 1.0 && strcmp(pa.decay_by, "profile") == 0, "a: %g by %s",
                   pa.ef_decay, pa.decay_by);
     ck_assert_msg(pa.scale_block == 1024 && strcmp(pa.block_by, "settings") == 0, "a: %ld by %s",
                   pa.scale_block, pa.block_by);
-    nf_decide_params(&d.seg[1].act, &d.seg[1].why, &st, &pa);
+    nf_decide_params(&d.seg[1].act, &d.seg[1].why, d.seg[1].route, &st, &pa);
     ck_assert_msg(pa.ef_decay == 0.5 && strcmp(pa.decay_by, "rule") == 0, "b: %g by %s",
                   pa.ef_decay, pa.decay_by);
-    nf_decide_params(&d.seg[2].act, &d.seg[2].why, &st, &pa);
+    nf_decide_params(&d.seg[2].act, &d.seg[2].why, d.seg[2].route, &st, &pa);
     ck_assert_msg(pa.ef_decay == 0.75 && strcmp(pa.decay_by, "settings") == 0, "c: %g by %s",
                   pa.ef_decay, pa.decay_by);
     st.ef = 0;
-    nf_decide_params(&d.seg[2].act, &d.seg[2].why, &st, &pa);
+    nf_decide_params(&d.seg[2].act, &d.seg[2].why, d.seg[2].route, &st, &pa);
     ck_assert_msg(isnan(pa.ef_decay) && strcmp(pa.decay_by, "ef-off") == 0, "c, ef off: %g by %s",
                   pa.ef_decay, pa.decay_by);
+    ck_assert_msg(pa.scale_block == -1 && pa.block_by == NULL, "c is ternary: no scale block");
+    /* a route without a residual has neither */
+    st.ef = 1;
+    nf_decide_params(&d.seg[2].act, &d.seg[2].why, NF_ROUTE_FP32, &st, &pa);
+    ck_assert(isnan(pa.ef_decay) && pa.decay_by == NULL && pa.block_by == NULL);
+    /* a calibration run: its shadows' decay, calibration's own unless
+     * NFCOLL_EF_DECAY gave one; the settings' error feedback */
+    nf_decide_reason_t cal = {NF_WHY_CALIBRATE, NULL, 0};
+    nf_policy_action_t off = d.seg[2].act;
+    off.ef = 0;
+    nf_decide_params(&off, &cal, NF_ROUTE_FP32, &st, &pa);
+    ck_assert_msg(pa.ef_decay == NF_PROFILE_DECAY_CUT && strcmp(pa.decay_by, "calibrate") == 0 &&
+                      pa.scale_block == 1024, "calibrate: %g by %s, block %ld", pa.ef_decay,
+                  pa.decay_by, pa.scale_block);
+    ck_assert(nf_decide_shadow_decay(&st) == NF_PROFILE_DECAY_CUT);
+    st.ef_decay_set = 1;
+    nf_decide_params(&off, &cal, NF_ROUTE_FP32, &st, &pa);
+    ck_assert_msg(pa.ef_decay == 0.75 && strcmp(pa.decay_by, "settings") == 0,
+                  "calibrate, NFCOLL_EF_DECAY given: %g by %s", pa.ef_decay, pa.decay_by);
+    ck_assert(nf_decide_shadow_decay(&st) == 0.75);
+    st.ef_decay_set = 0;
     nf_policy_action_t blk = d.seg[1].act;
     blk.scale_block = 512, blk.ef = 1;
-    nf_decide_params(&blk, &d.seg[1].why, &st, &pa);
+    nf_decide_params(&blk, &d.seg[1].why, NF_ROUTE_BINARY, &st, &pa);
     ck_assert_msg(pa.scale_block == 512 && strcmp(pa.block_by, "rule") == 0 &&
                       strcmp(pa.decay_by, "rule") == 0, "rule's block: %ld by %s, decay by %s",
                   pa.scale_block, pa.block_by, pa.decay_by);

@@ -19,6 +19,7 @@
 #include "nf_fallback.h"
 #include "nf_file.h"
 #include "nf_intern.h"
+#include "nf_settings.h"
 #include "nf_util.h"
 
 /* ------------------------------------------------------------ bool */
@@ -480,6 +481,28 @@ START_TEST(test_fallback_route)
 }
 END_TEST
 
+/* NFCOLL_EF_DECAY: whether it was given (calibration's shadows run the
+ * settings' decay only then); a bad value warns and counts as not given. */
+static const struct { const char *env; double decay; int set; } decay_cases[] = {
+    {NULL, 1.0, 0}, {"0.5", 0.5, 1}, {"1", 1.0, 1}, {"0", 0.0, 1}, {"2", 1.0, 0}, {"half", 1.0, 0},
+};
+
+START_TEST(test_ef_decay_setting)
+{
+    if (decay_cases[_i].env != NULL)
+        setenv("NFCOLL_EF_DECAY", decay_cases[_i].env, 1);
+    else
+        unsetenv("NFCOLL_EF_DECAY");
+    nf_settings_reset();
+    const nf_settings_t *s = nf_settings_load();
+    ck_assert_msg(s->ef_decay == decay_cases[_i].decay && s->ef_decay_set == decay_cases[_i].set,
+                  "NFCOLL_EF_DECAY=%s: %g, set %d", decay_cases[_i].env ? decay_cases[_i].env : "(unset)",
+                  s->ef_decay, s->ef_decay_set);
+    unsetenv("NFCOLL_EF_DECAY");
+    nf_settings_reset();
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
@@ -515,6 +538,9 @@ static Suite *util_suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("fallback");
     tcase_add_loop_test(t, test_fallback_route, 0, NCASES(fb_cases));
+    suite_add_tcase(s, t);
+    t = tcase_create("settings");
+    tcase_add_loop_test(t, test_ef_decay_setting, 0, NCASES(decay_cases));
     suite_add_tcase(s, t);
     return s;
 }

@@ -53,6 +53,11 @@ static void rw_json_num(FILE *fp, const char *key, double v)
     fprintf(fp, ", \"%s\": %s", key, isfinite(v) ? nf_format_fixed4(b, sizeof(b), v) : "null");
 }
 
+static void rw_json_word(FILE *fp, const char *key, const char *v)
+{
+    fprintf(fp, v != NULL ? ", \"%s\": \"%s\"" : ", \"%s\": null", key, v != NULL ? v : "");
+}
+
 /* As the stats JSON writes its decision fields (which keep the last 191
  * bytes of a longer file:line). */
 void replay_whys_json(FILE *fp, const replay_whys_t *t, const nf_profile_t *prof,
@@ -84,11 +89,16 @@ void replay_whys_json(FILE *fp, const replay_whys_t *t, const nf_profile_t *prof
                 nf_format_fixed4(b, sizeof(b), nf_policy_admit_cosine(pol)),
                 (unsigned long long)w->act.warmup);
         nf_decide_params_t p;
-        nf_decide_params(&w->act, &w->why, nf_settings_load(), &p);
+        nf_decide_params(&w->act, &w->why, w->route, nf_settings_load(), &p);
         rw_json_num(fp, "lag_cosine", pe != NULL ? pe->lag_cosine : NAN);
         rw_json_num(fp, "ef_decay", p.ef_decay);
-        fprintf(fp, ", \"ef_decay_by\": \"%s\", \"scale_block\": %ld, \"scale_block_by\": \"%s\"}",
-                p.decay_by, p.scale_block, p.block_by);
+        rw_json_word(fp, "ef_decay_by", p.decay_by);
+        if (p.scale_block >= 0)
+            fprintf(fp, ", \"scale_block\": %ld", p.scale_block);
+        else
+            fprintf(fp, ", \"scale_block\": null");
+        rw_json_word(fp, "scale_block_by", p.block_by);
+        fprintf(fp, "}");
     }
     fprintf(fp, "%s}", t->n ? "\n  " : "");
 }

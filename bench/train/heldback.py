@@ -17,6 +17,9 @@ and auto's upstream bytes as % of FP32 (libnfcoll's stats). One run:
     mpirun -np 2 -x LD_PRELOAD=build/lib/.libs/libnfcoll.so \\
         -x NFCOLL_POLICY=auto.policy bench/train/heldback.py --run --model mlp2
 
+Open MPI's mpirun (-x, --oversubscribe). NFCOLL_* settings of the caller's
+environment are not passed to the runs: the policies decide.
+
 Models: mlp2 (784-512-256-128-10), cnn2 (two convolutions of 24 and 48
 channels, a hidden layer of 96). SGD momentum 0.9, weight decay 5e-4, lr
 0.05 with a cosine decay per step, batch 64 per rank, Fashion-MNIST (the
@@ -148,22 +151,45 @@ def policy(path, lines):
                 "route = auto\n" % "".join(x + "\n" for x in lines))
 
 
+def check_auto(m, lay, prof, stats):
+    """Every layout region has a profile entry and was decided by it: the
+    runs measured what they claim. Exits naming what is wrong."""
+    regions = [line.split()[1] for line in open(lay)]
+    if not os.path.exists(prof):
+        sys.exit("heldback.py: %s: the calibration run wrote no profile %s" % (m, prof))
+    entries = {line.split()[0] for line in open(prof) if line.strip() and not line.startswith("#")}
+    adm = json.load(open(stats)).get("admission", {})
+    bad = [r for r in regions if r not in entries or adm.get(r, {}).get("by") != "profile"]
+    if bad:
+        sys.exit("heldback.py: %s: not decided by the profile's entry: %s (see %s)"
+                 % (m, ", ".join(bad), stats))
+
+
 def run_all(a):
     """fp32, calibration and auto per model and seed; the table."""
     lib = os.path.join(os.path.abspath(a.build), LIB)
     if not os.path.exists(lib):
         sys.exit("heldback.py: no %s (build first, or --build DIR)" % lib)
-    os.makedirs(a.out_dir, exist_ok=True)
-    me = os.path.abspath(__file__)
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    rows = []
-    for m in a.models.split(","):
+    names = a.models.split(",")
+    for m in names:
         if m not in MODELS:
-            sys.exit("heldback.py: unknown model %r (expected one of %s)" % (m, ", ".join(MODELS)))
-        lay = os.path.join(a.out_dir, m + ".layout")
+            sys.exit("heldback.py: unknown model %r (expected some of %s)" % (m, ", ".join(MODELS)))
+    try:
+        seeds = [int(x) for x in a.seeds.split(",")]
+    except ValueError:
+        sys.exit("heldback.py: bad --seeds %r (expected integers separated by commas)" % a.seeds)
+    out = os.path.abspath(a.out_dir)  # the policies name files by absolute path
+    os.makedirs(out, exist_ok=True)
+    me = os.path.abspath(__file__)
+    # the runs' libnfcoll settings are the policies' alone
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NFCOLL_")}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    rows = []
+    for m in names:
+        lay = os.path.join(out, m + ".layout")
         write_layout(m, lay)
-        for s in [int(x) for x in a.seeds.split(",")]:
-            base = os.path.join(a.out_dir, "%s.s%d" % (m, s))
+        for s in seeds:
+            base = os.path.join(out, "%s.s%d" % (m, s))
             prof = base + ".profile"
             policy(base + ".calibrate.policy", ["calibrate = " + prof, "regions = " + lay])
             policy(base + ".auto.policy", ["profile = " + prof, "regions = " + lay])
@@ -183,6 +209,7 @@ def run_all(a):
                         sys.exit("heldback.py: %s failed (see %s.%s.log)" % (name, base, name))
                 with open("%s.%s.json" % (base, name)) as f:
                     res[name] = json.load(f)
+            check_auto(m, lay, prof, base + ".auto.stats.json")
             st = json.load(open(base + ".auto.stats.json"))["routes"]
             up = 100.0 * sum(r["upstream_bytes"] for r in st.values()) / max(
                 1, sum(r["fp32_ring_bytes"] for r in st.values()))
@@ -192,7 +219,7 @@ def run_all(a):
             print("%s seed %d: fp32 %.2f, auto %.2f (%+.2f), up %.2f %% of FP32, same weights: %s"
                   % (m_, s_, f_, x_, x_ - f_, u_, "yes" if same else "NO"), flush=True)
     print("\nmodel  fp32 (seeds)                auto (seeds)                vs fp32 (+- half range)  up %")
-    for m in a.models.split(","):
+    for m in names:
         r = [x for x in rows if x[0] == m]
         d = [x[3] - x[2] for x in r]
         print("%-6s %.2f (%s)  %.2f (%s)  %+.2f (+-%.2f)  %.2f" % (
@@ -214,7 +241,8 @@ def main():
     ap.add_argument("--out-dir", default="heldback")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--mpirun", default="mpirun")
-    ap.add_argument("--mpirun-args", default="", help="more mpirun options (one string)")
+    ap.add_argument("--mpirun-args", default="",
+                    help="more mpirun options, one string: --mpirun-args='--mca btl self,vader'")
     ap.add_argument("--run", action="store_true", help="one run (inside mpirun)")
     ap.add_argument("--model", choices=MODELS, help="--run: the model")
     ap.add_argument("--seed", type=int, default=1, help="--run: the seed")

@@ -373,10 +373,11 @@ static void nf_adm_record(const nf_seg_t *g, const nf_policy_action_t *a,
     nf_decide_params_t p;
     if (g->id == 0)
         return;
-    nf_decide_params(a, r, nf_adm_settings != NULL ? nf_adm_settings : nf_settings_load(), &p);
+    nf_decide_params(a, r, g->route, nf_adm_settings != NULL ? nf_adm_settings : nf_settings_load(),
+                     &p);
     w.ef_decay = p.ef_decay, w.scale_block = p.scale_block;
-    snprintf(w.decay_by, sizeof(w.decay_by), "%s", p.decay_by);
-    snprintf(w.block_by, sizeof(w.block_by), "%s", p.block_by);
+    snprintf(w.decay_by, sizeof(w.decay_by), "%s", p.decay_by != NULL ? p.decay_by : "");
+    snprintf(w.block_by, sizeof(w.block_by), "%s", p.block_by != NULL ? p.block_by : "");
     snprintf(w.by, sizeof(w.by), "%s", nf_decide_why_name(r->why));
     snprintf(w.rule, sizeof(w.rule), "%s", a->rule);
     nf_adm_where(w.where, sizeof(w.where), a->file, a->line);

@@ -27,11 +27,6 @@
  * run look alike under every optimizer (docs/design.md, "Calibration"). */
 #define NF_CALIB_LAG_FROM 20
 #define NF_CALIB_LAG_TO 100
-/* The shadows' error-feedback decay where neither the rule nor
- * NFCOLL_EF_DECAY names one: the decay the lag cosine separates the
- * optimizers best at, and the one most segments then run (docs/design.md,
- * "Calibration"). */
-#define NF_CALIB_DECAY NF_PROFILE_DECAY_CUT
 
 typedef struct nf_calib_seg {
     char name[NF_REGION_NAME_MAX + 24];
@@ -54,8 +49,7 @@ static struct {
     nf_calib_seg_t *v;
     size_t n, cap;
     nf_keymap_t index; /* (region id, 0) or (0, bytes + 1) -> index in v */
-    double decay; /* the shadows' where the rule names none: NF_CALIB_DECAY, or
-                     -1 (the settings') when NFCOLL_EF_DECAY is set */
+    double decay; /* the shadows' where the rule names none (nf_decide_shadow_decay) */
 } nf_cal = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The profile's temp file, created now rather than after the whole run:
@@ -82,8 +76,7 @@ void nf_calib_init(const char *path, unsigned calls, double admit)
     nf_cal.path = path != NULL ? strdup(path) : NULL;
     nf_cal.calls = calls > 0 ? calls : 20;
     nf_cal.admit = admit;
-    const char *env = nf_setting_raw(NF_SET_EF_DECAY);
-    nf_cal.decay = env != NULL && env[0] != '\0' ? -1.0 : NF_CALIB_DECAY;
+    nf_cal.decay = nf_decide_shadow_decay(nf_settings_load());
     if (nf_cal.path != NULL)
         nf_calib_open_out();
 }

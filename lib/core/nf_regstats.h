@@ -33,10 +33,13 @@ typedef struct nf_rs_why {
     double admit_cosine;     /* the policy's admit_cosine */
     uint64_t warmup;         /* the rule's warmup (calls on fp32 first; 0: none) */
     double lag_cosine;       /* the entry's lag cosine (NAN: none) */
-    double ef_decay;         /* the decay that runs (NAN: error feedback off) */
-    char decay_by[12];       /* rule, profile, settings, ef-off (nf_decide_params) */
-    long scale_block;        /* elements per binary scale (0: one per segment) */
-    char block_by[12];       /* rule, settings */
+    double ef_decay;         /* the decay that runs (NAN: error feedback off, or a route
+                                without a residual) */
+    char decay_by[12];       /* rule, profile, settings, calibrate, ef-off; "": a route
+                                without a residual (nf_decide_params) */
+    long scale_block;        /* elements per binary scale (0: one per segment; -1: not
+                                binary) */
+    char block_by[12];       /* rule, settings; "": not binary */
 } nf_rs_why_t;
 void nf_regstats_why(uint32_t id, const nf_rs_why_t *w);
 

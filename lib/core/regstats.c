@@ -377,6 +377,12 @@ static void nf_rs_json_num(FILE *fp, const char *key, double v)
         fprintf(fp, ", \"%s\": null", key);
 }
 
+/* A word as JSON, null when empty. */
+static void nf_rs_json_word(FILE *fp, const char *key, const char *v)
+{
+    fprintf(fp, v[0] != '\0' ? ", \"%s\": \"%s\"" : ", \"%s\": null", key, v);
+}
+
 static void nf_rs_why_json_one(FILE *fp, const nf_rs_entry_t *e)
 {
     const nf_rs_why_t *w = &e->why;
@@ -404,8 +410,12 @@ static void nf_rs_why_json_one(FILE *fp, const nf_rs_entry_t *e)
         fprintf(fp, ", \"warmup\": %llu", (unsigned long long)w->warmup);
         nf_rs_json_num(fp, "lag_cosine", w->lag_cosine);
         nf_rs_json_num(fp, "ef_decay", w->ef_decay);
-        fprintf(fp, ", \"ef_decay_by\": \"%s\", \"scale_block\": %ld, \"scale_block_by\": \"%s\"",
-                w->decay_by, w->scale_block, w->block_by);
+        nf_rs_json_word(fp, "ef_decay_by", w->decay_by);
+        if (w->scale_block >= 0)
+            fprintf(fp, ", \"scale_block\": %ld", w->scale_block);
+        else
+            fprintf(fp, ", \"scale_block\": null");
+        nf_rs_json_word(fp, "scale_block_by", w->block_by);
     } else {
         fprintf(fp, "\"route\": null, \"by\": null");
     }
@@ -450,7 +460,7 @@ static void nf_rs_why_line(FILE *fp, const nf_rs_entry_t *e)
         fprintf(fp, ", rule %s %s", w->rule, w->where[0] ? w->where : "(built-in)");
         if (w->warmup != 0)
             fprintf(fp, " (warmup %llu)", (unsigned long long)w->warmup);
-        if (w->route == NF_ROUTE_BINARY || w->route == NF_ROUTE_TERNARY) {
+        if (w->decay_by[0] != '\0') {
             if (isfinite(w->ef_decay))
                 fprintf(fp, "; ef_decay %s by %s", nf_format_fixed4(b, sizeof(b), w->ef_decay),
                         w->decay_by);
@@ -458,7 +468,7 @@ static void nf_rs_why_line(FILE *fp, const nf_rs_entry_t *e)
                 fprintf(fp, "; error feedback off");
             if (isfinite(w->lag_cosine))
                 fprintf(fp, " (lag cosine %s)", nf_format_fixed4(b, sizeof(b), w->lag_cosine));
-            if (w->scale_block != 0 && w->route == NF_ROUTE_BINARY)
+            if (w->scale_block > 0)
                 fprintf(fp, "; scale_block %ld by %s", w->scale_block, w->block_by);
         }
     }

@@ -211,13 +211,30 @@ void nf_decide_free(nf_decide_t *d)
     d->seg = NULL, d->nseg = d->cap = 0;
 }
 
-void nf_decide_params(const nf_policy_action_t *a, const nf_decide_reason_t *r,
+double nf_decide_shadow_decay(const nf_settings_t *s)
+{
+    return s->ef_decay_set ? s->ef_decay : NF_PROFILE_DECAY_CUT;
+}
+
+void nf_decide_params(const nf_policy_action_t *a, const nf_decide_reason_t *r, nf_route_t route,
                       const nf_settings_t *s, nf_decide_params_t *p)
 {
-    int ef = a->ef >= 0 ? a->ef : s->ef;
-    p->ef_decay = !ef ? NAN : a->ef_decay >= 0.0 ? a->ef_decay : s->ef_decay;
-    p->decay_by = !ef ? "ef-off" : a->ef_decay < 0.0 ? "settings" : r->pe_decay ? "profile"
-                                                                               : "rule";
-    p->scale_block = a->scale_block >= 0 ? a->scale_block : (long)s->scale_block;
-    p->block_by = a->scale_block >= 0 ? "rule" : "settings";
+    int calib = r->why == NF_WHY_CALIBRATE; /* the shadows: binary and ternary */
+    int lowbit = calib || route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY;
+    int ef = a->ef >= 0 && !calib ? a->ef : s->ef; /* the shadows run the settings' */
+    p->ef_decay = NAN, p->decay_by = NULL;
+    if (lowbit && !ef) {
+        p->decay_by = "ef-off";
+    } else if (lowbit && a->ef_decay >= 0.0) {
+        p->ef_decay = a->ef_decay;
+        p->decay_by = r->pe_decay ? "profile" : "rule";
+    } else if (lowbit) {
+        p->ef_decay = calib ? nf_decide_shadow_decay(s) : s->ef_decay;
+        p->decay_by = calib && !s->ef_decay_set ? "calibrate" : "settings";
+    }
+    p->scale_block = -1, p->block_by = NULL;
+    if (calib || route == NF_ROUTE_BINARY) {
+        p->scale_block = a->scale_block >= 0 ? a->scale_block : (long)s->scale_block;
+        p->block_by = a->scale_block >= 0 ? "rule" : "settings";
+    }
 }

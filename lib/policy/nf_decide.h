@@ -137,13 +137,25 @@ nf_route_t nf_decide_runs(const nf_decide_ctx_t *x, const nf_decide_call_t *c, i
  * (route = auto, r->pe_decay), then the settings s (NFCOLL_EF,
  * NFCOLL_EF_DECAY, NFCOLL_SCALE_BLOCK). */
 typedef struct nf_decide_params {
-    double ef_decay;      /* NAN when error feedback is off */
-    const char *decay_by; /* "rule", "profile", "settings"; "ef-off" */
-    long scale_block;     /* elements per binary scale, 0: one per segment */
-    const char *block_by; /* "rule", "settings" */
+    double ef_decay;      /* NAN when error feedback is off or the route keeps no
+                             residual */
+    const char *decay_by; /* "rule", "profile", "settings", "calibrate"; "ef-off";
+                             NULL: the route keeps no residual */
+    long scale_block;     /* elements per binary scale, 0: one per segment; -1: not
+                             binary */
+    const char *block_by; /* "rule", "settings"; NULL: not binary */
 } nf_decide_params_t;
-void nf_decide_params(const nf_policy_action_t *a, const nf_decide_reason_t *r,
+/* route: the segment's, as decided. In a calibration run (r->why
+ * NF_WHY_CALIBRATE) they are what its binary and ternary shadows ran: the
+ * settings' error feedback, the rule's decay or nf_decide_shadow_decay. */
+void nf_decide_params(const nf_policy_action_t *a, const nf_decide_reason_t *r, nf_route_t route,
                       const nf_settings_t *s, nf_decide_params_t *p);
+
+/* The decay calibration's shadows run where the rule names none: the
+ * settings' when NFCOLL_EF_DECAY gave one, else NF_PROFILE_DECAY_CUT, the
+ * decay the lag cosine separates the optimizers best at and most segments
+ * then run (docs/design.md, "Calibration"). */
+double nf_decide_shadow_decay(const nf_settings_t *s);
 
 void nf_decide_free(nf_decide_t *d);
 

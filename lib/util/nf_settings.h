@@ -49,6 +49,7 @@ typedef enum nf_progress { NF_PROGRESS_THREAD = 0, NF_PROGRESS_OFF } nf_progress
 typedef struct nf_settings {
     int ef;              /* error feedback on low-bit routes: 1/0 */
     double ef_decay;     /* the residual's factor on reuse, in [0, 1] */
+    int ef_decay_set;    /* 1: NFCOLL_EF_DECAY gave it (a valid value), 0: the default */
     uint64_t scale_block; /* binary: elements per scale, a multiple of NF_SCALE_BLOCK_UNIT;
                              0: one scale per segment */
     double gamma;        /* ternary gate factor, >= 0 */

@@ -13,7 +13,8 @@ static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
                    "error feedback for the binary and ternary routes"},
     [NF_SET_EF_DECAY] = {"NFCOLL_EF_DECAY", "1", "number in [0, 1]",
                          "error-feedback decay: the next call adds ef_decay * e, not e "
-                         "(1: the whole residual; a rule's ef_decay wins)"},
+                         "(1: the whole residual; a rule's ef_decay and route = auto's "
+                         "profile win; calibration's shadows run 0.25 unless it is set)"},
     [NF_SET_SCALE_BLOCK] = {"NFCOLL_SCALE_BLOCK", "0", "0|multiple of 512",
                             "binary: one scale per block of this many elements (whole "
                             "512-bit lines), not one per segment (0; a rule's scale_block "
@@ -119,7 +120,7 @@ static void nf_load_ef_decay(nf_settings_t *s)
     if (nf_parse_double(v, &d) != NF_OK || !(d >= 0.0 && d <= 1.0))
         nf_settings_bad(NF_SET_EF_DECAY, v);
     else
-        s->ef_decay = d;
+        s->ef_decay = d, s->ef_decay_set = 1;
 }
 
 static void nf_load_scale_block(nf_settings_t *s)
