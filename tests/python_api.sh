@@ -6,7 +6,10 @@
 # library has them (each SKIPs where not); allreduce_async bit for bit the
 # blocking calls, and its failures (PMPI stand-ins failing on every rank,
 # tests/python/fail_pmpi.c) raised from wait(). Each run with nfcoll
-# loading libnfcoll, and preloaded.
+# loading libnfcoll, and preloaded. Then MPI started by mpi4py, not through
+# libnfcoll (tests/python/test_first.py): a rank with a progress thread does
+# not block at a communicator's first allreduce_async, whatever the other
+# ranks' thread levels.
 . "${srcdir:-.}/tests/mpi_common.sh"
 . "$srcdir/tests/python_common.sh"
 py_need numpy mpi4py
@@ -26,4 +29,9 @@ for how in loaded preloaded; do
 done
 run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib NFCOLL_POLICY=$top/tests/python/health.policy \
   "$py" "$top/tests/python/test_nfcoll.py" later "$tmp"
+for levels in "multiple multiple" "multiple serialized" "funneled funneled"; do
+  # shellcheck disable=SC2086 # rank 0's level, then the others'
+  run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib NFCOLL_POLICY=$top/tests/policy_shim/engine.policy \
+    "$py" "$top/tests/python/test_first.py" $levels
+done
 finish

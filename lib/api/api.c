@@ -66,12 +66,17 @@ static nf_status_t nf_api_comm(MPI_Comm comm, nf_comm_t **c, int deferred)
     return st;
 }
 
+/* Not engaged by agreement at MPI_Init: pmpi. Not agreed (MPI_Init did
+ * not come through the shim): admission decides per communicator, whose
+ * setup compares the ranks' policies. */
+int nf_api_engaged(void)
+{
+    return nf_init() == NF_OK && nf_ctx_ready() && nf_ctx.engaged != 0;
+}
+
 nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, int deferred, nf_comm_t **c)
 {
     *c = NULL;
-    /* Not engaged by agreement at MPI_Init: pmpi. Not agreed (MPI_Init did
-     * not come through the shim): admission decides per communicator, whose
-     * setup compares the ranks' policies. */
     if (nf_init() != NF_OK || !nf_ctx_ready() || (route < 0 && nf_ctx.engaged == 0))
         return NF_OK;
     return nf_api_comm(a->comm, c, deferred);

@@ -98,11 +98,16 @@ int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request)
     int agreed = nf_engine_agreement();
     if (!nf_async_routable(a, route))
         return nf_async_pmpi(a, request);
-    nf_status_t st = nf_api_resolve(a, route, agreed == 1, &c);
-    /* Not engaged, or (set up at issue, where use is agreed and settled) a
-     * broken state. Otherwise the state may still be being set up by a
-     * worker: its use is the job's business, which falls back inside. */
-    if (st == NF_OK && (c == NULL || (agreed < 0 && c->use == NF_COMM_BROKEN)))
+    if (agreed == 0 && route < 0) { /* MPI_Init agreed: no worker on some rank */
+        if (nf_api_engaged())
+            nf_stats_fallback(NF_FALLBACK_PROGRESS);
+        return nf_async_pmpi(a, request);
+    }
+    /* The state may still be being set up by a worker (or, with no worker
+     * here, by nf_engine_settle below): its use is the job's business,
+     * which falls back inside. Not engaged: pmpi. */
+    nf_status_t st = nf_api_resolve(a, route, agreed != 0, &c);
+    if (st == NF_OK && c == NULL)
         return nf_async_pmpi(a, request);
     if (st == NF_OK)
         st = nf_engine_queue(c, &q);
@@ -110,6 +115,7 @@ int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request)
         int rc = nf_status_to_mpi(st);
         return nf_status_raised(st) ? rc : nf_api_raise(a->comm, rc);
     }
+    nf_engine_settle(q);
     nf_eng_mode_t mode = nf_engine_mode(q);
     if (mode == NF_ENG_NONE && route < 0) {
         nf_stats_fallback(NF_FALLBACK_PROGRESS);
@@ -128,7 +134,8 @@ int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request)
     atomic_init(&j->refs, 2); /* the request's and the engine's */
     if (mode == NF_ENG_THREAD && nf_engine_submit(q, j) == 0)
         return MPI_SUCCESS;
-    /* a forced route with no thread anywhere, or no thread could start: at issue */
+    /* no thread here (a forced route with none anywhere, or some rank has
+     * them and MPI_Init did not agree), or none could start: at issue */
     j->rc = nf_engine_run_here(q, j);
     nf_stats_fallback(NF_FALLBACK_PROGRESS);
     PMPI_Grequest_complete(*request);

@@ -94,7 +94,7 @@ static void nf_eng_first(nf_eng_queue_t *q);
 int nf_engine_run_here(nf_eng_queue_t *q, nf_job_t *j)
 {
     nf_engine_drain(q->c);
-    if (q->mode != NF_ENG_THREAD)
+    if (q->mode == NF_ENG_NONE)
         return nf_job_run(q->c, j, q->c->priv);
     if (q->comm == MPI_COMM_NULL)
         nf_eng_first(q); /* the queue is quiet: nobody else sets it up */
@@ -146,16 +146,47 @@ static nf_eng_queue_t *nf_eng_ready_pop(void)
     return q;
 }
 
+/* Not agreed at MPI_Init: which ranks run workers, one BOR allreduce on
+ * the private duplicate in every rank's first job on it (on a worker, or
+ * at issue where this rank has none). A rank without workers runs its
+ * calls at issue where some rank has them (the same jobs on the same
+ * duplicate, so every collective matches whatever each rank's timing),
+ * and PMPI_Iallreduce where none has. */
+enum { NF_ENG_SOME_THREAD = 1u, NF_ENG_SOME_UNSET = 2u };
+
+static void nf_eng_agree(nf_eng_queue_t *q)
+{
+    nf_comm_t *c = q->c;
+    unsigned mine = q->mode == NF_ENG_THREAD ? NF_ENG_SOME_THREAD : NF_ENG_SOME_UNSET, any = 0;
+    if (nf_agree_any(c->priv, mine, &any) != NF_OK)
+        any = NF_ENG_SOME_THREAD | NF_ENG_SOME_UNSET; /* its jobs then fail with MPI's error */
+    if (q->mode == NF_ENG_UNSET)
+        q->mode = (any & NF_ENG_SOME_THREAD) ? NF_ENG_HERE : NF_ENG_NONE;
+    if (c->rank != 0)
+        return;
+    if (!(any & NF_ENG_SOME_THREAD))
+        nf_log_info(1, "nonblocking calls on communicator '%s' go to PMPI_Iallreduce (a "
+                       "forced route runs at issue): no progress thread on any rank "
+                       "(NFCOLL_PROGRESS, MPI_THREAD_MULTIPLE)", c->name);
+    else if (any & NF_ENG_SOME_UNSET)
+        nf_log_info(1, "nonblocking calls on communicator '%s' run at issue on the ranks "
+                       "without a progress thread (NFCOLL_PROGRESS, MPI_THREAD_MULTIPLE)",
+                    c->name);
+}
+
 /* The queue's first job: the communicator's state set up behind it
- * (nf_comm_complete), then the duplicate its jobs' PMPI calls use, both
- * collective on the private duplicate, which only this queue's jobs use
- * until it is empty. Without a duplicate, the private one. */
+ * (nf_comm_complete), where MPI_Init did not agree which ranks run
+ * workers that (nf_eng_agree), then the duplicate its jobs' PMPI calls
+ * use, all collective on the private duplicate, which only this queue's
+ * jobs use until it is empty. Without a duplicate, the private one. */
 static void nf_eng_first(nf_eng_queue_t *q)
 {
     nf_comm_t *c = q->c;
     nf_comm_complete(c);
     if (c->priv == MPI_COMM_NULL)
         return; /* broken alone: its jobs fail with MPI's error */
+    if (nf_eng.agreed < 0)
+        nf_eng_agree(q);
     nf_status_t dup = nf_mpi_status(PMPI_Comm_dup(c->priv, &q->comm));
     if (nf_agree_status(c->priv, dup) != NF_OK && q->comm != MPI_COMM_NULL)
         PMPI_Comm_free(&q->comm);
@@ -296,29 +327,6 @@ static int nf_eng_can_thread(void)
     return up;
 }
 
-/* Not agreed at MPI_Init (it did not come through the shim): collective
- * on c at its first nonblocking call, how its calls run, and the
- * duplicate their PMPI calls use. */
-static nf_status_t nf_eng_setup(nf_comm_t *c, nf_eng_queue_t *q)
-{
-    unsigned no = 1;
-    nf_status_t st = nf_agree_any(c->priv, !nf_eng_can_thread(), &no);
-    if (st == NF_OK && !no) {
-        nf_status_t dup = nf_mpi_status(PMPI_Comm_dup(c->priv, &q->comm));
-        st = nf_agree_status(c->priv, dup);
-        if (st != NF_OK && q->comm != MPI_COMM_NULL)
-            PMPI_Comm_free(&q->comm);
-    }
-    if (st != NF_OK)
-        return st;
-    q->mode = q->comm != MPI_COMM_NULL ? NF_ENG_THREAD : NF_ENG_NONE;
-    if (q->mode == NF_ENG_NONE && c->rank == 0)
-        nf_log_info(1, "nonblocking calls on communicator '%s' go to PMPI_Iallreduce (a "
-                       "forced route runs at issue): no progress thread on some rank "
-                       "(NFCOLL_PROGRESS, MPI_THREAD_MULTIPLE)", c->name);
-    return NF_OK;
-}
-
 nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **out)
 {
     pthread_once(&nf_eng_once, nf_eng_slot_init);
@@ -335,13 +343,11 @@ nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **out)
     q->c = c;
     q->comm = MPI_COMM_NULL;
     q->own = 1;
-    q->mode = nf_eng.agreed == 1 ? NF_ENG_THREAD : NF_ENG_NONE;
+    if (nf_eng.agreed >= 0)
+        q->mode = nf_eng.agreed == 1 ? NF_ENG_THREAD : NF_ENG_NONE;
+    else /* the ranks agree in the queue's first job (nf_eng_agree) */
+        q->mode = nf_eng_can_thread() ? NF_ENG_THREAD : NF_ENG_UNSET;
     atomic_init(&q->quiet, 1);
-    nf_status_t st = nf_eng.agreed < 0 ? nf_eng_setup(c, q) : NF_OK;
-    if (st != NF_OK) {
-        free(q);
-        return st;
-    }
     pthread_mutex_lock(&nf_eng.lock);
     q->next = nf_eng.all;
     if (nf_eng.all != NULL)
@@ -354,6 +360,15 @@ nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **out)
 }
 
 nf_eng_mode_t nf_engine_mode(const nf_eng_queue_t *q) { return q->mode; }
+
+void nf_engine_settle(nf_eng_queue_t *q)
+{
+    if (q->mode != NF_ENG_UNSET)
+        return;
+    nf_eng_first(q);
+    if (q->mode == NF_ENG_UNSET) /* broken alone: agreed nothing */
+        q->mode = NF_ENG_HERE;
+}
 
 int nf_engine_local(void)
 {

@@ -27,6 +27,9 @@ int nf_api_allreduce(const nf_run_args_t *a, int route);
  * nf_comm_get_deferred): NULL when libnfcoll is not engaged for it (the
  * call is PMPI's, untouched). */
 nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, int deferred, nf_comm_t **c);
+/* Whether admission decides calls at all (libnfcoll initialized and, where
+ * MPI_Init agreed, engaged there): local, no MPI call. */
+int nf_api_engaged(void);
 
 /* Run one call with resolved state c (NULL: pmpi), route -1 for
  * admission; PMPI calls on a->comm, which may be the progress thread's

@@ -46,27 +46,37 @@ typedef struct nf_job {
     struct nf_job *next;
 } nf_job_t;
 
-/* How a communicator's nonblocking calls run, agreed by its ranks. */
+/* How a communicator's nonblocking calls run on this rank. */
 typedef enum nf_eng_mode {
     NF_ENG_THREAD = 1, /* queued, run by the engine's workers */
-    NF_ENG_NONE        /* no worker on some rank: PMPI_Iallreduce (admission's
-                          calls) or at issue (a forced route) */
+    NF_ENG_NONE,       /* no worker on any rank (or not on some, agreed at
+                          MPI_Init): PMPI_Iallreduce (admission's calls) or at
+                          issue (a forced route) */
+    NF_ENG_HERE,       /* no worker here, some on other ranks (not agreed at
+                          MPI_Init): every call runs at issue, on the queue's
+                          duplicate, where the other ranks' workers run theirs */
+    NF_ENG_UNSET       /* no worker here, not agreed yet: nf_engine_settle */
 } nf_eng_mode_t;
 
 /* Whether this rank can run progress threads (NFCOLL_PROGRESS, and MPI
  * gave MPI_THREAD_MULTIPLE), and what the ranks agreed at MPI_Init (the
  * shim: 1 every rank can, 0 some cannot). Without that agreement (MPI_Init
- * did not come through the shim) each communicator's first nonblocking
- * call agrees, collectively, before it returns. */
+ * did not come through the shim: mpi4py) a rank that can run workers
+ * queues at once, and the ranks agree on the communicator's private
+ * duplicate in its first job; a rank that cannot agrees at issue. */
 int nf_engine_local(void);
 void nf_engine_agreed(int all);
 int nf_engine_agreement(void); /* 1, 0, or -1: not agreed */
 
-/* c's queue, made on c's first nonblocking call: at once when the ranks
- * agreed at MPI_Init (the queue's first job makes the duplicate its PMPI
- * calls use), else collectively (nf_engine_agreed). NF_OK with *q set. */
+/* c's queue, made on c's first nonblocking call, without a collective step
+ * (the queue's first job makes the duplicate its PMPI calls use). NF_OK
+ * with *q set. */
 nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **q);
 nf_eng_mode_t nf_engine_mode(const nf_eng_queue_t *q);
+/* A queue in NF_ENG_UNSET: its first job's collective part, here, at
+ * issue (the other ranks' workers or issues run theirs); the mode is then
+ * NF_ENG_HERE or NF_ENG_NONE. Any other mode: nothing. */
+void nf_engine_settle(nf_eng_queue_t *q);
 
 /* Queue j (j->a, j->route, j->req set; refs counted by the caller) on q
  * in issue order and wake or start a worker: NF_OK. NF_ERR_IO when no
