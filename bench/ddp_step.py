@@ -16,6 +16,12 @@ step over all its timed steps, taken per rank, then the slowest rank's;
 "exposed" is that minus the compute-only median: the communication the
 step does not hide. Ratios are to compute only, in the same run.
 
+--timeline FILE adds where each step's time goes, per configuration with a
+hook: medians over the timed steps of rank 0 (ms from the step's start) of
+backward's start, each bucket's hook call and the moment its future is
+done (the result in the bucket), backward's return and the step's end;
+every step's raw times go to FILE (JSON).
+
 Configurations: compute (the model without DDP), nocomm (DDP with a hook
 that communicates nothing: what DDP's bucket copies cost, the floor of any
 hook), gloo (DDP's own allreduce), and per route R in --routes: sync:R (ddp_hook(sync=True),
@@ -61,6 +67,28 @@ def _no_comm(state, bucket):
     return fut
 
 
+# --timeline: the current step's bucket events (index, elements, hook
+# called, hook returned, future done), appended from DDP's thread and the
+# waiter's; DDP waits for every future before backward returns.
+_events = []
+
+
+def _timed(hook):
+    """hook, recording each bucket's call and the moment its future is done."""
+    def timed_hook(state, bucket):
+        t0 = time.perf_counter()
+        fut = hook(state, bucket)
+        t1 = time.perf_counter()
+        ev = [bucket.index(), bucket.buffer().numel(), t0, t1, None]
+        _events.append(ev)
+
+        def done(f):
+            ev[4] = time.perf_counter()
+            return f.value()
+        return fut.then(done)
+    return timed_hook
+
+
 def build(name, args):
     torch.manual_seed(1)
     model = Named(name.replace(":", "_"), args.width, args.depth, args.inputs, 10)
@@ -69,25 +97,52 @@ def build(name, args):
     ddp = torch.nn.parallel.DistributedDataParallel(
         model, bucket_cap_mb=args.bucket_mb, gradient_as_bucket_view=args.bucket_view)
     state = None
+    wrap = _timed if args.timeline else (lambda h: h)
     if name == "nocomm":  # DDP's own cost: the bucket copies, the hook's call
-        ddp.register_comm_hook(None, _no_comm)
+        ddp.register_comm_hook(None, wrap(_no_comm))
     elif name != "gloo":
         how, route = name.split(":")
         state, hook = nfcoll.torch.ddp_hook(model, route=None if route == "policy" else route,
                                             sync=how == "sync")
-        ddp.register_comm_hook(state, hook)
+        ddp.register_comm_hook(state, wrap(hook))
     return model, ddp, state
 
 
-def steps(net, opt, data, n):
+def steps(net, opt, data, n, timeline=None):
+    """n steps' times; timeline: a list that gets each step's events."""
     out = []
     for x, y in data[:n]:
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=False)
-        torch.nn.functional.cross_entropy(net(x), y).backward()
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        del _events[:]
+        tb = time.perf_counter()
+        loss.backward()
+        te = time.perf_counter()
         opt.step()
         out.append(time.perf_counter() - t0)
+        if timeline is not None:
+            timeline.append({"start": 0.0, "backward": tb - t0, "backward_end": te - t0,
+                             "end": out[-1],
+                             "buckets": [[i, m, a - t0, b - t0, d - t0 if d else None]
+                                         for i, m, a, b, d in _events]})
     return out
+
+
+def print_timeline(name, tl):
+    """Rank 0's medians over its timed steps, ms from the step's start."""
+    ms = lambda v: 1e3 * statistics.median(v)  # noqa: E731
+    print("# timeline of %s (rank 0, median of %d steps, ms from the step's start): "
+          "backward %.2f, returns %.2f, step ends %.2f"
+          % (name, len(tl), ms([s["backward"] for s in tl]),
+             ms([s["backward_end"] for s in tl]), ms([s["end"] for s in tl])))
+    nb = min(len(s["buckets"]) for s in tl)
+    for k in range(nb):
+        b = [s["buckets"][k] for s in tl]
+        done = [e[4] for e in b if e[4] is not None]
+        print("#   bucket %d (%d elements): hook called %.2f, returned %.2f, done %s"
+              % (b[0][0], b[0][1], ms([e[2] for e in b]), ms([e[3] for e in b]),
+                 "%.2f" % ms(done) if done else "-"))
 
 
 def main():
@@ -107,6 +162,9 @@ def main():
                         "buckets, no copy into them or back")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
     p.add_argument("--json", help="rank 0 writes the medians here")
+    p.add_argument("--timeline", metavar="FILE",
+                   help="print rank 0's per-bucket timeline of each configuration with a "
+                        "hook, and write every step's times to FILE (JSON)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     comm = MPI.COMM_WORLD
@@ -123,10 +181,11 @@ def main():
     for n in names:
         steps(runs[n][1], opts[n], data, args.warmup)  # DDP rebuilds its buckets here
     times = {n: [] for n in names}
+    tls = {n: [] for n in names if n not in ("compute", "gloo")} if args.timeline else {}
     for _ in range(args.repeats):
         for n in names:
             comm.Barrier()
-            times[n] += steps(runs[n][1], opts[n], data, args.steps)
+            times[n] += steps(runs[n][1], opts[n], data, args.steps, tls.get(n))
     mine = {n: statistics.median(times[n]) for n in names}
     worst = {n: max(v[n] for v in comm.allgather(mine)) for n in names}
     nparams = sum(p.numel() for p in runs["compute"][0].parameters())
@@ -147,6 +206,11 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"args": vars(args), "median_step_s": worst}, f, indent=1)
+        for n, tl in tls.items():
+            print_timeline(n, tl)
+        if args.timeline:
+            with open(args.timeline, "w") as f:
+                json.dump({"args": vars(args), "rank": 0, "steps_s": tls}, f)
     for n in names:
         if runs[n][2] is not None:
             runs[n][2].close()
