@@ -8,8 +8,8 @@
 # tests/python/fail_pmpi.c) raised from wait(). Each run with nfcoll
 # loading libnfcoll, and preloaded. Then MPI started by mpi4py, not through
 # libnfcoll (tests/python/test_first.py): a rank with a progress thread does
-# not block at a communicator's first allreduce_async, whatever the other
-# ranks' thread levels.
+# not block at a communicator's first allreduce_async, and no rank blocks at
+# a later one, whatever the ranks' thread levels.
 . "${srcdir:-.}/tests/mpi_common.sh"
 . "$srcdir/tests/python_common.sh"
 py_need numpy mpi4py
@@ -29,7 +29,7 @@ for how in loaded preloaded; do
 done
 run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib NFCOLL_POLICY=$top/tests/python/health.policy \
   "$py" "$top/tests/python/test_nfcoll.py" later "$tmp"
-for levels in "multiple multiple" "multiple serialized" "funneled funneled"; do
+for levels in "multiple multiple" "multiple serialized" "serialized multiple" "funneled funneled"; do
   # shellcheck disable=SC2086 # rank 0's level, then the others'
   run 2 PYTHONPATH=$pypath NFCOLL_LIBRARY=$lib NFCOLL_POLICY=$top/tests/policy_shim/engine.policy \
     "$py" "$top/tests/python/test_first.py" $levels

@@ -80,13 +80,13 @@ static int nf_async_pmpi(const nf_run_args_t *a, MPI_Request *request)
 
 /* The job did not start (no memory, no request): the call still runs here,
  * since the other ranks run theirs; the error is this one's. */
-static int nf_async_failed(nf_eng_queue_t *q, const nf_run_args_t *a, int route, int rc,
-                           MPI_Request *request)
+static int nf_async_failed(nf_eng_queue_t *q, nf_eng_mode_t mode, const nf_run_args_t *a,
+                           int route, int rc, MPI_Request *request)
 {
     nf_job_t j = {.a = *a, .route = route, .exec = nf_api_exec};
     nf_log_error("cannot start a nonblocking call (%s): it ran at its issue",
                  rc == MPI_ERR_NO_MEM ? "no memory" : "MPI_Grequest_start failed");
-    nf_engine_run_here(q, &j);
+    nf_engine_run_here(q, &j, mode);
     *request = MPI_REQUEST_NULL;
     return nf_api_raise(a->comm, rc);
 }
@@ -115,28 +115,28 @@ int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request)
         int rc = nf_status_to_mpi(st);
         return nf_status_raised(st) ? rc : nf_api_raise(a->comm, rc);
     }
-    nf_engine_settle(q);
-    nf_eng_mode_t mode = nf_engine_mode(q);
+    nf_eng_mode_t mode = nf_engine_settle(q);
     if (mode == NF_ENG_NONE && route < 0) {
         nf_stats_fallback(NF_FALLBACK_PROGRESS);
         return nf_async_pmpi(a, request);
     }
     nf_job_t *j = calloc(1, sizeof(*j));
     if (j == NULL)
-        return nf_async_failed(q, a, route, MPI_ERR_NO_MEM, request);
+        return nf_async_failed(q, mode, a, route, MPI_ERR_NO_MEM, request);
     int rc = PMPI_Grequest_start(nf_job_query, nf_job_free, nf_job_cancel, j, &j->req);
     if (rc != MPI_SUCCESS) {
         free(j);
-        return nf_async_failed(q, a, route, rc, request);
+        return nf_async_failed(q, mode, a, route, rc, request);
     }
     *request = j->req;
     j->a = *a, j->route = route, j->exec = nf_api_exec;
     atomic_init(&j->refs, 2); /* the request's and the engine's */
     if (mode == NF_ENG_THREAD && nf_engine_submit(q, j) == 0)
         return MPI_SUCCESS;
-    /* no thread here (a forced route with none anywhere, or some rank has
-     * them and MPI_Init did not agree), or none could start: at issue */
-    j->rc = nf_engine_run_here(q, j);
+    /* no thread here (a forced route with none anywhere, or the first call
+     * where other ranks have them and MPI_Init did not agree), or none
+     * could start: at issue */
+    j->rc = nf_engine_run_here(q, j, mode);
     nf_stats_fallback(NF_FALLBACK_PROGRESS);
     PMPI_Grequest_complete(*request);
     nf_job_put(j);

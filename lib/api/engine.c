@@ -30,12 +30,18 @@
 #include "nf_log.h"
 #include "nf_stats.h"
 
+enum { NF_ENG_SOME_THREAD = 1, NF_ENG_SOME_UNSET = 2 };
+
 struct nf_eng_queue {
     nf_comm_t *c;
     MPI_Comm comm;          /* duplicate of c->priv for the jobs' PMPI calls
                                (MPI_COMM_NULL until the first job made it) */
     int own;                /* comm is the queue's own duplicate */
     nf_eng_mode_t mode;
+    atomic_int who;         /* not agreed at MPI_Init: -1 until the first job
+                               agreed (nf_eng_agree), then which ranks run
+                               workers: NF_ENG_SOME_THREAD | NF_ENG_SOME_UNSET */
+    atomic_uint calls;      /* nonblocking calls issued on it (nf_engine_settle) */
     nf_job_t *head, *tail;  /* the head runs while it is queued */
     uint64_t issued;        /* jobs queued on it so far */
     int busy;               /* has jobs or a worker holds it (counted in nbusy) */
@@ -91,10 +97,10 @@ static int nf_job_run(nf_comm_t *c, nf_job_t *j, MPI_Comm agree)
 
 static void nf_eng_first(nf_eng_queue_t *q);
 
-int nf_engine_run_here(nf_eng_queue_t *q, nf_job_t *j)
+int nf_engine_run_here(nf_eng_queue_t *q, nf_job_t *j, nf_eng_mode_t mode)
 {
     nf_engine_drain(q->c);
-    if (q->mode == NF_ENG_NONE)
+    if (mode == NF_ENG_NONE)
         return nf_job_run(q->c, j, q->c->priv);
     if (q->comm == MPI_COMM_NULL)
         nf_eng_first(q); /* the queue is quiet: nobody else sets it up */
@@ -148,30 +154,21 @@ static nf_eng_queue_t *nf_eng_ready_pop(void)
 
 /* Not agreed at MPI_Init: which ranks run workers, one BOR allreduce on
  * the private duplicate in every rank's first job on it (on a worker, or
- * at issue where this rank has none). A rank without workers runs its
- * calls at issue where some rank has them (the same jobs on the same
- * duplicate, so every collective matches whatever each rank's timing),
- * and PMPI_Iallreduce where none has. */
-enum { NF_ENG_SOME_THREAD = 1u, NF_ENG_SOME_UNSET = 2u };
+ * at issue where this rank has none): q->who (nf_engine_settle). */
 
 static void nf_eng_agree(nf_eng_queue_t *q)
 {
     nf_comm_t *c = q->c;
     unsigned mine = q->mode == NF_ENG_THREAD ? NF_ENG_SOME_THREAD : NF_ENG_SOME_UNSET, any = 0;
     if (nf_agree_any(c->priv, mine, &any) != NF_OK)
-        any = NF_ENG_SOME_THREAD | NF_ENG_SOME_UNSET; /* its jobs then fail with MPI's error */
-    if (q->mode == NF_ENG_UNSET)
-        q->mode = (any & NF_ENG_SOME_THREAD) ? NF_ENG_HERE : NF_ENG_NONE;
-    if (c->rank != 0)
-        return;
-    if (!(any & NF_ENG_SOME_THREAD))
-        nf_log_info(1, "nonblocking calls on communicator '%s' go to PMPI_Iallreduce (a "
-                       "forced route runs at issue): no progress thread on any rank "
-                       "(NFCOLL_PROGRESS, MPI_THREAD_MULTIPLE)", c->name);
-    else if (any & NF_ENG_SOME_UNSET)
-        nf_log_info(1, "nonblocking calls on communicator '%s' run at issue on the ranks "
-                       "without a progress thread (NFCOLL_PROGRESS, MPI_THREAD_MULTIPLE)",
-                    c->name);
+        any = NF_ENG_SOME_THREAD; /* its jobs then fail with MPI's error */
+    atomic_store_explicit(&q->who, (int)any, memory_order_release);
+    if (c->rank == 0 && (any & NF_ENG_SOME_UNSET))
+        nf_log_info(1, "nonblocking calls on communicator '%s' go to PMPI_Iallreduce%s (a "
+                       "forced route runs at issue): no progress thread on %s rank "
+                       "(NFCOLL_PROGRESS, MPI_THREAD_MULTIPLE)", c->name,
+                    (any & NF_ENG_SOME_THREAD) ? " after the first" : "",
+                    (any & NF_ENG_SOME_THREAD) ? "some" : "any");
 }
 
 /* The queue's first job: the communicator's state set up behind it
@@ -183,8 +180,10 @@ static void nf_eng_first(nf_eng_queue_t *q)
 {
     nf_comm_t *c = q->c;
     nf_comm_complete(c);
-    if (c->priv == MPI_COMM_NULL)
-        return; /* broken alone: its jobs fail with MPI's error */
+    if (c->priv == MPI_COMM_NULL) { /* broken alone: its jobs fail with MPI's error */
+        atomic_store(&q->who, NF_ENG_SOME_THREAD);
+        return;
+    }
     if (nf_eng.agreed < 0)
         nf_eng_agree(q);
     nf_status_t dup = nf_mpi_status(PMPI_Comm_dup(c->priv, &q->comm));
@@ -347,6 +346,8 @@ nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **out)
         q->mode = nf_eng.agreed == 1 ? NF_ENG_THREAD : NF_ENG_NONE;
     else /* the ranks agree in the queue's first job (nf_eng_agree) */
         q->mode = nf_eng_can_thread() ? NF_ENG_THREAD : NF_ENG_UNSET;
+    atomic_init(&q->who, -1);
+    atomic_init(&q->calls, 0u);
     atomic_init(&q->quiet, 1);
     pthread_mutex_lock(&nf_eng.lock);
     q->next = nf_eng.all;
@@ -359,15 +360,34 @@ nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **out)
     return NF_OK;
 }
 
-nf_eng_mode_t nf_engine_mode(const nf_eng_queue_t *q) { return q->mode; }
+static void nf_eng_poke(void);
 
-void nf_engine_settle(nf_eng_queue_t *q)
+nf_eng_mode_t nf_engine_settle(nf_eng_queue_t *q)
 {
-    if (q->mode != NF_ENG_UNSET)
-        return;
-    nf_eng_first(q);
-    if (q->mode == NF_ENG_UNSET) /* broken alone: agreed nothing */
-        q->mode = NF_ENG_HERE;
+    if (nf_eng.agreed >= 0)
+        return q->mode;
+    if (q->mode == NF_ENG_UNSET) { /* no worker here: the first call agrees here */
+        nf_eng_first(q);
+        q->mode = NF_ENG_NONE;
+        /* some rank has workers (or this one could not agree: it fails
+         * there): this call is a job, as theirs */
+        return (atomic_load(&q->who) & NF_ENG_SOME_THREAD) ? NF_ENG_HERE : NF_ENG_NONE;
+    }
+    if (q->mode != NF_ENG_THREAD)
+        return q->mode;
+    if (atomic_fetch_add(&q->calls, 1u) == 0)
+        return NF_ENG_THREAD; /* the first call: its job agrees */
+    /* A later call, before the first job agreed: what it agrees decides
+     * this call's route on every rank. The wait ends when every rank has
+     * issued its first call. */
+    unsigned polls = 0;
+    while (atomic_load_explicit(&q->who, memory_order_acquire) < 0) {
+        nf_eng_poke();
+        nf_engine_pause(&polls);
+    }
+    if (atomic_load(&q->who) & NF_ENG_SOME_UNSET)
+        q->mode = NF_ENG_NONE;
+    return q->mode;
 }
 
 int nf_engine_local(void)

@@ -9,10 +9,11 @@
 #include "nf_run.h"
 
 /* Start one nonblocking allreduce with valid arguments on `route` (-1:
- * admission decides) and set *request. Collective on a->comm the first
- * time it runs there (agreement, duplicate: nf_engine_queue). Returns an MPI error code,
- * raised on a->comm's handler, for a failure at issue; the call's own
- * failure is the request's. */
+ * admission decides) and set *request. It never waits for other ranks at
+ * issue where MPI_Init agreed that every rank runs workers; without that
+ * agreement, see nf_engine_settle. Returns an MPI error code, raised on
+ * a->comm's handler, for a failure at issue; the call's own failure is the
+ * request's. */
 int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request);
 
 #endif

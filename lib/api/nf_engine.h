@@ -49,21 +49,19 @@ typedef struct nf_job {
 /* How a communicator's nonblocking calls run on this rank. */
 typedef enum nf_eng_mode {
     NF_ENG_THREAD = 1, /* queued, run by the engine's workers */
-    NF_ENG_NONE,       /* no worker on any rank (or not on some, agreed at
-                          MPI_Init): PMPI_Iallreduce (admission's calls) or at
-                          issue (a forced route) */
-    NF_ENG_HERE,       /* no worker here, some on other ranks (not agreed at
-                          MPI_Init): every call runs at issue, on the queue's
-                          duplicate, where the other ranks' workers run theirs */
+    NF_ENG_NONE,       /* no worker on some rank: PMPI_Iallreduce (admission's
+                          calls) or at issue (a forced route) */
+    NF_ENG_HERE,       /* one call: the first where this rank has no worker,
+                          some other ranks have, and MPI_Init did not agree:
+                          at issue on the queue's duplicate, as their jobs */
     NF_ENG_UNSET       /* no worker here, not agreed yet: nf_engine_settle */
 } nf_eng_mode_t;
 
 /* Whether this rank can run progress threads (NFCOLL_PROGRESS, and MPI
  * gave MPI_THREAD_MULTIPLE), and what the ranks agreed at MPI_Init (the
  * shim: 1 every rank can, 0 some cannot). Without that agreement (MPI_Init
- * did not come through the shim: mpi4py) a rank that can run workers
- * queues at once, and the ranks agree on the communicator's private
- * duplicate in its first job; a rank that cannot agrees at issue. */
+ * did not come through the shim: mpi4py) the ranks agree in each
+ * communicator's first nonblocking call (nf_engine_settle). */
 int nf_engine_local(void);
 void nf_engine_agreed(int all);
 int nf_engine_agreement(void); /* 1, 0, or -1: not agreed */
@@ -72,19 +70,24 @@ int nf_engine_agreement(void); /* 1, 0, or -1: not agreed */
  * (the queue's first job makes the duplicate its PMPI calls use). NF_OK
  * with *q set. */
 nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **q);
-nf_eng_mode_t nf_engine_mode(const nf_eng_queue_t *q);
-/* A queue in NF_ENG_UNSET: its first job's collective part, here, at
- * issue (the other ranks' workers or issues run theirs); the mode is then
- * NF_ENG_HERE or NF_ENG_NONE. Any other mode: nothing. */
-void nf_engine_settle(nf_eng_queue_t *q);
+/* How this call on q runs, at its issue. Agreed at MPI_Init: the queue's
+ * mode. Not agreed: a rank with workers queues its first call, whose job
+ * agrees which ranks have workers; a later call issued before that waits
+ * for it (every rank has issued its first call). A rank without runs the
+ * agreement in its first call, here. When some rank has no worker, every
+ * call after the first is NF_ENG_NONE on every rank; the first is a job
+ * (NF_ENG_HERE where there is no worker) unless no rank has workers. */
+nf_eng_mode_t nf_engine_settle(nf_eng_queue_t *q);
 
 /* Queue j (j->a, j->route, j->req set; refs counted by the caller) on q
  * in issue order and wake or start a worker: NF_OK. NF_ERR_IO when no
  * worker could be started at all: the caller runs it (nf_engine_run_here). */
 nf_status_t nf_engine_submit(nf_eng_queue_t *q, nf_job_t *j);
 /* Run a job in the caller (no worker, or none could take it), after the
- * queue's earlier jobs, as the other ranks run theirs; its MPI code. */
-int nf_engine_run_here(nf_eng_queue_t *q, nf_job_t *j);
+ * queue's earlier jobs, as the other ranks run theirs (mode: this call's,
+ * nf_engine_settle; NF_ENG_NONE on the private communicator, else on the
+ * queue's duplicate); its MPI code. */
+int nf_engine_run_here(nf_eng_queue_t *q, nf_job_t *j, nf_eng_mode_t mode);
 /* One of a job's holders lets go; the last frees it. */
 void nf_job_put(nf_job_t *j);
 

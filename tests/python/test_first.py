@@ -7,10 +7,13 @@ others at L1 (mpi4py.rc.thread_level).
     test_first.py L0 L1     NFCOLL_POLICY=tests/policy_shim/engine.policy
 
 A rank with MPI_THREAD_MULTIPLE returns from its first allreduce_async on a
-communicator at once though rank 1 issues it 1 s late; every result is bit
-for bit the blocking allreduce's on a twin communicator where some rank has
-MULTIPLE (the ranks without it run their calls at issue), the exact sum where
-none has (PMPI_Iallreduce).
+communicator at once though rank 1 issues it 1 s late. Where every rank has
+MULTIPLE, every result is bit for bit the blocking allreduce's on a twin
+communicator; where some have, the first is (the ranks without run it at
+issue) and the later ones are the exact sums (PMPI_Iallreduce everywhere);
+where none has, all are the exact sums. The last call is issued before a
+message on rank 0 and after receiving it on rank 1: a rank never waits at
+issue for a call the others have not reached.
 """
 
 import os
@@ -33,34 +36,40 @@ rank, n = comm.Get_rank(), comm.Get_size()
 t = nfref.Tap(comm)
 level = MPI.Query_thread()
 some = comm.allreduce(level == MPI.THREAD_MULTIPLE, op=MPI.LOR)
+every = comm.allreduce(level == MPI.THREAD_MULTIPLE, op=MPI.LAND)
 t.ok(not nfcoll._lib.started_mpi, "mpi4py started MPI, not nfcoll (level %d)" % level)
 X, Y = comm.Dup(), comm.Dup()
-m, same, first = 70001, True, 0.0
+m, same, first, twins = 70001, True, 0.0, 0
 # one buffer per path: an unbound buffer's residual is found by its address
 x, y = np.empty(m, dtype=np.float32), np.empty(m, dtype=np.float32)
-for call in range(6):
+for call in range(7):
     xs = nfref.inputs(n, m, 7, call)
     x[:] = y[:] = xs[rank]
-    if some:
-        nfcoll.allreduce(x, comm=X)  # the twin: the jobs run this very call
+    if every or (some and call == 0):  # the twin: the jobs run this very call
+        nfcoll.allreduce(x, comm=X)
+        twins += 1
     else:
         x[:] = nfref.fp32(xs)
     if call == 0 and rank == 1:
         time.sleep(1.0)
+    if call == 6 and rank == 1 and n > 1:
+        comm.recv(source=0, tag=6)
     t0 = time.perf_counter()
     req = nfcoll.allreduce_async(y, comm=Y)
     if call == 0:
         first = time.perf_counter() - t0
+    if call == 6 and rank == 0 and n > 1:
+        comm.send(None, dest=1, tag=6)
     req.wait()
     same &= np.array_equal(x.view(np.uint32), y.view(np.uint32))
-t.ok(same, "6 calls, %s: bit for bit %s" % (
-    "some rank has MULTIPLE" if some else "no rank has MULTIPLE",
-    "the blocking calls'" if some else "the exact sums"))
+kind = "every rank" if every else "some ranks" if some else "no rank"
+t.ok(same, "7 calls, %s with MULTIPLE: bit for bit %d blocking calls' and %d exact sums, "
+     "the last issued around a message" % (kind, twins, 7 - twins))
 late = rank == 0 and level == MPI.THREAD_MULTIPLE and first > 0.5
 t.ok(not late, "rank 0 (level %d): its first call on a communicator took %.0f ms at issue, "
      "rank 1 1000 ms late" % (level, first * 1e3))
 calls = nfcoll.stats()["routes"]["binary"]["calls"]
-t.ok(calls == (12 if some else 0), "binary calls: %d (want %d)" % (calls, 12 if some else 0))
+t.ok(calls == 2 * twins, "binary calls: %d (want %d)" % (calls, 2 * twins))
 X.Free()
 Y.Free()
 t.exit()
