@@ -36,8 +36,14 @@ results); the default set is the first six (lm: the first five):
     binary-block   binary-decay with one scale per 512 elements (scale_block)
     binary-health  binary-all with health = on, the loss reported every step
 
-auto, auto-health and auto-warmup of one model and seed share one
-calibration run. fp32 and auto (the headline, held to the targets of
+A configuration followed by +KEY=VALUE parts (any but fp32) is that one
+with the policy keys set in every rule of its policy (written as
+policies/NAME.policy, version 3): auto+ef_decay=0,
+ternary-all+ef_decay=0.25, auto+warmup=20 are docs/training.md's
+section 12.
+
+auto, auto-health and auto-warmup (and configurations derived from them)
+of one model and seed share one calibration run. fp32 and auto (the headline, held to the targets of
 TARGETS below) also run on --headline-seeds; the table ends each model
 with the headline's margin to its targets.
 
@@ -273,14 +279,66 @@ def calibrate(runner, model, seed, out):
             "admit_cosine": float(policy_value(calib, "admit_cosine", 0.5))}
 
 
+def base_of(name):
+    """The configuration a derived one ('BASE+KEY=VALUE[+KEY=VALUE...]') is
+    made from; name itself when it is not derived."""
+    return name.partition("+")[0]
+
+
+def config(name):
+    """CONFIGS' entry for name, or for a derived configuration its base's:
+    the base's policy with every KEY = VALUE set in each of its rules. None
+    when name is neither (an unknown base, a base without a policy, or a
+    part that is not KEY=VALUE)."""
+    base, plus, rest = name.partition("+")
+    if base not in CONFIGS or (plus and CONFIGS[base][0] is None):
+        return None
+    if plus and not all(re.fullmatch(r"[a-z_]+=[A-Za-z0-9_.:/-]+", k) for k in rest.split("+")):
+        return None
+    return CONFIGS[base]
+
+
+def derived_policy(out, name):
+    """Write the policy of derived configuration name next to its base's in
+    out/policies and return its path: each key replaces the rule's own or is
+    added at the end of every [rule] section; [policy] says version 3, so
+    that any key this tree knows is read (docs/training.md, section 12)."""
+    base = os.path.join(out, "policies", CONFIGS[base_of(name)][0])
+    keys = [k.split("=", 1) for k in name.split("+")[1:]]
+    lines, section = [], None
+
+    def close():
+        if section is not None and section.startswith("[rule"):
+            lines.extend("%s = %s" % (k, v) for k, v in keys)
+    for line in open(base).read().splitlines():
+        head = line.strip()
+        if head.startswith("["):
+            close()
+            section = head
+        elif section == "[policy]" and re.match(r"version\s*=", head):
+            line = "version = 3"
+        elif section and section.startswith("[rule") and \
+                head.split("=", 1)[0].strip() in [k for k, _ in keys]:
+            continue
+        lines.append(line)
+    close()
+    path = os.path.join(out, "policies", name + ".policy")
+    with open(path, "w") as f:
+        f.write("# %s, made by compare.py from %s\n%s\n" % (name, os.path.basename(base),
+                                                           "\n".join(lines)))
+    return path
+
+
 def run_config(runner, name, model, seed, out, calibrations):
-    policy, extra, needs = CONFIGS[name]
+    policy, extra, needs = config(name)
     entry = {"config": name, "model": model, "seed": seed}
     why = needs and runner.lacks(needs)
     if why:
         return dict(entry, skipped=why)
     pol = os.path.join(out, "policies", policy) if policy else None
-    if name in CALIBRATED:
+    if pol and name != base_of(name):
+        pol = derived_policy(out, name)
+    if base_of(name) in CALIBRATED:
         first = (model, seed) not in calibrations
         if first:
             calibrations[(model, seed)] = calibrate(runner, model, seed, out)
@@ -378,14 +436,16 @@ def table(entries, a):
                          first["batch_per_rank"], ",".join(map(str, seeds))))
         lines.append(setting_line(first))
         base = {e["seed"]: final(e["result"]) for e in rows.get("fp32", []) if "result" in e}
-        lines.append("%-14s %-22s %7s %6s %8s %-20s %8s %8s %7s  %s" % (
-            "config", "mean ppl per epoch" if ppl else "mean acc % per epoch", "final", "+-",
+        cw = max([14] + [len(label(e)) for es in rows.values() for e in es])
+        lines.append("%-*s %-22s %7s %6s %8s %-20s %8s %8s %7s  %s" % (
+            cw, "config", "mean ppl per epoch" if ppl else "mean acc % per epoch", "final", "+-",
             "vs fp32", "per seed", "up %fp32", "tot %fp32", "train s", "same weights"))
         for name, es in rows.items():
             done = [e for e in es if "result" in e]
             for e in es:
                 if "skipped" in e:
-                    lines.append("%-14s seed %d skipped: %s" % (label(e), e["seed"], e["skipped"]))
+                    lines.append("%-*s seed %d skipped: %s" % (cw, label(e), e["seed"],
+                                                               e["skipped"]))
             if not done:
                 continue
             accs = [scores(e["result"]) for e in done]
@@ -400,8 +460,8 @@ def table(entries, a):
             cal = sum(e.get("calibration_seconds", 0) for e in done)
             if cal:  # the calibration mpiruns this configuration paid for, per seed
                 wall += "+%s" % fmt(cal / len(done), "%.0f")
-            lines.append("%-14s %-22s %7.2f %6.2f %8s %-20s %8s %8s %7s  %s" % (
-                label(done[0]), " ".join("%.2f" % x for x in per_epoch), mean(finals),
+            lines.append("%-*s %-22s %7.2f %6.2f %8s %-20s %8s %8s %7s  %s" % (
+                cw, label(done[0]), " ".join("%.2f" % x for x in per_epoch), mean(finals),
                 spread(finals), fmt(vs, "%+.2f%%" if ppl else "%+.2f"),
                 " ".join("%.2f" % x for x in finals),
                 fmt(mean(up) if None not in up else None, "%.2f"),
@@ -461,8 +521,8 @@ def target_lines(model, rows, base, ppl):
 def profile_lines(e, rows):
     """What calibration measured and admitted for e's seed, and what each
     calibrated configuration of that seed ran."""
-    ran = {c: x.get("regions", {}) for c in CALIBRATED for x in rows.get(c, [])
-           if x["seed"] == e["seed"] and "result" in x}
+    ran = {c: x.get("regions", {}) for c in rows if base_of(c) in CALIBRATED
+           for x in rows[c] if x["seed"] == e["seed"] and "result" in x}
     out = ["calibration, seed %d: over the first %d calls, admit_cosine %.2f; what it measured "
            "and admitted, and what the runs took (%s):" % (
                e["seed"], max([p["calls"] for p in e["profile"].values()] or [0]),
@@ -621,11 +681,12 @@ def merge(entries, a):
         raise SystemExit("--merge %s: other settings (%s)" % (a.merge, "; ".join(differ)))
     have = {(e["model"], e["config"], e["seed"]) for e in entries}
     old = [dict(e, merged_from=os.path.abspath(a.merge)) for e in prev["runs"]
-           if e["model"] in a.models and e["config"] in CONFIGS
+           if e["model"] in a.models and config(e["config"]) is not None
            and (e["model"], e["config"], e["seed"]) not in have]
     order = list(CONFIGS)
     return sorted(entries + old, key=lambda e: (a.models.index(e["model"]),
-                                                order.index(e["config"]), e["seed"]))
+                                                order.index(base_of(e["config"])),
+                                                e["config"], e["seed"]))
 
 
 def main():
@@ -633,7 +694,10 @@ def main():
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--models", default="cnn,mlp,vit,lm", help="some of %s" % ", ".join(MODELS))
     ap.add_argument("--configs", help="some of %s, for every model (default: the first six; "
-                    "lm: %s)" % (", ".join(CONFIGS), ", ".join(MODEL_CONFIGS["lm"])))
+                    "lm: %s); any but fp32 followed by +KEY=VALUE parts is that "
+                    "configuration with the policy keys set in its rules (e.g. "
+                    "auto+ef_decay=0, ternary-all+ef_decay=0.25)"
+                    % (", ".join(CONFIGS), ", ".join(MODEL_CONFIGS["lm"])))
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--train-subset", type=int, default=0)
     ap.add_argument("--seeds", default="1,2", help="every configuration runs once per seed")
@@ -672,9 +736,10 @@ def main():
     a.headline_seeds = a.seeds + [x for x in more if x not in a.seeds]
     names = {m: list(MODEL_CONFIGS.get(m, DEFAULT_CONFIGS)) if a.configs is None
              else a.configs.split(",") for m in a.models}
-    unknown = sorted({c for n in names.values() for c in n if c not in CONFIGS})
+    unknown = sorted({c for n in names.values() for c in n if config(c) is None})
     if unknown:
-        ap.error("unknown configuration %s (known: %s)" % (unknown, ", ".join(CONFIGS)))
+        ap.error("unknown configuration %s (known: %s; or one of them but fp32 with "
+                 "+KEY=VALUE parts, e.g. auto+ef_decay=0)" % (unknown, ", ".join(CONFIGS)))
     for n in names.values():
         if a.check and "fp32" not in n:
             n.insert(0, "fp32")
