@@ -37,7 +37,8 @@ results); the default set is the first six (lm: the first five):
     binary-health  binary-all with health = on, the loss reported every step
 
 A configuration followed by +KEY=VALUE parts (any but fp32) is that one
-with the policy keys set in every rule of its policy (written as
+with those rule keys (nfcoll-policy(5): not [policy] keys) set in every
+rule of its policy (written as
 policies/NAME.policy, version 3): auto+ef_decay=0,
 ternary-all+ef_decay=0.25, auto+warmup=20 are docs/training.md's
 section 12.
@@ -293,7 +294,7 @@ def config(name):
     base, plus, rest = name.partition("+")
     if base not in CONFIGS or (plus and CONFIGS[base][0] is None):
         return None
-    if plus and not all(re.fullmatch(r"[a-z_]+=[A-Za-z0-9_.:/-]+", k) for k in rest.split("+")):
+    if plus and not all(re.fullmatch(r"[a-z_]+=[A-Za-z0-9_.-]+", k) for k in rest.split("+")):
         return None
     return CONFIGS[base]
 
@@ -301,26 +302,34 @@ def config(name):
 def derived_policy(out, name):
     """Write the policy of derived configuration name next to its base's in
     out/policies and return its path: each key replaces the rule's own or is
-    added at the end of every [rule] section; [policy] says version 3, so
-    that any key this tree knows is read (docs/training.md, section 12)."""
+    added after the last setting of every [rule] section; [policy] says
+    version 3, so that any key this tree knows is read (docs/training.md,
+    section 12). Sections and keys are matched as the library reads them:
+    any case, comments after # or ;, KEY = VALUE or KEY: VALUE."""
     base = os.path.join(out, "policies", CONFIGS[base_of(name)][0])
     keys = [k.split("=", 1) for k in name.split("+")[1:]]
-    lines, section = [], None
+    names = {k for k, _ in keys}
+    lines, kind, last = [], None, 0  # last: where a rule's settings end in lines
 
     def close():
-        if section is not None and section.startswith("[rule"):
-            lines.extend("%s = %s" % (k, v) for k, v in keys)
+        if kind == "rule":
+            lines[last:last] = ["%s = %s" % (k, v) for k, v in keys]
     for line in open(base).read().splitlines():
-        head = line.strip()
-        if head.startswith("["):
+        head = re.split(r"[#;]", line, maxsplit=1)[0].strip()
+        section = re.match(r"\[\s*(\w+)", head)
+        key = re.split(r"[=:]", head, maxsplit=1)[0].strip().lower() if head else ""
+        if section:
             close()
-            section = head
-        elif section == "[policy]" and re.match(r"version\s*=", head):
+            kind = section.group(1).lower()
+        elif kind == "policy" and key == "version":
             line = "version = 3"
-        elif section and section.startswith("[rule") and \
-                head.split("=", 1)[0].strip() in [k for k, _ in keys]:
+        elif kind == "rule" and key in names:
             continue
         lines.append(line)
+        if head and not section:
+            last = len(lines)
+        elif section:
+            last = len(lines)
     close()
     path = os.path.join(out, "policies", name + ".policy")
     with open(path, "w") as f:
@@ -572,7 +581,7 @@ def plot(entries, a, path):
             if not accs:
                 continue
             acc = [mean([x[i] for x in accs]) for i in range(min(map(len, accs)))]
-            dashed = name.endswith("-health")  # may lie on its base configuration's line
+            dashed = base_of(name).endswith("-health")  # may lie on its base configuration's line
             ax.plot(range(1, len(acc) + 1), acc, marker="x" if dashed else "o",
                     linestyle="--" if dashed else "-", label="%s (%d)" % (name, len(accs)))
         ax.set_title("%s, %s, %d ranks (mean over (n) seeds)" % (
@@ -695,7 +704,7 @@ def main():
     ap.add_argument("--models", default="cnn,mlp,vit,lm", help="some of %s" % ", ".join(MODELS))
     ap.add_argument("--configs", help="some of %s, for every model (default: the first six; "
                     "lm: %s); any but fp32 followed by +KEY=VALUE parts is that "
-                    "configuration with the policy keys set in its rules (e.g. "
+                    "configuration with those rule keys set in its policy's rules (e.g. "
                     "auto+ef_decay=0, ternary-all+ef_decay=0.25)"
                     % (", ".join(CONFIGS), ", ".join(MODEL_CONFIGS["lm"])))
     ap.add_argument("--epochs", type=int, default=3)
