@@ -78,6 +78,16 @@ for np in 2 3; do
     nf_failed=1
   fi
 done
+# The same across one-rank pretend nodes, where health's values ride with
+# the counts (the scales' exchange is folded into the counts').
+out "$tmp/re.nodes" 2 NFCOLL_RANKS_PER_NODE=1 NFCOLL_POLICY=$pol ./tests/mpi/test_health --reentry
+got=$(sed -n 's/^reentry //p' "$tmp/re.nodes")
+if [ "$got" = "bbbbbbbbbbbfffbbbbbbbbbb" ]; then
+  echo "ok - 2 one-rank nodes: re-entry after a divergence stays binary: $got"
+else
+  echo "FAIL - 2 one-rank nodes: re-entry after a divergence: $got, want bbbbbbbbbbbfffbbbbbbbbbb"
+  nf_failed=1
+fi
 # Two equal-size gaps of a fused buffer are two segments to health.
 run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_health --gaps
 # The record of why each region ran where it ran (issue 15 item 4), from a

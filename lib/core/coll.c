@@ -453,10 +453,11 @@ static int nf_finish_all(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
 static nf_status_t nf_lowbit_shared(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
                                     int *marked)
 {
-    nf_status_t st = nf_gather_scales(c, sh);
+    int ride = nf_xnode_scales_ride(c, sh->lines, sh->nsc);
+    nf_status_t st = ride ? NF_OK : nf_gather_scales(c, sh);
     if (st != NF_OK)
         return st;
-    for (size_t s = 0; s < call->nseg && c->nnodes > 1; s++)
+    for (size_t s = 0; s < call->nseg && c->nnodes > 1 && !ride; s++)
         if (nf_lowbit(&call->seg[s])) /* its scales to each rank on the other nodes */
             nf_stats_internode(call->seg[s].route,
                                (uint64_t)(c->size - c->lsize) * 8 * call->seg[s].nsc);
@@ -464,7 +465,7 @@ static nf_status_t nf_lowbit_shared(nf_comm_t *c, nf_call_t *call, const nf_shap
     nf_node_barrier(c);
     if (c->nnodes > 1) {
         if (c->lrank == 0)
-            st = nf_xnode_counts(c, call, c->cnt, sh->lines);
+            st = nf_xnode_counts(c, call, c->cnt, sh->lines, ride ? sh->nsc : 0);
         if ((st = nf_leader_wait(c, st)) != NF_OK)
             return st;
     }

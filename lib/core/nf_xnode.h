@@ -32,9 +32,17 @@ nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v);
  * nodes' sums. */
 nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len);
 
+/* Whether a call's nsc scales ride with its counts of nlines lines (every
+ * node has one rank and the counts with them cross whole: one exchange
+ * fewer); the same on every rank. */
+int nf_xnode_scales_ride(const nf_comm_t *c, size_t nlines, unsigned nsc);
+
 /* cnt: this node's counters of nlines lines (k planes each, at most
- * c->kn of them set); becomes the counters of all nodes. call attributes
- * the bytes sent to its segments' routes. */
-nf_status_t nf_xnode_counts(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt, size_t nlines);
+ * c->kn of them set); becomes the counters of all nodes. nsc > 0 (only
+ * when nf_xnode_scales_ride): the rank's nsc scales at c->mine go along,
+ * and c->scales gets every rank's, rank-major, as nf_gather_scales would
+ * leave them. call attributes the bytes sent to its segments' routes. */
+nf_status_t nf_xnode_counts(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt, size_t nlines,
+                            unsigned nsc);
 
 #endif

@@ -173,19 +173,43 @@ static void nf_count_bytes(const nf_call_t *call, size_t nlines, uint64_t bytes)
     }
 }
 
+/* nsc > 0: the node's one rank's scales (c->mine) ride after its counts,
+ * padded to a line, and every node's land in c->scales (leaders are in
+ * rank order, each its node's only rank: node j's are rank j's). */
 static nf_status_t nf_counts_whole(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt,
-                                   size_t nlines)
+                                   size_t nlines, unsigned nsc)
 {
-    size_t w = nlines * c->kn * NF_LINE_WORDS;
+    size_t sw = nf_scale_lines(nsc) * NF_LINE_WORDS, w = nlines * c->kn * NF_LINE_WORDS + sw;
     uint64_t *send = c->xnode, *recv = send + w, *tmp = recv + (size_t)c->nnodes * w;
     nf_narrow(c, cnt, 0, nlines, send);
-    int n = (int)(nlines * c->kn);
+    if (sw > 0) {
+        memset(send + w - sw, 0, sw * sizeof(uint64_t));
+        memcpy(send + w - sw, c->mine, nsc * sizeof(double));
+    }
+    int n = (int)(w / NF_LINE_WORDS);
     nf_status_t st = nf_mpi_status(PMPI_Allgather(send, n, nf_ctx.line_type, recv, n,
                                                   nf_ctx.line_type, c->leaders));
     if (st != NF_OK)
         return st;
     nf_merge_nodes(c, recv, w, nlines, cnt, tmp);
-    nf_count_bytes(call, nlines, (uint64_t)(c->nnodes - 1) * w * sizeof(uint64_t));
+    for (int j = 0; sw > 0 && j < c->nnodes; j++)
+        memcpy(c->scales + (size_t)j * nsc, recv + (size_t)j * w + (w - sw),
+               nsc * sizeof(double));
+    nf_count_bytes(call, nlines, (uint64_t)(c->nnodes - 1) * (w - sw) * sizeof(uint64_t));
+    /* the scales' bytes: each segment its own, the first the padding (and
+     * health's values) */
+    uint64_t left = (uint64_t)(c->nnodes - 1) * sw * sizeof(uint64_t);
+    size_t first = 0;
+    while (sw > 0 && first < call->nseg && !nf_route_lowbit(call->seg[first].route))
+        first++;
+    for (size_t s = first + 1; sw > 0 && s < call->nseg; s++) {
+        const nf_seg_t *g = &call->seg[s];
+        uint64_t b = (uint64_t)(c->nnodes - 1) * g->nsc * sizeof(double);
+        if (nf_route_lowbit(g->route) && b <= left)
+            nf_stats_internode(g->route, b), left -= b;
+    }
+    if (sw > 0 && first < call->nseg)
+        nf_stats_internode(call->seg[first].route, left);
     return NF_OK;
 }
 
@@ -218,13 +242,19 @@ static nf_status_t nf_counts_split(nf_comm_t *c, const nf_call_t *call, uint64_t
     return st;
 }
 
+int nf_xnode_scales_ride(const nf_comm_t *c, size_t nlines, unsigned nsc)
+{
+    return c->nnodes > 1 && c->size == c->nnodes &&
+           nf_traffic_counts_whole(nlines, nf_scale_lines(nsc), c->kn, c->k, c->nnodes);
+}
+
 /* Whole, a leader sends (p-1) kn planes; split, (p-1)/p (kn + k): whole
  * wins when p kn <= kn + k (two nodes of a few ranks each), besides taking
  * one step. */
-nf_status_t nf_xnode_counts(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt, size_t nlines)
+nf_status_t nf_xnode_counts(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt, size_t nlines,
+                            unsigned nsc)
 {
-    if (nlines * c->kn * NF_LINE_BYTES <= NF_XNODE_WHOLE_MAX ||
-        (unsigned)c->nnodes * c->kn <= c->kn + c->k)
-        return nf_counts_whole(c, call, cnt, nlines);
+    if (nsc > 0 || nf_traffic_counts_whole(nlines, 0, c->kn, c->k, c->nnodes))
+        return nf_counts_whole(c, call, cnt, nlines, nsc);
     return nf_counts_split(c, call, cnt, nlines);
 }

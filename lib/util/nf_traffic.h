@@ -31,6 +31,14 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
 #define NF_XNODE_WHOLE_MAX (32u * 1024u)
 /* The words of a call's header, which leaders exchange for the verdict. */
 #define NF_HDR_WORDS 4
+/* Lines that nsc scales (doubles) take when they ride with the counts. */
+#define nf_scale_lines(nsc) (((uint64_t)(nsc) * 8u + NF_LINE_BYTES - 1) / NF_LINE_BYTES)
+/* Whether the node counts of `lines` lines (kn planes each, k after the
+ * merge, p nodes) cross whole, with `extra` lines more (the scales, when
+ * they ride along): lib/core/xnode.c decides so, this model too. */
+#define nf_traffic_counts_whole(lines, extra, kn, k, p) \
+    (((uint64_t)(lines) * (kn) + (extra)) * NF_LINE_BYTES <= NF_XNODE_WHOLE_MAX || \
+     (uint64_t)(p) * (kn) <= (uint64_t)(kn) + (k))
 
 /* What leaves one node for one call: bytes (the leader's exchanges, and
  * the scales every rank of the node sends to the ranks elsewhere) and the

@@ -101,10 +101,16 @@ void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p,
     if (lines > 0) {
         unsigned k = nf_count_planes((unsigned)size), kn = nf_count_planes(r);
         uint64_t lb = NF_LINE_BYTES;
-        w->bytes += r * (size - r) * nsc * sizeof(double); /* every rank's scales */
-        w->steps += 1;
-        nf_wire_exchange(lines, kn * lb, k * lb, p,
-                         lines * kn * lb <= NF_XNODE_WHOLE_MAX || p * kn <= kn + k, w);
+        uint64_t sl = nf_scale_lines(nsc);
+        if (r == 1 && nf_traffic_counts_whole(lines, sl, kn, k, p)) {
+            nf_wire_exchange(lines, kn * lb, k * lb, p, 1, w); /* the scales ride along */
+            w->bytes += (p - 1) * sl * lb;
+        } else {
+            w->bytes += r * (size - r) * nsc * sizeof(double); /* every rank's scales */
+            w->steps += 1;
+            nf_wire_exchange(lines, kn * lb, k * lb, p,
+                             nf_traffic_counts_whole(lines, 0, kn, k, p), w);
+        }
     }
     /* fp32's pass, then bf16's (coll.c), each in chunks that grow to its
      * floats, up to the most (lib/core/comm.c). */
