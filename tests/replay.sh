@@ -224,11 +224,12 @@ usage_bad "--ranks-per-node without --link" "^nfcoll_replay: --ranks-per-node ap
 usage_bad "--ranks-per-node 0" "^nfcoll_replay: --ranks-per-node 0: want a whole number" \
   --link 1gbit --ranks-per-node 0 "$t0"
 # Calls of 1 to 16 MiB on 2 ranks, every float sum binary, each traced by
-# both ranks (one call each). Between 2 nodes a 16 MiB call sends: binary
-# the 32-byte verdict and 8192 sign lines of 64 bytes, with one line more
-# for its scale (one rank per node: the scale rides with the counts; 524384
-# bytes), ternary twice the sign lines (1048672), fp32 the verdict and
-# the floats (16777248), pmpi the ring's 2 (P-1)/P of the call (16777216);
+# both ranks (one call each). Between 2 nodes of one rank a 16 MiB call
+# sends: binary the 512-byte verdict (a header line and an area for small
+# calls' data) and 8192 sign lines of 64 bytes, with one line more for its
+# scale (it rides with the counts; 524864 bytes), ternary twice the sign
+# lines (1049152), fp32 the verdict and
+# the floats (16777728), pmpi the ring's 2 (P-1)/P of the call (16777216);
 # over 1 Gbit/s binary is the fastest, the time as decided binary's.
 { echo "# libnfcoll trace v3"
   i=0
@@ -255,13 +256,13 @@ for c in l["calls"]:
     assert c["decided_on"] == "binary" and c["seconds"]["decided"] == c["seconds"]["binary"], c
     assert c["internode_bytes"]["decided"] == c["internode_bytes"]["binary"], c
 w = l["calls"][-1]["internode_bytes"]
-assert (w["binary"], w["ternary"], w["fp32"], w["pmpi"]) == (524384, 1048672, 16777248, 16777216), w
+assert (w["binary"], w["ternary"], w["fp32"], w["pmpi"]) == (524864, 1049152, 16777728, 16777216), w
 big = l["calls"][-1]["seconds"]
 assert big["binary"] < big["ternary"] < big["fp32"] and big["binary"] < big["pmpi"], big
 assert 0 < l["beats_from"]["binary"]["fp32"] <= 1 << 20, l["beats_from"]
 PY
 then
-  ok "--link 1gbit,20us: one call per size; 16 MiB sends binary 524384, ternary 1048672, fp32 16777248, pmpi 16777216 bytes; binary fastest"
+  ok "--link 1gbit,20us: one call per size; 16 MiB sends binary 524864, ternary 1049152, fp32 16777728, pmpi 16777216 bytes; binary fastest"
 else
   fail "--link 1gbit,20us on calls of 1-16 MiB"; cat "$tmp/link.err" "$tmp/link.json"
 fi

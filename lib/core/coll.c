@@ -59,6 +59,9 @@ typedef struct nf_shape {
     size_t fp32;      /* elements of fp32 segments */
     size_t bf16;      /* elements of bf16 segments (a pass of their own) */
     int small;        /* one node, and everything fits a control block's area */
+    int inl;          /* one rank on every node, and everything fits the
+                         verdict's area: the call rides with the verdict */
+    uint64_t *area;   /* inl: this rank's area in the verdict's payload */
     unsigned parity;  /* of this call: which header and small area */
 } nf_shape_t;
 
@@ -107,14 +110,18 @@ static void nf_layout(const nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
     sh->slines = nf_up64(sh->nsc * sizeof(double)) / NF_LINE_BYTES;
     size_t bytes = (sh->lines + sh->slines) * NF_LINE_BYTES + sh->fp32 * sizeof(float);
     sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES && sh->bf16 == 0;
+    sh->inl = c->nnodes > 1 && c->size == c->nnodes && bytes <= NF_INLINE_WORDS * 8 &&
+              sh->bf16 == 0;
     sh->parity = (unsigned)(c->calls & 1u);
 }
 
-/* Where a rank's lines, scales and (small calls) fp32 elements are. */
+/* Where a rank's lines, scales and (small and inline calls) fp32 elements
+ * are (inline: this rank's only). */
 static uint64_t *nf_lines_of(const nf_comm_t *c, const nf_shape_t *sh, int lrank)
 {
-    return sh->small ? (uint64_t *)nf_ctl(c, lrank)->small[sh->parity]
-                     : (uint64_t *)nf_slot(c, lrank);
+    return sh->inl     ? sh->area
+           : sh->small ? (uint64_t *)nf_ctl(c, lrank)->small[sh->parity]
+                       : (uint64_t *)nf_slot(c, lrank);
 }
 
 static double *nf_scales_of(const nf_comm_t *c, const nf_shape_t *sh, int lrank)
@@ -168,19 +175,24 @@ static uint64_t nf_local_verdict(const nf_comm_t *c, const uint64_t *mine, unsig
 
 /* After the header barrier: the call's verdict on every rank alike. One
  * node decides from the headers in the segment; several add one exchange
- * among leaders, published to the other local ranks. */
-static nf_status_t nf_verdict(nf_comm_t *c, const nf_call_t *call, const uint64_t *mine,
-                              unsigned parity, uint64_t *v)
+ * among leaders, published to the other local ranks. node: the exchange's
+ * payload (nf_xnode_verdict), its area written by nf_publish when sh->inl;
+ * *inl: every node's area came (one rank on every node). */
+static nf_status_t nf_verdict(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *sh,
+                              const uint64_t *mine, uint64_t *node, uint64_t *v, int *inl)
 {
     nf_status_t st = NF_OK;
-    *v = nf_local_verdict(c, mine, parity);
+    *inl = 0;
+    *v = nf_local_verdict(c, mine, sh->parity);
     if (c->nnodes < 2)
         return NF_OK;
     if (c->lrank == 0) {
-        uint64_t node[NF_H_N] = {mine[NF_H_COUNT], mine[NF_H_LAYOUT], *v, 0};
-        st = nf_xnode_verdict(c, node, v);
+        size_t words = nf_verdict_words(c->size == c->nnodes);
+        node[0] = mine[NF_H_COUNT], node[1] = mine[NF_H_LAYOUT], node[2] = *v;
+        node[3] = (uint64_t)sh->inl;
+        st = nf_xnode_verdict(c, node, v, inl);
         nf_ctl(c, 0)->verdict[0] = *v;
-        nf_stats_internode(call->seg[0].route, (uint64_t)(c->nnodes - 1) * sizeof(node));
+        nf_stats_internode(call->seg[0].route, (uint64_t)(c->nnodes - 1) * words * 8);
     }
     if ((st = nf_leader_wait(c, st)) != NF_OK)
         return st;
@@ -677,6 +689,43 @@ static nf_status_t nf_small_run(nf_comm_t *c, nf_call_t *call, const nf_shape_t 
     return marked ? nf_fp32_pass(c, call, NF_TAKE_NONFINITE) : NF_OK;
 }
 
+/* An inline call after the verdict: every node's area came with it (node j
+ * is rank j), so every rank reduces them all itself, as nf_small_run does
+ * a node's areas: the counts are integers, the scales the same doubles in
+ * rank order, and each fp32 element the sum in node order of the nodes'
+ * sums of one rank, as the exchanges would give (sum_f32 of one input is
+ * a copy): the same bits. */
+static nf_status_t nf_inline_run(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh)
+{
+    int marked = 0;
+    unsigned p = (unsigned)c->nnodes;
+    if (sh->nlow > 0) {
+        const uint64_t **in = (const uint64_t **)c->ptrs;
+        for (unsigned j = 0; j < p; j++) {
+            in[j] = nf_xnode_area(c, (int)j);
+            memcpy(c->scales + (size_t)j * sh->nsc, in[j] + sh->lines * NF_LINE_WORDS,
+                   sh->nsc * sizeof(double));
+        }
+        nf_ctx.k->count_sum(c->pcnt, c->k, in, p, sh->lines);
+        marked = nf_finish_all(c, call, sh, c->pcnt);
+        if (call->health)
+            nf_health_agree(c, call, sh);
+    }
+    const float **fin = (const float **)c->ptrs;
+    size_t at = 0;
+    for (size_t s = 0; s < call->nseg; s++) {
+        const nf_seg_t *g = &call->seg[s];
+        if (nf_lowbit(g))
+            continue;
+        for (unsigned j = 0; j < p; j++)
+            fin[j] = (const float *)(nf_xnode_area(c, (int)j) +
+                                     (sh->lines + sh->slines) * NF_LINE_WORDS) + at;
+        nf_ctx.k->sum_f32(call->r + g->off, fin, p, g->m);
+        at += g->m;
+    }
+    return marked ? nf_fp32_pass(c, call, NF_TAKE_NONFINITE) : NF_OK;
+}
+
 /* Copy my fp32 segments' elements into my small area. */
 static void nf_small_fp32_in(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *sh)
 {
@@ -698,7 +747,7 @@ static int nf_publish(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *sh,
     memcpy(nf_ctl(c, c->lrank)->hdr[sh->parity], mine, NF_HDR_WORDS * sizeof(uint64_t));
     if (!ok)
         return 0;
-    if (sh->small) {
+    if (sh->small || sh->inl) {
         nf_small_fp32_in(c, call, sh);
         if (sh->nlow > 0)
             nf_pack_all(c, call, sh);
@@ -714,8 +763,12 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
 {
     nf_shape_t sh;
     uint64_t mine[NF_H_N], v;
-    int marked = 0;
+    _Alignas(64) uint64_t node[NF_LINE_WORDS + NF_INLINE_WORDS];
+    int marked = 0, inl;
     nf_layout(c, call, &sh);
+    sh.area = node + NF_LINE_WORDS;
+    if (c->nnodes > 1 && c->lrank == 0)
+        memset(node, 0, sizeof(node)); /* what is sent beyond the call's data */
     c->calls++;
     call->mismatch = call->capacity = call->fp32_stuck = 0;
     call->loss_mean = NAN;
@@ -723,7 +776,7 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
         call->seg[s].ef_ratio = NAN;
     int packed = nf_publish(c, call, &sh, nf_comm_scales(c, sh.nsc) == NF_OK, mine);
     nf_node_barrier(c);
-    nf_status_t st = nf_verdict(c, call, mine, sh.parity, &v);
+    nf_status_t st = nf_verdict(c, call, &sh, mine, node, &v, &inl);
     if (st != NF_OK)
         return st;
     if (v == NF_V_COUNT)
@@ -732,6 +785,8 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
         call->mismatch = 1;
         return nf_fp32_pass(c, call, NF_TAKE_ALL);
     }
+    if (sh.inl) /* inl: the same layout everywhere, so every rank's area came */
+        return inl ? nf_inline_run(c, call, &sh) : nf_fp32_pass(c, call, NF_TAKE_ALL);
     if (sh.small)
         return nf_small_run(c, call, &sh);
     if (sh.nlow > 0 && !packed) {

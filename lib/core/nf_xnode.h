@@ -25,8 +25,15 @@
  * chunks of chunk floats. */
 size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk);
 
-/* node: {count, layout hash, local verdict, 0}; *v: the verdict of all. */
-nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v);
+/* node: {count, layout hash, local verdict, inline}; with one rank on
+ * every node, nf_verdict_words(1) words: the header padded to a line, then
+ * the rank's area of NF_INLINE_WORDS (its call's data when inline is 1,
+ * else zeros). *v: the verdict of all; *inl: NF_V_SAME and every node's
+ * data came (nf_xnode_area). */
+nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v, int *inl);
+/* Node j's area of the last verdict (line-aligned; node j is rank j when
+ * every node has one rank), until the next exchange. */
+const uint64_t *nf_xnode_area(const nf_comm_t *c, int j);
 
 /* res: this node's sum of len floats; becomes the node-order sum of all
  * nodes' sums. */

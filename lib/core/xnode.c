@@ -30,6 +30,12 @@ static int nf_me(const nf_comm_t *c)
 
 static size_t nf_max(size_t a, size_t b) { return a > b ? a : b; }
 
+/* Words of the verdict's exchange per node. */
+static size_t nf_verdict_size(const nf_comm_t *c)
+{
+    return nf_verdict_words(c->size == c->nnodes);
+}
+
 /* The largest of what each exchange below keeps in the scratch. */
 size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk)
 {
@@ -40,27 +46,37 @@ size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk)
     size_t csplit = (nl * kn + (nl + p) * kn + (nl / p + 1) * k) * NF_LINE_BYTES;
     size_t fl = p == 2 ? chunk : NF_XNODE_WHOLE_MAX / sizeof(float);
     size_t fwhole = p * fl * sizeof(float), fsplit = (chunk + p) * sizeof(float);
-    return nf_max(nf_max(cwhole, csplit), nf_max(fwhole, fsplit)) + NF_HDR_WORDS * 8 * p;
+    return nf_max(nf_max(cwhole, csplit), nf_max(fwhole, fsplit)) + nf_verdict_size(c) * 8 * p;
 }
 
-nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v)
+nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v, int *inl)
 {
     uint64_t *all = c->xnode;
-    nf_status_t st = nf_mpi_status(PMPI_Allgather(node, NF_HDR_WORDS, MPI_UINT64_T, all,
-                                                  NF_HDR_WORDS, MPI_UINT64_T, c->leaders));
+    size_t words = nf_verdict_size(c);
+    nf_status_t st = nf_mpi_status(PMPI_Allgather(node, (int)words, MPI_UINT64_T, all,
+                                                  (int)words, MPI_UINT64_T, c->leaders));
+    *inl = 0;
     if (st != NF_OK)
         return st;
+    int every = words > NF_HDR_WORDS;
     *v = NF_V_SAME;
     for (int j = 0; j < c->nnodes; j++) {
-        const uint64_t *h = all + (size_t)j * NF_HDR_WORDS;
+        const uint64_t *h = all + (size_t)j * words;
         if (h[0] != node[0] || h[2] == NF_V_COUNT) {
             *v = NF_V_COUNT;
             break;
         }
         if (h[1] != node[1] || h[2] != NF_V_SAME)
             *v = 0;
+        every &= h[3] == 1;
     }
+    *inl = *v == NF_V_SAME && every;
     return NF_OK;
+}
+
+const uint64_t *nf_xnode_area(const nf_comm_t *c, int j)
+{
+    return (const uint64_t *)c->xnode + (size_t)j * nf_verdict_size(c) + NF_LINE_WORDS;
 }
 
 /* ---------------------------------------------------------------- fp32 */

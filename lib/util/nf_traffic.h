@@ -31,7 +31,16 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
 #define NF_XNODE_WHOLE_MAX (32u * 1024u)
 /* The words of a call's header, which leaders exchange for the verdict. */
 #define NF_HDR_WORDS 4
-/* Lines that nsc scales (doubles) take when they ride with the counts. */
+/* With one rank on every node the verdict's exchange is a line of header
+ * (NF_HDR_WORDS, padded) and NF_INLINE_WORDS more, where a call whose
+ * lines, scales and fp32 elements fit (laid out as a small call's area on
+ * one node) travels whole: it crosses nodes in that one exchange. Every
+ * call sends the same size, which cannot depend on a layout that the
+ * verdict is there to check (docs/design.md, "Protocol"). */
+#define NF_INLINE_WORDS 56
+#define nf_verdict_words(one_per_node) \
+    ((one_per_node) ? NF_LINE_WORDS + NF_INLINE_WORDS : NF_HDR_WORDS)
+/* Lines that nsc scales (doubles) take after a call's lines. */
 #define nf_scale_lines(nsc) (((uint64_t)(nsc) * 8u + NF_LINE_BYTES - 1) / NF_LINE_BYTES)
 /* Whether the node counts of `lines` lines (kn planes each, k after the
  * merge, p nodes) cross whole, with `extra` lines more (the scales, when

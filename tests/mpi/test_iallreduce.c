@@ -24,7 +24,9 @@
  *     nodes: its first exchange is a PMPI_Allgather) and a pmpi call
  *     complete with the stand-in's code in MPI_Waitall's statuses (and
  *     MPI_Wait's return). Then rank 0's last exchange of an fp32 call fails
- *     there only, after taking place: every rank's request fails with it.
+ *     there only, after taking place: every rank's request fails with it,
+ *     for a call of two exchanges (the verdict, then the data) and for one
+ *     that rides whole with the verdict (one rank per node, 448 bytes).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -323,13 +325,13 @@ static int status_is(int code, int want)
 
 static int error_case(void)
 {
-    float x[64], r[64];
+    float x[256], r[256];
     MPI_Request req[2];
     MPI_Status st[2];
     int bad = 0;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    for (int i = 0; i < 64; i++)
+    for (int i = 0; i < 256; i++)
         x[i] = (float)i;
     /* Warm up: state, the duplicate and the agreements, nothing armed. */
     for (int k = 0; k < 2; k++) {
@@ -356,16 +358,24 @@ static int error_case(void)
     rc = MPI_Wait(&req[0], &st[0]);
     bad |= nft_check(rc == CODE_PRIVATE, "fp32", "MPI_Wait returned %#x, want %#x",
                      (unsigned)rc, CODE_PRIVATE);
-    /* Rank 0 alone: its last exchange of an fp32 call (the header verdict,
-     * then the data) took place and failed there: every rank's request fails. */
-    if (rank == 0)
-        atomic_store(&late_allgather, 2);
-    NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
-    rc = MPI_Waitall(1, &req[0], &st[0]);
-    bad |= nft_check(atomic_load(&late_allgather) == 0, "one rank", "the exchange did not fail");
-    bad |= nft_check(rc == MPI_ERR_IN_STATUS && status_is(st[0].MPI_ERROR, CODE_PRIVATE), "one rank",
-                     "MPI_Waitall %d, status %#x, want MPI_ERR_IN_STATUS and %#x (rank 0 "
-                     "failed)", rc, (unsigned)st[0].MPI_ERROR, CODE_PRIVATE);
+    /* Rank 0 alone: its last exchange of an fp32 call (256 floats: the
+     * header verdict, then the data; 64: the verdict with the data) took
+     * place and failed there: every rank's request fails. */
+    for (int k = 0; k < 2; k++) {
+        if (rank == 0)
+            atomic_store(&late_allgather, 2 - k);
+        NF_Iallreduce_route(x, r, k ? 64 : 256, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32,
+                            &req[0]);
+        rc = MPI_Waitall(1, &req[0], &st[0]);
+        bad |= nft_check(atomic_load(&late_allgather) == 0, "one rank",
+                         "the exchange did not fail (%d floats)", k ? 64 : 256);
+        bad |= nft_check(rc == MPI_ERR_IN_STATUS && status_is(st[0].MPI_ERROR, CODE_PRIVATE),
+                         "one rank",
+                         "MPI_Waitall %d, status %#x, want MPI_ERR_IN_STATUS and %#x (rank 0 "
+                         "failed, %d floats)", rc, (unsigned)st[0].MPI_ERROR, CODE_PRIVATE,
+                         k ? 64 : 256);
+        atomic_store(&late_allgather, 0);
+    }
     /* and the next call works */
     NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
     bad |= nft_check(MPI_Wait(&req[0], MPI_STATUS_IGNORE) == MPI_SUCCESS && r[5] == 5.0f * nranks,
