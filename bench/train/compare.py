@@ -271,7 +271,8 @@ def calibrate(runner, model, seed, out):
     calls = int(policy_value(calib, "calibrate_calls", 20))
     # the cosines take the first `calls` calls; the lag cosine that chooses
     # ef_decay takes calls 20-99 (docs/design.md, "Calibration")
-    r, _, _ = runner.train("calibrate", model, seed, calib, ["--steps", str(max(calls, LAG_CALLS) + 1)], out)
+    r, _, _ = runner.train("calibrate", model, seed, calib,
+                           ["--steps", str(max(calls, LAG_CALLS) + 1)], out)
     if not os.path.exists(prof):
         raise RuntimeError("%s: the calibration run wrote no profile %s" % (model, prof))
     keep = os.path.join(out, "%s.s%d.calib.profile" % (model, seed))
@@ -326,9 +327,7 @@ def derived_policy(out, name):
         elif kind == "rule" and key in names:
             continue
         lines.append(line)
-        if head and not section:
-            last = len(lines)
-        elif section:
+        if head:  # a setting or a section's header: the keys go after it
             last = len(lines)
     close()
     path = os.path.join(out, "policies", name + ".policy")

@@ -7,14 +7,16 @@
  * node leaders exchange across nodes over PMPI (xnode.c). A call:
  *   every rank writes its header (count, layout hash, ok) and, when the
  *   segment already holds them, packs its low-bit lines (or, for a small
- *   call on one node, all of its data) -> node barrier -> every rank checks
- *   the headers (across nodes: leaders exchange them and publish the
+ *   call on one node or an inline one across one-rank nodes, all of its
+ *   data) -> node barrier -> every rank checks the headers (across nodes:
+ *   leaders exchange them, with an inline call's data, and publish the
  *   verdict): different counts are MPI_ERR_COUNT everywhere, different
  *   layouts run the whole call fp32
- *   small call on one node: every rank reduces all the copies itself. Done.
+ *   small or inline call: every rank reduces all the copies itself. Done.
  *   otherwise -> grow the segment if needed (agreed) -> scales (one node:
- *   read from the slots; several: PMPI_Allgather) -> each local rank counts
- *   its share of lines -> node barrier (+ leaders merge node counts across
+ *   read from the slots; several: PMPI_Allgather, or with one rank per
+ *   node at the end of the count exchange) -> each local rank counts its
+ *   share of lines -> node barrier (+ leaders merge node counts across
  *   nodes and publish) -> everyone unpacks -> the fp32 pass.
  * The counts are integers, so every rank gets the same bits whatever the
  * order; the scales are summed in rank order in double; fp32 sums run in
@@ -154,7 +156,10 @@ static uint64_t nf_layout_hash(const nf_call_t *call)
         if (nf_lowbit(g) && nf_seg_block(g) < g->m) /* the scale exchange's shape */
             h = nf_hash_u64(h, nf_seg_block(g));
     }
-    return h;
+    /* health adds values to the scales' exchange (admission can turn it
+     * off on one rank that runs short of memory): ranks that differ run
+     * the call fp32 */
+    return nf_hash_u64(h, (uint64_t)(call->health != 0));
 }
 
 /* The verdict of the local headers against mine: NF_V_COUNT when some
@@ -469,10 +474,13 @@ static nf_status_t nf_lowbit_shared(nf_comm_t *c, nf_call_t *call, const nf_shap
     nf_status_t st = ride ? NF_OK : nf_gather_scales(c, sh);
     if (st != NF_OK)
         return st;
+    unsigned extra = sh->nsc - sh->nscale; /* health's values, counted to the first */
     for (size_t s = 0; s < call->nseg && c->nnodes > 1 && !ride; s++)
-        if (nf_lowbit(&call->seg[s])) /* its scales to each rank on the other nodes */
+        if (nf_lowbit(&call->seg[s])) { /* its scales to each rank on the other nodes */
             nf_stats_internode(call->seg[s].route,
-                               (uint64_t)(c->size - c->lsize) * 8 * call->seg[s].nsc);
+                               (uint64_t)(c->size - c->lsize) * 8 * (call->seg[s].nsc + extra));
+            extra = 0;
+        }
     nf_count_lines(c, sh, c->cnt);
     nf_node_barrier(c);
     if (c->nnodes > 1) {
@@ -767,7 +775,7 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
     int marked = 0, inl;
     nf_layout(c, call, &sh);
     sh.area = node + NF_LINE_WORDS;
-    if (c->nnodes > 1 && c->lrank == 0)
+    if (c->nnodes > 1 && c->size == c->nnodes)
         memset(node, 0, sizeof(node)); /* what is sent beyond the call's data */
     c->calls++;
     call->mismatch = call->capacity = call->fp32_stuck = 0;

@@ -96,7 +96,8 @@ typedef struct nf_comm {
     void *xnode;         /* leaders: exchange scratch (private, nf_xnode_bytes) */
     int *xv;             /* 4 x nnodes counts and displacements (xnode.c) */
     size_t xnode_bytes;
-    uint64_t *pcnt;      /* small calls: private counters, NF_SMALL_BYTES lines of k planes */
+    uint64_t *pcnt;      /* small and inline calls: private counters, NF_SMALL_BYTES lines
+                            of k planes */
     unsigned kn;         /* planes of one node's counts: nf_count_planes(largest lsize) */
 
     const void **ptrs;   /* max(lsize, nnodes) input pointers for kernels */

@@ -177,16 +177,37 @@ static void nf_merge_nodes(const nf_comm_t *c, const uint64_t *in, size_t stride
     }
 }
 
-/* Bytes sent for the counters, shared among the low-bit segments by lines. */
-static void nf_count_bytes(const nf_call_t *call, size_t nlines, uint64_t bytes)
+static uint64_t nf_share_of(const nf_seg_t *g, int scales)
 {
-    for (size_t s = 0; s < call->nseg; s++) {
+    if (scales)
+        return g->nsc;
+    return g->route == NF_ROUTE_TERNARY ? 2 * nf_lines(g->m) : nf_lines(g->m);
+}
+
+/* Bytes sent for a call's low-bit segments, shared among them by their
+ * lines (the counters) or their scales; what the shares leave (rounding,
+ * padding, health's values) goes to the first. */
+static void nf_lowbit_bytes(const nf_call_t *call, uint64_t bytes, int scales)
+{
+    uint64_t whole = 0, left = bytes;
+    size_t first = call->nseg;
+    for (size_t s = 0; s < call->nseg; s++)
+        if (nf_route_lowbit(call->seg[s].route)) {
+            whole += nf_share_of(&call->seg[s], scales);
+            first = first < s ? first : s;
+        }
+    if (first == call->nseg || whole == 0)
+        return;
+    for (size_t s = first + 1; s < call->nseg; s++) {
         const nf_seg_t *g = &call->seg[s];
-        if (g->route == NF_ROUTE_FP32)
+        if (!nf_route_lowbit(g->route))
             continue;
-        size_t gl = g->route == NF_ROUTE_TERNARY ? 2 * nf_lines(g->m) : nf_lines(g->m);
-        nf_stats_internode(g->route, bytes * gl / nlines);
+        uint64_t b = bytes / whole * nf_share_of(g, scales) +
+                     bytes % whole * nf_share_of(g, scales) / whole;
+        nf_stats_internode(g->route, b);
+        left -= b;
     }
+    nf_stats_internode(call->seg[first].route, left);
 }
 
 /* nsc > 0: the node's one rank's scales (c->mine) ride after its counts,
@@ -211,21 +232,9 @@ static nf_status_t nf_counts_whole(nf_comm_t *c, const nf_call_t *call, uint64_t
     for (int j = 0; sw > 0 && j < c->nnodes; j++)
         memcpy(c->scales + (size_t)j * nsc, recv + (size_t)j * w + (w - sw),
                nsc * sizeof(double));
-    nf_count_bytes(call, nlines, (uint64_t)(c->nnodes - 1) * (w - sw) * sizeof(uint64_t));
-    /* the scales' bytes: each segment its own, the first the padding (and
-     * health's values) */
-    uint64_t left = (uint64_t)(c->nnodes - 1) * sw * sizeof(uint64_t);
-    size_t first = 0;
-    while (sw > 0 && first < call->nseg && !nf_route_lowbit(call->seg[first].route))
-        first++;
-    for (size_t s = first + 1; sw > 0 && s < call->nseg; s++) {
-        const nf_seg_t *g = &call->seg[s];
-        uint64_t b = (uint64_t)(c->nnodes - 1) * g->nsc * sizeof(double);
-        if (nf_route_lowbit(g->route) && b <= left)
-            nf_stats_internode(g->route, b), left -= b;
-    }
-    if (sw > 0 && first < call->nseg)
-        nf_stats_internode(call->seg[first].route, left);
+    nf_lowbit_bytes(call, (uint64_t)(c->nnodes - 1) * (w - sw) * sizeof(uint64_t), 0);
+    if (sw > 0)
+        nf_lowbit_bytes(call, (uint64_t)(c->nnodes - 1) * sw * sizeof(uint64_t), 1);
     return NF_OK;
 }
 
@@ -254,7 +263,7 @@ static nf_status_t nf_counts_split(nf_comm_t *c, const nf_call_t *call, uint64_t
     st = nf_mpi_status(PMPI_Allgatherv(MPI_IN_PLACE, 0, nf_ctx.line_type, cnt, sc, sd,
                                        nf_ctx.line_type, c->leaders));
     if (st == NF_OK)
-        nf_count_bytes(call, nlines, sent);
+        nf_lowbit_bytes(call, sent, 0);
     return st;
 }
 

@@ -71,9 +71,11 @@ typedef struct nf_wire_part {
 } nf_wire_part_t;
 
 /* A call cut into n parts across p nodes of r ranks each (p >= 2; fewer:
- * nothing crosses), as lib/core/coll.c and xnode.c send it: one verdict;
- * the low-bit parts' scales from every rank, then their count lines in one
- * exchange; the fp32 parts' floats, then the bf16 parts' (their sums are
+ * nothing crosses), as lib/core/coll.c and xnode.c send it: one verdict
+ * (r = 1: with the whole call when it fits NF_INLINE_WORDS, and nothing
+ * else); the low-bit parts' scales from every rank, then their count lines
+ * in one exchange (r = 1 and whole: the scales at its end); the fp32 parts'
+ * floats, then the bf16 parts' (their sums are
  * floats between nodes), each in chunks of at most NF_FP32_CHUNK_XNODE. A
  * pmpi part makes the call pmpi's: a ring allreduce over the p r ranks
  * (Open MPI's schedule for large calls). What one node sends: NFCOLL_STATS's
