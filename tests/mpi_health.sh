@@ -67,27 +67,22 @@ done
 # spike at step 10, 3 calls cool down, step 14 re-enters and stays binary.
 # The residual step 10 left was kept through the cool-down and read as
 # ef_growth at once: bbbbbbbbbbbfffbffffffbbb before it started over.
-for np in 2 3; do
-  nf_tier $np || continue
-  out "$tmp/re.$np" $np NFCOLL_POLICY=$pol ./tests/mpi/test_health --reentry
+# "nodes": the same across 2 one-rank pretend nodes, where health's values
+# ride with the counts (the scales' exchange is folded into the counts').
+for np in 2 3 nodes; do
+  case $np in
+    nodes) n=2 what="2 one-rank nodes" env=NFCOLL_RANKS_PER_NODE=1 ;;
+    *) nf_tier $np || continue; n=$np what="$np ranks" env= ;;
+  esac
+  out "$tmp/re.$np" $n $env NFCOLL_POLICY=$pol ./tests/mpi/test_health --reentry
   got=$(sed -n 's/^reentry //p' "$tmp/re.$np")
   if [ "$got" = "bbbbbbbbbbbfffbbbbbbbbbb" ]; then
-    echo "ok - $np ranks: re-entry after a divergence stays binary: $got"
+    echo "ok - $what: re-entry after a divergence stays binary: $got"
   else
-    echo "FAIL - $np ranks: re-entry after a divergence: $got, want bbbbbbbbbbbfffbbbbbbbbbb"
+    echo "FAIL - $what: re-entry after a divergence: $got, want bbbbbbbbbbbfffbbbbbbbbbb"
     nf_failed=1
   fi
 done
-# The same across one-rank pretend nodes, where health's values ride with
-# the counts (the scales' exchange is folded into the counts').
-out "$tmp/re.nodes" 2 NFCOLL_RANKS_PER_NODE=1 NFCOLL_POLICY=$pol ./tests/mpi/test_health --reentry
-got=$(sed -n 's/^reentry //p' "$tmp/re.nodes")
-if [ "$got" = "bbbbbbbbbbbfffbbbbbbbbbb" ]; then
-  echo "ok - 2 one-rank nodes: re-entry after a divergence stays binary: $got"
-else
-  echo "FAIL - 2 one-rank nodes: re-entry after a divergence: $got, want bbbbbbbbbbbfffbbbbbbbbbb"
-  nf_failed=1
-fi
 # Two equal-size gaps of a fused buffer are two segments to health.
 run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_health --gaps
 # The record of why each region ran where it ran (issue 15 item 4), from a

@@ -47,8 +47,6 @@ static void nf_share(const nf_comm_t *c, size_t n, size_t *l0, size_t *l1)
     *l1 = n * (size_t)(c->lrank + 1) / (size_t)c->lsize;
 }
 
-static size_t nf_up64(size_t b) { return (b + NF_LINE_BYTES - 1) / NF_LINE_BYTES * NF_LINE_BYTES; }
-
 /* What a call's data looks like to the protocol. */
 typedef struct nf_shape {
     size_t lines;     /* low-bit lines of all low-bit segments */
@@ -109,11 +107,11 @@ static void nf_layout(const nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
         sh->nlow++;
     }
     sh->nsc = call->health && sh->nlow > 0 ? sh->nscale + sh->nlow + 1 : sh->nscale;
-    sh->slines = nf_up64(sh->nsc * sizeof(double)) / NF_LINE_BYTES;
+    sh->slines = (size_t)nf_scale_lines(sh->nsc);
     size_t bytes = (sh->lines + sh->slines) * NF_LINE_BYTES + sh->fp32 * sizeof(float);
     sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES && sh->bf16 == 0;
-    sh->inl = c->nnodes > 1 && c->size == c->nnodes && bytes <= NF_INLINE_WORDS * 8 &&
-              sh->bf16 == 0;
+    sh->inl = c->nnodes > 1 && c->size == c->nnodes &&
+              nf_traffic_inline_fits(sh->lines, sh->slines, sh->fp32, sh->bf16);
     sh->parity = (unsigned)(c->calls & 1u);
 }
 

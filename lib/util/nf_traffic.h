@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "nf_kernels.h"
 #include "nfcoll.h"
 
 typedef struct nf_traffic {
@@ -42,6 +43,12 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
     ((one_per_node) ? NF_LINE_WORDS + NF_INLINE_WORDS : NF_HDR_WORDS)
 /* Lines that nsc scales (doubles) take after a call's lines. */
 #define nf_scale_lines(nsc) (((uint64_t)(nsc) * 8u + NF_LINE_BYTES - 1) / NF_LINE_BYTES)
+/* Whether a call of these low-bit lines, scale lines, fp32 and bf16
+ * elements rides whole with the verdict (one rank on every node):
+ * lib/core/coll.c decides so, this model too. */
+#define nf_traffic_inline_fits(lines, slines, fp32, bf16) \
+    ((bf16) == 0 && ((uint64_t)(lines) + (slines)) * NF_LINE_BYTES + \
+                            (uint64_t)(fp32) * sizeof(float) <= NF_INLINE_WORDS * 8u)
 /* Whether the node counts of `lines` lines (kn planes each, k after the
  * merge, p nodes) cross whole, with `extra` lines more (the scales, when
  * they ride along): lib/core/xnode.c decides so, this model too. */

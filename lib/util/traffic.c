@@ -98,9 +98,7 @@ void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p,
         return;
     }
     nf_wire_exchange(nf_verdict_words(r == 1), 8, 8, p, 1, w); /* the verdict */
-    if (r == 1 && fl[1] == 0 &&
-        (lines + nf_scale_lines(nsc)) * NF_LINE_BYTES + fl[0] * sizeof(float) <=
-            NF_INLINE_WORDS * 8)
+    if (r == 1 && nf_traffic_inline_fits(lines, nf_scale_lines(nsc), fl[0], fl[1]))
         return; /* the whole call rode with it */
     if (lines > 0) {
         unsigned k = nf_count_planes((unsigned)size), kn = nf_count_planes(r);
