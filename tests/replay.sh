@@ -463,6 +463,10 @@ PY
 # not pmpi (fused fp32, binary and ternary segments; binary whole calls):
 # what one node sends for the calls as decided, summed and times the
 # nodes, is NFCOLL_STATS's "internode_bytes" (summed over the ranks).
+# "sizes" (2 nodes): 1 MiB fp32 calls, then 1 KiB ones, whose first
+# verdict carries the smallest area and the others one of 1 KiB (the area
+# follows the calls before), so the first takes two exchanges and the
+# others one.
 same_wire() { # NAME NODES
   python3 - "$tmp/$1.stats.json" "$tmp/$1.link.json" "$2" <<'PY'
 import json, sys
@@ -477,10 +481,15 @@ PY
 for np in 2 3; do
   nf_tier $np || continue
   for w in "regions $pol/regions.policy ./tests/mpi/test_regions" \
-           "shim $pol/big_binary.policy ./tests/mpi/test_shim_linked policy"; do
+           "shim $pol/big_binary.policy ./tests/mpi/test_shim_linked policy" \
+           "sizes $pol/sums_fp32.policy ./tests/mpi/test_shim_linked policy"; do
     set -- $w
-    name=wire.$1.$np p=$2
+    kind=$1 name=wire.$1.$np p=$2
     shift 2
+    # sizes' 1 MiB fp32 calls split unevenly over 3 nodes (87381 floats,
+    # 87381, 87382), which the model, a node's bytes times the nodes,
+    # cannot say to the byte
+    [ $kind = sizes ] && [ $np = 3 ] && continue
     record $name $np "$p" NFCOLL_RANKS_PER_NODE=1 "$@" || continue
     got=
     if $replay --policy "$p" --link 1gbit -r 1 --json "$tmp/$name".tr.* > "$tmp/$name.link.json" &&
@@ -488,6 +497,19 @@ for np in 2 3; do
       ok "$name: --link's bytes between nodes are the run's ($got)"
     else
       fail "$name: --link's bytes between nodes differ from the run's (run, replay: $got)"
+    fi
+    [ $kind = sizes ] || continue
+    if got=$(python3 - "$tmp/$name.link.json" <<'PY'
+import json, sys
+calls = json.load(open(sys.argv[1]))["link"]["calls"]
+kib = sorted((c["internode_bytes"]["decided"], c["calls"]) for c in calls if c["bytes"] == 1024)
+print(kib)
+sys.exit(len(kib) != 2 or kib[0][1] != 4 or kib[1][1] != 1 or kib[0][0] >= kib[1][0])
+PY
+    ); then
+      ok "$name: 1 KiB calls: the first one's verdict in two exchanges, 4 more whole ($got)"
+    else
+      fail "$name: 1 KiB calls: want the first in two exchanges, then 4 whole (got $got)"
     fi
   done
 done

@@ -2,7 +2,8 @@
  * lib/util's shared helpers (nf_util.h): the parsers, table-driven, then
  * the number parsers again under a comma-decimal LC_NUMERIC, and the
  * FNV-1a hash against the published test vectors, the route names, and
- * the interned names and integer-keyed maps (nf_intern.h). No MPI.
+ * the interned names and integer-keyed maps (nf_intern.h), and the
+ * verdict's area across one-rank nodes (nf_traffic.h). No MPI.
  */
 #include "config.h"
 
@@ -20,6 +21,7 @@
 #include "nf_file.h"
 #include "nf_intern.h"
 #include "nf_settings.h"
+#include "nf_traffic.h"
 #include "nf_util.h"
 
 /* ------------------------------------------------------------ bool */
@@ -503,6 +505,36 @@ START_TEST(test_ef_decay_setting)
 }
 END_TEST
 
+/* ------------------------------------------------------------ inline area */
+
+/* The area follows the largest need of the last NF_INLINE_HIST calls, in
+ * whole lines, between NF_INLINE_WORDS and NF_INLINE_MAX_WORDS; a need past
+ * the most, or none (a bf16 call), asks for nothing. */
+START_TEST(test_inline_area)
+{
+    nf_inline_hist_t h = {0};
+    ck_assert_uint_eq(nf_inline_words(&h), NF_INLINE_WORDS);
+    nf_inline_note(&h, 8); /* fits the least */
+    ck_assert_uint_eq(nf_inline_words(&h), NF_INLINE_WORDS);
+    nf_inline_note(&h, NF_INLINE_MAX_WORDS * 8u); /* the most */
+    ck_assert_uint_eq(nf_inline_words(&h), NF_INLINE_MAX_WORDS);
+    nf_inline_note(&h, 1025); /* 17 lines */
+    nf_inline_note(&h, NF_INLINE_MAX_WORDS * 8u + 1); /* past the most: no area */
+    nf_inline_note(&h, NF_INLINE_NONE);
+    ck_assert_uint_eq(nf_inline_words(&h), NF_INLINE_MAX_WORDS);
+    for (unsigned i = 0; i < NF_INLINE_HIST - 4; i++)
+        nf_inline_note(&h, 0);
+    ck_assert_uint_eq(nf_inline_words(&h), NF_INLINE_MAX_WORDS); /* still among the last */
+    nf_inline_note(&h, 0); /* the most leaves them */
+    ck_assert_uint_eq(nf_inline_words(&h), 17 * NF_LINE_WORDS);
+    nf_inline_note(&h, 0);
+    ck_assert_uint_eq(nf_inline_words(&h), NF_INLINE_WORDS);
+    ck_assert_uint_eq(nf_inline_steady(NF_INLINE_MAX_WORDS * 8u), NF_INLINE_MAX_WORDS);
+    ck_assert_uint_eq(nf_inline_steady(NF_INLINE_MAX_WORDS * 8u + 1), NF_INLINE_WORDS);
+    ck_assert_uint_eq(nf_inline_steady(NF_INLINE_NONE), NF_INLINE_WORDS);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
@@ -538,6 +570,9 @@ static Suite *util_suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("fallback");
     tcase_add_loop_test(t, test_fallback_route, 0, NCASES(fb_cases));
+    suite_add_tcase(s, t);
+    t = tcase_create("inline");
+    tcase_add_test(t, test_inline_area);
     suite_add_tcase(s, t);
     t = tcase_create("settings");
     tcase_add_loop_test(t, test_ef_decay_setting, 0, NCASES(decay_cases));

@@ -106,11 +106,12 @@ int replay_link_parse(const char *spec, replay_link_t *l, char *err, size_t errl
 
 /* A call's key: its size, ranks and decision (the same size decided two
  * ways, a warm-up's pmpi then binary say, are two lines). */
-static uint64_t rt_hash(uint64_t bytes, unsigned ranks, const nf_wire_part_t *p, size_t n)
+static uint64_t rt_hash(uint64_t bytes, unsigned ranks, const nf_wire_part_t *p, size_t n,
+                        unsigned area)
 {
     uint64_t h = 1469598103934665603ull;
 #define RT_MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
-    RT_MIX(bytes), RT_MIX(ranks), RT_MIX(n);
+    RT_MIX(bytes), RT_MIX(ranks), RT_MIX(n), RT_MIX(area);
     for (size_t i = 0; i < n; i++)
         RT_MIX(p[i].route), RT_MIX(p[i].bytes), RT_MIX(p[i].nsc);
 #undef RT_MIX
@@ -118,9 +119,9 @@ static uint64_t rt_hash(uint64_t bytes, unsigned ranks, const nf_wire_part_t *p,
 }
 
 static int rt_same(const replay_tcall_t *c, uint64_t bytes, unsigned ranks,
-                   const nf_wire_part_t *p, size_t n)
+                   const nf_wire_part_t *p, size_t n, unsigned area)
 {
-    if (c->bytes != bytes || c->ranks != ranks || c->npart != n)
+    if (c->bytes != bytes || c->ranks != ranks || c->npart != n || c->area != area)
         return 0;
     for (size_t i = 0; i < n; i++)
         if (c->part[i].route != p[i].route || c->part[i].bytes != p[i].bytes ||
@@ -139,11 +140,36 @@ static void rt_index(replay_times_t *t)
     memset(t->slot, 0, t->nslot * sizeof(*t->slot));
     for (size_t i = 0; i < t->n; i++) {
         const replay_tcall_t *c = &t->call[i];
-        size_t k = rt_hash(c->bytes, c->ranks, c->part, c->npart) & (t->nslot - 1);
+        size_t k = rt_hash(c->bytes, c->ranks, c->part, c->npart, c->area) & (t->nslot - 1);
         while (t->slot[k])
             k = (k + 1) & (t->nslot - 1);
         t->slot[k] = i + 1;
     }
+}
+
+/* The area the open call's verdict carries, from its stream's calls
+ * before; then the call joins them, unless pmpi's (no verdict), as in
+ * lib/core/xnode.c. */
+static unsigned rt_area(replay_times_t *t)
+{
+    size_t i = 0;
+    while (i < t->nstream && t->stream[i].key != t->cur_key)
+        i++;
+    if (i == t->nstream) {
+        if (t->nstream == t->capstream)
+            t->stream = trace_xrealloc(t->stream, (t->capstream = t->capstream ? 2 * t->capstream
+                                                                               : 8) *
+                                                      sizeof(*t->stream));
+        t->stream[t->nstream++] = (replay_stream_t){.key = t->cur_key};
+    }
+    nf_inline_hist_t *h = &t->stream[i].hist;
+    unsigned area = nf_inline_words(h);
+    int pmpi = t->ncur == 0;
+    for (size_t j = 0; j < t->ncur; j++)
+        pmpi |= t->cur[j].route == NF_ROUTE_PMPI;
+    if (!pmpi)
+        nf_inline_note(h, nf_traffic_inline_need_call(t->cur, t->ncur));
+    return area;
 }
 
 static void rt_keep(replay_times_t *t)
@@ -151,11 +177,13 @@ static void rt_keep(replay_times_t *t)
     if (!t->open)
         return;
     t->open = 0;
+    unsigned area = rt_area(t);
     if (2 * (t->n + 1) > t->nslot)
         rt_index(t);
-    size_t k = rt_hash(t->cur_bytes, t->cur_ranks, t->cur, t->ncur) & (t->nslot - 1);
+    size_t k = rt_hash(t->cur_bytes, t->cur_ranks, t->cur, t->ncur, area) & (t->nslot - 1);
     for (; t->slot[k]; k = (k + 1) & (t->nslot - 1))
-        if (rt_same(&t->call[t->slot[k] - 1], t->cur_bytes, t->cur_ranks, t->cur, t->ncur)) {
+        if (rt_same(&t->call[t->slot[k] - 1], t->cur_bytes, t->cur_ranks, t->cur, t->ncur,
+                    area)) {
             t->call[t->slot[k] - 1].records++;
             return;
         }
@@ -163,15 +191,15 @@ static void rt_keep(replay_times_t *t)
         t->call = trace_xrealloc(t->call, (t->cap = t->cap ? 2 * t->cap : 16) * sizeof(*t->call));
     t->slot[k] = t->n + 1;
     replay_tcall_t *c = &t->call[t->n++];
-    *c = (replay_tcall_t){t->cur_bytes, 1, t->cur_ranks, NULL, t->ncur};
+    *c = (replay_tcall_t){t->cur_bytes, 1, t->cur_ranks, NULL, t->ncur, area};
     c->part = trace_xrealloc(NULL, (t->ncur ? t->ncur : 1) * sizeof(*c->part));
     memcpy(c->part, t->cur, t->ncur * sizeof(*c->part));
 }
 
-void replay_times_begin(replay_times_t *t, uint64_t bytes, unsigned ranks)
+void replay_times_begin(replay_times_t *t, uint64_t bytes, unsigned ranks, uint64_t key)
 {
     rt_keep(t);
-    t->open = 1, t->ncur = 0, t->cur_bytes = bytes, t->cur_ranks = ranks;
+    t->open = 1, t->ncur = 0, t->cur_bytes = bytes, t->cur_ranks = ranks, t->cur_key = key;
 }
 
 void replay_times_part(replay_times_t *t, nf_route_t route, uint64_t bytes, uint64_t nsc)
@@ -226,6 +254,7 @@ void replay_times_free(replay_times_t *t)
     free(t->call);
     free(t->cur);
     free(t->slot);
+    free(t->stream);
     memset(t, 0, sizeof(*t));
 }
 
@@ -295,7 +324,7 @@ static double rt_decided(const replay_link_t *l, const nf_codec_rates_t *r,
     nf_wire_t w;
     for (size_t i = 0; i < c->npart; i++)
         s += rt_codec_s(r, c->part[i].route, c->part[i].bytes);
-    nf_traffic_internode_call(c->part, c->npart, p, per, &w);
+    nf_traffic_internode_call(c->part, c->npart, p, per, c->area, &w);
     *wire = w.bytes;
     return rt_wire(l, s + w.steps * l->lat, (double)w.bytes);
 }

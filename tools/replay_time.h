@@ -38,7 +38,15 @@ typedef struct replay_tcall {
     unsigned ranks;
     nf_wire_part_t *part; /* as decided */
     size_t npart;
+    unsigned area;        /* words of the verdict's area (one rank per node),
+                             from the calls before on its communicator */
 } replay_tcall_t;
+
+/* A rank's communicator: the needs of its last calls (nf_inline_hist_t). */
+typedef struct replay_stream {
+    uint64_t key;
+    nf_inline_hist_t hist;
+} replay_stream_t;
 
 typedef struct replay_times {
     replay_tcall_t *call; /* by (bytes, ranks, decision) */
@@ -48,14 +56,19 @@ typedef struct replay_times {
     size_t ncur, capcur;
     uint64_t cur_bytes;
     unsigned cur_ranks;
+    uint64_t cur_key;
+    replay_stream_t *stream; /* by key, in order of first use */
+    size_t nstream, capstream;
     int open;
     unsigned ranks;       /* after the end: replay_times_ranks */
 } replay_times_t;
 
 /* A rank's record of a traced call begins (the previous one, if any, is
  * kept); its parts follow, one per segment or one for the whole call, with
- * the route the replay counted. Exit without memory. */
-void replay_times_begin(replay_times_t *t, uint64_t bytes, unsigned ranks);
+ * the route the replay counted. key: the rank and communicator, whose
+ * calls come in their order (the verdict's area follows them). Exit
+ * without memory. */
+void replay_times_begin(replay_times_t *t, uint64_t bytes, unsigned ranks, uint64_t key);
 void replay_times_part(replay_times_t *t, nf_route_t route, uint64_t bytes, uint64_t nsc);
 /* After the last call: keep it, sort the sizes, find the ranks. */
 void replay_times_end(replay_times_t *t);

@@ -59,6 +59,8 @@ typedef struct nf_shape {
     size_t fp32;      /* elements of fp32 segments */
     size_t bf16;      /* elements of bf16 segments (a pass of their own) */
     int small;        /* one node, and everything fits a control block's area */
+    uint64_t need;    /* bytes of the verdict's area this call would fill
+                         (nf_traffic_inline_need) */
     int inl;          /* one rank on every node, and everything fits the
                          verdict's area: the call rides with the verdict */
     uint64_t *area;   /* inl: this rank's area in the verdict's payload */
@@ -110,8 +112,8 @@ static void nf_layout(const nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
     sh->slines = (size_t)nf_scale_lines(sh->nsc);
     size_t bytes = (sh->lines + sh->slines) * NF_LINE_BYTES + sh->fp32 * sizeof(float);
     sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES && sh->bf16 == 0;
-    sh->inl = c->nnodes > 1 && c->size == c->nnodes &&
-              nf_traffic_inline_fits(sh->lines, sh->slines, sh->fp32, sh->bf16);
+    sh->need = nf_traffic_inline_need(sh->lines, sh->slines, sh->fp32, sh->bf16);
+    sh->inl = c->nnodes > 1 && c->size == c->nnodes && sh->need <= (uint64_t)c->varea * 8;
     sh->parity = (unsigned)(c->calls & 1u);
 }
 
@@ -143,6 +145,8 @@ static size_t nf_need(const nf_shape_t *sh)
 /* ---------------------------------------------------------------- header */
 
 enum { NF_H_COUNT, NF_H_LAYOUT, NF_H_OK, NF_H_SPARE, NF_H_N };
+/* An inline call's counts go to c->pcnt, which holds a small call's. */
+_Static_assert(NF_INLINE_MAX_WORDS * 8 <= NF_SMALL_BYTES, "an inline call's lines fit pcnt");
 _Static_assert(NF_H_N == NF_HDR_WORDS, "a header is NF_HDR_WORDS words");
 
 static uint64_t nf_layout_hash(const nf_call_t *call)
@@ -190,9 +194,9 @@ static nf_status_t nf_verdict(nf_comm_t *c, const nf_call_t *call, const nf_shap
     if (c->nnodes < 2)
         return NF_OK;
     if (c->lrank == 0) {
-        size_t words = nf_verdict_words(c->size == c->nnodes);
+        size_t words = nf_verdict_words(c->size == c->nnodes, c->varea);
         node[0] = mine[NF_H_COUNT], node[1] = mine[NF_H_LAYOUT], node[2] = *v;
-        node[3] = (uint64_t)sh->inl;
+        node[3] = sh->need;
         st = nf_xnode_verdict(c, node, v, inl);
         nf_ctl(c, 0)->verdict[0] = *v;
         nf_stats_internode(call->seg[0].route, (uint64_t)(c->nnodes - 1) * words * 8);
@@ -769,12 +773,13 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
 {
     nf_shape_t sh;
     uint64_t mine[NF_H_N], v;
-    _Alignas(64) uint64_t node[NF_LINE_WORDS + NF_INLINE_WORDS];
+    _Alignas(64) uint64_t node[NF_LINE_WORDS + NF_INLINE_MAX_WORDS];
     int marked = 0, inl;
+    c->varea = nf_inline_words(&c->ihist);
     nf_layout(c, call, &sh);
     sh.area = node + NF_LINE_WORDS;
-    if (c->nnodes > 1 && c->size == c->nnodes)
-        memset(node, 0, sizeof(node)); /* what is sent beyond the call's data */
+    if (c->nnodes > 1 && c->size == c->nnodes) /* what is sent beyond the call's data */
+        memset(node, 0, nf_verdict_words(1, c->varea) * sizeof(uint64_t));
     c->calls++;
     call->mismatch = call->capacity = call->fp32_stuck = 0;
     call->loss_mean = NAN;

@@ -94,6 +94,9 @@ typedef struct nf_comm {
     uint64_t *cnt;       /* 2 counters (plus, minus) of k planes per line */
     float *fp32_res;     /* nf_fp32_nres x fp32_chunk result floats */
     void *xnode;         /* leaders: exchange scratch (private, nf_xnode_bytes) */
+    nf_inline_hist_t ihist; /* one rank on every node: the needs of the last
+                            calls' verdicts, which size the next one's area */
+    unsigned varea;      /* words of this call's area (nf_inline_words) */
     int *xv;             /* 4 x nnodes counts and displacements (xnode.c) */
     size_t xnode_bytes;
     uint64_t *pcnt;      /* small and inline calls: private counters, NF_SMALL_BYTES lines

@@ -30,10 +30,10 @@ static int nf_me(const nf_comm_t *c)
 
 static size_t nf_max(size_t a, size_t b) { return a > b ? a : b; }
 
-/* Words of the verdict's exchange per node. */
+/* Words of the verdict's exchange per node: this call's. */
 static size_t nf_verdict_size(const nf_comm_t *c)
 {
-    return nf_verdict_words(c->size == c->nnodes);
+    return nf_verdict_words(c->size == c->nnodes, c->varea);
 }
 
 /* The largest of what each exchange below keeps in the scratch. */
@@ -46,7 +46,8 @@ size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk)
     size_t csplit = (nl * kn + (nl + p) * kn + (nl / p + 1) * k) * NF_LINE_BYTES;
     size_t fl = p == 2 ? chunk : NF_XNODE_WHOLE_MAX / sizeof(float);
     size_t fwhole = p * fl * sizeof(float), fsplit = (chunk + p) * sizeof(float);
-    return nf_max(nf_max(cwhole, csplit), nf_max(fwhole, fsplit)) + nf_verdict_size(c) * 8 * p;
+    size_t verdict = nf_verdict_words(c->size == c->nnodes, NF_INLINE_MAX_WORDS) * 8 * p;
+    return nf_max(nf_max(cwhole, csplit), nf_max(fwhole, fsplit)) + verdict;
 }
 
 nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v, int *inl)
@@ -58,19 +59,20 @@ nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v, in
     *inl = 0;
     if (st != NF_OK)
         return st;
-    int every = words > NF_HDR_WORDS;
+    int area = words > NF_HDR_WORDS;
+    uint64_t need = 0;
     *v = NF_V_SAME;
     for (int j = 0; j < c->nnodes; j++) {
         const uint64_t *h = all + (size_t)j * words;
-        if (h[0] != node[0] || h[2] == NF_V_COUNT) {
+        if (h[0] != node[0] || h[2] == NF_V_COUNT)
             *v = NF_V_COUNT;
-            break;
-        }
-        if (h[1] != node[1] || h[2] != NF_V_SAME)
-            *v = 0;
-        every &= h[3] == 1;
+        else if (h[1] != node[1] || h[2] != NF_V_SAME)
+            *v = *v == NF_V_COUNT ? *v : 0;
+        need = h[3] > need ? h[3] : need;
     }
-    *inl = *v == NF_V_SAME && every;
+    if (area) /* every rank saw the same needs: the next areas agree */
+        nf_inline_note(&c->ihist, need);
+    *inl = *v == NF_V_SAME && area && need <= (uint64_t)c->varea * 8;
     return NF_OK;
 }
 

@@ -33,22 +33,42 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
 /* The words of a call's header, which leaders exchange for the verdict. */
 #define NF_HDR_WORDS 4
 /* With one rank on every node the verdict's exchange is a line of header
- * (NF_HDR_WORDS, padded) and NF_INLINE_WORDS more, where a call whose
- * lines, scales and fp32 elements fit (laid out as a small call's area on
- * one node) travels whole: it crosses nodes in that one exchange. Every
- * call sends the same size, which cannot depend on a layout that the
- * verdict is there to check (docs/design.md, "Protocol"). */
+ * (NF_HDR_WORDS, padded) and an area, where a call whose lines, scales and
+ * fp32 elements fit (laid out as a small call's area on one node) travels
+ * whole: it crosses nodes in that one exchange. The area's size must be
+ * the same on every rank and cannot depend on the layout the verdict is
+ * there to check, so it follows the communicator's past calls, which every
+ * rank saw alike (each header carries its call's need): the largest need
+ * of the last NF_INLINE_HIST calls that fits NF_INLINE_MAX_WORDS, in whole
+ * lines, and at least NF_INLINE_WORDS (docs/design.md, "Protocol"). */
 #define NF_INLINE_WORDS 56
-#define nf_verdict_words(one_per_node) \
-    ((one_per_node) ? NF_LINE_WORDS + NF_INLINE_WORDS : NF_HDR_WORDS)
+#define NF_INLINE_MAX_WORDS 1024
+#define NF_INLINE_HIST 8
+#define nf_verdict_words(one_per_node, area) \
+    ((one_per_node) ? NF_LINE_WORDS + (uint64_t)(area) : (uint64_t)NF_HDR_WORDS)
 /* Lines that nsc scales (doubles) take after a call's lines. */
 #define nf_scale_lines(nsc) (((uint64_t)(nsc) * 8u + NF_LINE_BYTES - 1) / NF_LINE_BYTES)
-/* Whether a call of these low-bit lines, scale lines, fp32 and bf16
- * elements rides whole with the verdict (one rank on every node):
- * lib/core/coll.c decides so, this model too. */
-#define nf_traffic_inline_fits(lines, slines, fp32, bf16) \
-    ((bf16) == 0 && ((uint64_t)(lines) + (slines)) * NF_LINE_BYTES + \
-                            (uint64_t)(fp32) * sizeof(float) <= NF_INLINE_WORDS * 8u)
+/* The bytes of the area a call of these low-bit lines, scale lines, fp32
+ * and bf16 elements needs to ride with the verdict; NF_INLINE_NONE: it
+ * cannot (bf16). lib/core/coll.c decides so, this model too. */
+#define NF_INLINE_NONE UINT64_MAX
+#define nf_traffic_inline_need(lines, slines, fp32, bf16) \
+    ((bf16) != 0 ? NF_INLINE_NONE \
+                 : ((uint64_t)(lines) + (slines)) * NF_LINE_BYTES + (uint64_t)(fp32) * sizeof(float))
+
+/* The needs of a communicator's last NF_INLINE_HIST calls (0: none, or
+ * larger than NF_INLINE_MAX_WORDS allows). Zeroed: a new communicator. */
+typedef struct nf_inline_hist {
+    uint64_t need[NF_INLINE_HIST];
+    unsigned at;
+} nf_inline_hist_t;
+/* Words of the area the next call's verdict carries. */
+unsigned nf_inline_words(const nf_inline_hist_t *h);
+/* A call's verdict went by; need: the largest of its nodes' needs. */
+void nf_inline_note(nf_inline_hist_t *h, uint64_t need);
+/* The area of a call among calls of its own need (what a steady stream of
+ * them sends). */
+unsigned nf_inline_steady(uint64_t need);
 /* Whether the node counts of `lines` lines (kn planes each, k after the
  * merge, p nodes) cross whole, with `extra` lines more (the scales, when
  * they ride along): lib/core/xnode.c decides so, this model too. */
@@ -79,8 +99,8 @@ typedef struct nf_wire_part {
 
 /* A call cut into n parts across p nodes of r ranks each (p >= 2; fewer:
  * nothing crosses), as lib/core/coll.c and xnode.c send it: one verdict
- * (r = 1: with the whole call when it fits NF_INLINE_WORDS, and nothing
- * else); the low-bit parts' scales from every rank, then their count lines
+ * (r = 1: with an area of `area` words, and the whole call in it when it
+ * fits, and nothing else); the low-bit parts' scales from every rank, then their count lines
  * in one exchange (r = 1 and whole: the scales at its end); the fp32 parts'
  * floats, then the bf16 parts' (their sums are
  * floats between nodes), each in chunks of at most NF_FP32_CHUNK_XNODE. A
@@ -90,8 +110,12 @@ typedef struct nf_wire_part {
  * per-segment figures health adds to the scales, and what a call that
  * falls back at run time sends again. */
 void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
-                               nf_wire_t *w);
-/* One part: a whole call of bytes on route with nsc scales per rank. */
+                               unsigned area, nf_wire_t *w);
+/* The need (nf_traffic_inline_need) of a call cut into these parts;
+ * NF_INLINE_NONE for a pmpi call, which sends no verdict. */
+uint64_t nf_traffic_inline_need_call(const nf_wire_part_t *part, size_t n);
+/* One part: a whole call of bytes on route with nsc scales per rank, among
+ * calls of its own size (nf_inline_steady). */
 void nf_traffic_internode(nf_route_t route, uint64_t bytes, unsigned p, unsigned r, uint64_t nsc,
                           nf_wire_t *w);
 

@@ -70,35 +70,84 @@ static void nf_wire_exchange(uint64_t n, uint64_t in, uint64_t out, unsigned p, 
     w->steps += whole ? 1 : 2;
 }
 
+/* The area for a need: whole lines, at least NF_INLINE_WORDS; needs past
+ * NF_INLINE_MAX_WORDS ask for none. */
+static unsigned nf_inline_area(uint64_t need)
+{
+    if (need > NF_INLINE_MAX_WORDS * 8u)
+        return NF_INLINE_WORDS;
+    uint64_t w = (need + NF_LINE_BYTES - 1) / NF_LINE_BYTES * NF_LINE_WORDS;
+    return w > NF_INLINE_WORDS ? (unsigned)w : NF_INLINE_WORDS;
+}
+
+unsigned nf_inline_steady(uint64_t need) { return nf_inline_area(need); }
+
+unsigned nf_inline_words(const nf_inline_hist_t *h)
+{
+    unsigned w = NF_INLINE_WORDS;
+    for (unsigned i = 0; i < NF_INLINE_HIST; i++) {
+        unsigned a = nf_inline_area(h->need[i]);
+        w = a > w ? a : w;
+    }
+    return w;
+}
+
+void nf_inline_note(nf_inline_hist_t *h, uint64_t need)
+{
+    h->need[h->at] = need <= NF_INLINE_MAX_WORDS * 8u ? need : 0;
+    h->at = (h->at + 1) % NF_INLINE_HIST;
+}
+
 static int nf_wire_lowbit(nf_route_t r) { return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY; }
 static int nf_wire_fp(nf_route_t r) { return r == NF_ROUTE_FP32 || r == NF_ROUTE_BF16; }
 
-void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
-                               nf_wire_t *w)
+/* A call's parts summed as coll.c lays them out. */
+typedef struct nf_wire_sum {
+    uint64_t bytes, fl[2], lines, nsc; /* fl: fp32's floats, bf16's */
+    int pmpi;
+} nf_wire_sum_t;
+
+static void nf_wire_sum(const nf_wire_part_t *part, size_t n, nf_wire_sum_t *u)
 {
-    uint64_t size = (uint64_t)p * r, bytes = 0, fl[2] = {0, 0}, lines = 0, nsc = 0;
-    int pmpi = 0;
-    w->bytes = 0, w->steps = 0;
-    if (p < 2 || r == 0)
-        return;
+    *u = (nf_wire_sum_t){.pmpi = n == 0};
     for (size_t i = 0; i < n; i++) {
         const nf_wire_part_t *g = &part[i];
         uint64_t m = g->bytes / sizeof(float);
-        bytes += g->bytes;
+        u->bytes += g->bytes;
         if (nf_wire_fp(g->route))
-            fl[g->route == NF_ROUTE_BF16] += m;
+            u->fl[g->route == NF_ROUTE_BF16] += m;
         else if (nf_wire_lowbit(g->route))
-            lines += (g->route == NF_ROUTE_TERNARY ? 2 : 1) * nf_lines(m), nsc += g->nsc;
+            u->lines += (g->route == NF_ROUTE_TERNARY ? 2 : 1) * nf_lines(m), u->nsc += g->nsc;
         else
-            pmpi = 1;
+            u->pmpi = 1;
     }
-    if (pmpi || n == 0) { /* a ring over every rank: one ring edge per node */
-        w->bytes = 2 * bytes * (size - 1) / size;
+}
+
+uint64_t nf_traffic_inline_need_call(const nf_wire_part_t *part, size_t n)
+{
+    nf_wire_sum_t u;
+    nf_wire_sum(part, n, &u);
+    return u.pmpi ? NF_INLINE_NONE
+                  : nf_traffic_inline_need(u.lines, nf_scale_lines(u.nsc), u.fl[0], u.fl[1]);
+}
+
+void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
+                               unsigned area, nf_wire_t *w)
+{
+    uint64_t size = (uint64_t)p * r;
+    nf_wire_sum_t u;
+    w->bytes = 0, w->steps = 0;
+    if (p < 2 || r == 0)
+        return;
+    nf_wire_sum(part, n, &u);
+    uint64_t *fl = u.fl, lines = u.lines, nsc = u.nsc;
+    if (u.pmpi) { /* a ring over every rank: one ring edge per node */
+        w->bytes = 2 * u.bytes * (size - 1) / size;
         w->steps = 2 * (unsigned)(size - 1);
         return;
     }
-    nf_wire_exchange(nf_verdict_words(r == 1), 8, 8, p, 1, w); /* the verdict */
-    if (r == 1 && nf_traffic_inline_fits(lines, nf_scale_lines(nsc), fl[0], fl[1]))
+    nf_wire_exchange(nf_verdict_words(r == 1, area), 8, 8, p, 1, w); /* the verdict */
+    if (r == 1 && nf_traffic_inline_need(lines, nf_scale_lines(nsc), fl[0], fl[1]) <= area * 8u)
         return; /* the whole call rode with it */
     if (lines > 0) {
         unsigned k = nf_count_planes((unsigned)size), kn = nf_count_planes(r);
@@ -130,7 +179,8 @@ void nf_traffic_internode(nf_route_t route, uint64_t bytes, unsigned p, unsigned
                           nf_wire_t *w)
 {
     nf_wire_part_t part = {route, bytes, nsc};
-    nf_traffic_internode_call(&part, 1, p, r, w);
+    nf_traffic_internode_call(&part, 1, p, r, nf_inline_steady(nf_traffic_inline_need_call(&part, 1)),
+                              w);
 }
 
 void nf_traffic_count(nf_route_stats_t s[NF_ROUTE_COUNT], nf_route_t route, uint64_t bytes,
