@@ -83,17 +83,19 @@ const uint64_t *nf_xnode_area(const nf_comm_t *c, int j)
 
 /* ---------------------------------------------------------------- fp32 */
 
-static nf_status_t nf_fp32_whole(nf_comm_t *c, float *res, size_t len)
+/* Every node's in, gathered whole; res (which may be in) their sum in node
+ * order. */
+static nf_status_t nf_fp32_whole(nf_comm_t *c, const float *in, float *res, size_t len)
 {
-    const float **in = (const float **)c->ptrs;
+    const float **at = (const float **)c->ptrs;
     float *x = c->xnode;
     nf_status_t st = nf_mpi_status(
-        PMPI_Allgather(res, (int)len, MPI_FLOAT, x, (int)len, MPI_FLOAT, c->leaders));
+        PMPI_Allgather(in, (int)len, MPI_FLOAT, x, (int)len, MPI_FLOAT, c->leaders));
     if (st != NF_OK)
         return st;
     for (int j = 0; j < c->nnodes; j++)
-        in[j] = x + (size_t)j * len;
-    nf_ctx.k->sum_f32(res, in, (unsigned)c->nnodes, len);
+        at[j] = x + (size_t)j * len;
+    nf_ctx.k->sum_f32(res, at, (unsigned)c->nnodes, len);
     nf_stats_internode(NF_ROUTE_FP32, (uint64_t)(c->nnodes - 1) * len * sizeof(float));
     return NF_OK;
 }
@@ -140,11 +142,21 @@ static nf_status_t nf_fp32_split(nf_comm_t *c, float *res, size_t len)
 }
 
 /* Two nodes send as much whole as split, in one step instead of two. */
+int nf_xnode_fp32_whole(const nf_comm_t *c, size_t len)
+{
+    return len * sizeof(float) <= NF_XNODE_WHOLE_MAX || c->nnodes == 2;
+}
+
 nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len)
 {
-    if (len * sizeof(float) <= NF_XNODE_WHOLE_MAX || c->nnodes == 2)
-        return nf_fp32_whole(c, res, len);
+    if (nf_xnode_fp32_whole(c, len))
+        return nf_fp32_whole(c, res, res, len);
     return nf_fp32_split(c, res, len);
+}
+
+nf_status_t nf_xnode_fp32_from(nf_comm_t *c, const float *in, float *res, size_t len)
+{
+    return nf_fp32_whole(c, in, res, len);
 }
 
 /* ---------------------------------------------------------------- counts */
