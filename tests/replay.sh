@@ -502,9 +502,11 @@ for np in 2 3; do
     if got=$(python3 - "$tmp/$name.link.json" <<'PY'
 import json, sys
 calls = json.load(open(sys.argv[1]))["link"]["calls"]
-kib = sorted((c["internode_bytes"]["decided"], c["calls"]) for c in calls if c["bytes"] == 1024)
+kib = sorted((c["internode_bytes"]["decided"], c["calls"], c["verdict_area_bytes"])
+             for c in calls if c["bytes"] == 1024)
 print(kib)
-sys.exit(len(kib) != 2 or kib[0][1] != 4 or kib[1][1] != 1 or kib[0][0] >= kib[1][0])
+sys.exit(len(kib) != 2 or kib[0][1:] != (4, 1024) or kib[1][1:] != (1, 448) or
+         kib[0][0] >= kib[1][0])
 PY
     ); then
       ok "$name: 1 KiB calls: the first one's verdict in two exchanges, 4 more whole ($got)"

@@ -175,7 +175,9 @@ static void rp_replay(void *arg, const trace_call_t *c)
     rp->calls++;
     if (rp->timing)
         replay_times_begin(&rp->tm, call.bytes, (unsigned)c->comm_size,
-                           nf_hash_u64(nf_hash_str(NF_HASH_INIT, c->comm), (uint64_t)c->rank));
+                           nf_hash_u64(nf_hash_u64(nf_hash_str(NF_HASH_INIT, c->comm),
+                                                   (uint64_t)c->comm_size),
+                                       (uint64_t)c->rank));
     if (rp->d.cut == NF_CUT_FUSED && rp->d.route != NF_ROUTE_PMPI)
         rp_segments(rp, c, &call);
     else

@@ -148,13 +148,14 @@ static void rt_index(replay_times_t *t)
 }
 
 /* The area the open call's verdict carries, from its stream's calls
- * before; then the call joins them, unless pmpi's (no verdict), as in
- * lib/core/xnode.c. */
+ * before; then the call joins them, unless pmpi's or empty (no verdict),
+ * as in lib/core/xnode.c. */
 static unsigned rt_area(replay_times_t *t)
 {
-    size_t i = 0;
+    size_t i = t->last < t->nstream && t->stream[t->last].key == t->cur_key ? t->last : 0;
     while (i < t->nstream && t->stream[i].key != t->cur_key)
         i++;
+    t->last = i;
     if (i == t->nstream) {
         if (t->nstream == t->capstream)
             t->stream = trace_xrealloc(t->stream, (t->capstream = t->capstream ? 2 * t->capstream
@@ -164,7 +165,7 @@ static unsigned rt_area(replay_times_t *t)
     }
     nf_inline_hist_t *h = &t->stream[i].hist;
     unsigned area = nf_inline_words(h);
-    int pmpi = t->ncur == 0;
+    int pmpi = t->ncur == 0 || t->cur_bytes == 0; /* an empty call sends nothing */
     for (size_t j = 0; j < t->ncur; j++)
         pmpi |= t->cur[j].route == NF_ROUTE_PMPI;
     if (!pmpi)
@@ -436,9 +437,9 @@ void replay_times_json(FILE *fp, const replay_times_t *t, const replay_link_t *l
         const replay_tcall_t *c = &t->call[k];
         unsigned per, p = rt_nodes(l, c->ranks, &per);
         fprintf(fp, "%s\n%s  {\"bytes\": %llu, \"ranks\": %u, \"records\": %llu, "
-                "\"calls\": %.6g, \"seconds\": {", k ? "," : "", in,
-                (unsigned long long)c->bytes, c->ranks, (unsigned long long)c->records,
-                rt_calls(c));
+                "\"calls\": %.6g, \"verdict_area_bytes\": %u, \"seconds\": {", k ? "," : "",
+                in, (unsigned long long)c->bytes, c->ranks, (unsigned long long)c->records,
+                rt_calls(c), c->area * 8u);
         for (size_t i = 0; i < RT_NROUTES; i++)
             fprintf(fp, "%s\"%s\": %.6g", i ? ", " : "", nf_route_name(rt_routes[i]),
                     replay_time_route(l, r, rt_routes[i], c->bytes, c->ranks, 1));

@@ -58,7 +58,7 @@ typedef struct replay_times {
     unsigned cur_ranks;
     uint64_t cur_key;
     replay_stream_t *stream; /* by key, in order of first use */
-    size_t nstream, capstream;
+    size_t nstream, capstream, last; /* last: the stream used last */
     int open;
     unsigned ranks;       /* after the end: replay_times_ranks */
 } replay_times_t;

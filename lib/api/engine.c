@@ -83,16 +83,19 @@ void nf_job_put(nf_job_t *j)
  * return errors): the completion call raises it. A call that failed on
  * some rank fails on every rank: one small agreement after it, on the
  * queue's communicator; a rank that failed keeps its own code, the others
- * take the largest. */
+ * take the largest, and every rank forgets the verdicts' history, which
+ * the failed exchange may have left apart (nf_coll_forget). */
 static int nf_job_run(nf_comm_t *c, nf_job_t *j, MPI_Comm agree)
 {
     nf_status_t st = j->exec(c, &j->a, j->route);
     int rc = st == NF_OK ? MPI_SUCCESS : nf_status_to_mpi(st), all = MPI_SUCCESS;
     if (agree == MPI_COMM_NULL || c->use == NF_COMM_BROKEN)
         return rc; /* broken state: nothing to agree on */
-    if (nf_agree_code(agree, rc, &all) == NF_OK && rc == MPI_SUCCESS)
-        rc = all;
-    return rc;
+    if (nf_agree_code(agree, rc, &all) != NF_OK)
+        return rc;
+    if (all != MPI_SUCCESS) /* on every rank alike */
+        nf_coll_forget(c);
+    return rc == MPI_SUCCESS ? all : rc;
 }
 
 static void nf_eng_first(nf_eng_queue_t *q);

@@ -81,5 +81,10 @@ typedef struct nf_call {
  * differ; or the MPI error of a failed exchange.
  */
 nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call);
+/* A call failed on some rank, and every rank knows it (the engine's
+ * agreement): forget the verdicts' history, which a rank whose exchange
+ * failed may not have kept as the others did, so that the next areas
+ * agree (docs/design.md, "Protocol"). */
+void nf_coll_forget(nf_comm_t *c);
 
 #endif

@@ -56,10 +56,16 @@ nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v, in
     size_t words = nf_verdict_size(c);
     nf_status_t st = nf_mpi_status(PMPI_Allgather(node, (int)words, MPI_UINT64_T, all,
                                                   (int)words, MPI_UINT64_T, c->leaders));
-    *inl = 0;
-    if (st != NF_OK)
-        return st;
     int area = words > NF_HDR_WORDS;
+    *inl = 0;
+    if (st != NF_OK) {
+        /* the others noted the largest need, which is mine when the
+         * layouts agree: keep the histories in step (the call fails on
+         * every rank; the engine then forgets them all, nf_coll_forget) */
+        if (area)
+            nf_inline_note(&c->ihist, node[3]);
+        return st;
+    }
     uint64_t need = 0;
     *v = NF_V_SAME;
     for (int j = 0; j < c->nnodes; j++) {
