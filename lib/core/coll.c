@@ -630,22 +630,24 @@ static nf_status_t nf_fp32_pipe(nf_comm_t *c, const nf_call_t *call, nf_take_t t
     }
 }
 
-/* One rank on every node: no node pipeline. Each chunk goes from the
- * input straight into the exchange and the nodes' sum straight into the
- * result, instead of through the slot (copy in), the node sum of one rank
- * (a copy) and the result buffer (copy out): the same sums in node order,
- * the same bits. Taken when the pass's elements are one run of the buffer
- * (a fused call's fp32 segments side by side, or all of it) and its chunks
- * cross whole; bf16 packs its input, so it keeps the pipeline. 0: not
- * taken. */
+/* One rank on every node: no node pipeline. The input goes straight into
+ * the exchange and the nodes' sum straight into the result, instead of
+ * through the slot (copy in), the node sum of one rank (a copy) and the
+ * result buffer (copy out): the same sums in node order, the same bits.
+ * Taken when the pass's elements are one run of the buffer (all of it, or
+ * a fused call's fp32 segments side by side) that nf_xnode_fp32_direct
+ * takes; bf16 packs its input, so it keeps the pipeline. The exchanges are
+ * not the pipeline's, so every rank decides alike: from the node counts,
+ * the agreed take and count, and (NF_TAKE_REST, after a NF_V_SAME
+ * verdict) the layout they share. 0: not taken. */
 static int nf_fp32_direct(nf_comm_t *c, const nf_call_t *call, nf_take_t take,
                           nf_status_t *st)
 {
     nf_fp32_it_t it = {.call = call, .take = take};
-    size_t off = 0, n = 0;
-    if (c->lsize != 1 || c->nnodes < 2 || take == NF_TAKE_BF16)
-        return 0;
-    for (size_t s = 0; s < call->nseg; s++) {
+    size_t off = 0, n = take == NF_TAKE_ALL ? call->m : 0; /* segments cover [0, m) */
+    if (c->size != c->nnodes || c->nnodes < 2 || take == NF_TAKE_BF16)
+        return 0; /* a one-rank node among larger ones pipelines too */
+    for (size_t s = 0; s < call->nseg && take != NF_TAKE_ALL; s++) {
         const nf_seg_t *g = &call->seg[s];
         if (!nf_fp32_takes(&it, g) || g->m == 0)
             continue;
@@ -654,13 +656,9 @@ static int nf_fp32_direct(nf_comm_t *c, const nf_call_t *call, nf_take_t take,
         off = n > 0 ? off : g->off;
         n += g->m;
     }
-    size_t chunk = c->fp32_chunk;
-    if (!nf_xnode_fp32_whole(c, n < chunk ? n : chunk))
+    if (!nf_xnode_fp32_direct(c, n))
         return 0;
-    *st = NF_OK;
-    for (size_t o = 0; o < n && *st == NF_OK; o += chunk)
-        *st = nf_xnode_fp32_from(c, call->x + off + o, call->r + off + o,
-                                 n - o < chunk ? n - o : chunk);
+    *st = nf_xnode_fp32_from(c, call->x + off, call->r + off, n);
     return 1;
 }
 

@@ -43,9 +43,12 @@ const uint64_t *nf_xnode_area(const nf_comm_t *c, int j);
 nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len);
 /* Whether nf_xnode_fp32 sends len floats whole (one allgather). */
 int nf_xnode_fp32_whole(const nf_comm_t *c, size_t len);
-/* One rank on every node, len floats that cross whole: res (which may be
- * in) becomes the node-order sum of every node's in. */
-nf_status_t nf_xnode_fp32_from(nf_comm_t *c, const float *in, float *res, size_t len);
+/* Whether nf_xnode_fp32_from takes a run of n floats: two nodes always
+ * (point-to-point), more when chunks of c->fp32_chunk cross whole. */
+int nf_xnode_fp32_direct(const nf_comm_t *c, size_t n);
+/* One rank on every node: res (which may be in) becomes the node-order sum
+ * of every node's n floats of in. */
+nf_status_t nf_xnode_fp32_from(nf_comm_t *c, const float *in, float *res, size_t n);
 
 /* Whether a call's nsc scales ride with its counts of nlines lines (every
  * node has one rank and the counts with them cross whole: one exchange

@@ -143,7 +143,7 @@ typedef struct nf_kernels {
     void (*count_merge)(uint64_t *acc, const uint64_t *add, unsigned k, size_t nlines);
 
     /* out[j] = (((in[0][j] + in[1][j]) + in[2][j]) + ...) in float; nin >= 1.
-     * out may alias in[0] (same index). With nin == 1 it is a copy. */
+     * out may alias any in[i] (same index). With nin == 1 it is a copy. */
     void (*sum_f32)(float *out, const float *const *in, unsigned nin, size_t m);
 
     /* bf16 route, each rank: out[j] = the bfloat16 of x[j], as the top 16
