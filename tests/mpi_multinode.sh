@@ -24,4 +24,8 @@ run 3 NFCOLL_RANKS_PER_NODE=1 NFCOLL_SCALE_BLOCK=512 ./tests/mpi/test_routes -c 
 # 128 Ki floats in flight (lib/core/xnode.c): past 1 Mi floats the slots
 # are used again, and the last message is short.
 run 2 NFCOLL_RANKS_PER_NODE=1 NFCOLL_EF=off ./tests/mpi/test_routes -c 1048579
+# Their counts too, past 512 lines: the scales, then 512 lines a message,
+# each finished as it arrives; a block of 3 lines (1536 elements) spans
+# two messages, and 300007 elements are 586 lines: a short last message.
+run 2 NFCOLL_RANKS_PER_NODE=1 NFCOLL_SCALE_BLOCK=1536 ./tests/mpi/test_routes -c 300007
 finish

@@ -401,25 +401,36 @@ static void nf_count_lines(nf_comm_t *c, const nf_shape_t *sh, uint64_t *cnt)
     nf_place_reducer_leave(&pin);
 }
 
-/* Binary's final pass, block by block: the ranks' mean a of the block
- * times its sign counts, and (E form) my residual against my own a_i of
- * the block; a Y-form residual keeps the blocks' a_i. */
-static void nf_finish_binary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
-                             const uint64_t *cnt, const nf_shape_t *sh)
+/* Binary's final pass over elements [o0, o1) of the segment (o0 on a
+ * line), block by block: the ranks' mean a of the block times its sign
+ * counts, and (E form) my residual against my own a_i of the block. Each
+ * element's result depends on its block alone, so a segment finished in
+ * parts is the segment finished whole. */
+static void nf_finish_binary_part(nf_comm_t *c, const nf_call_t *call, const nf_seg_t *g,
+                                  const uint64_t *cnt, const nf_shape_t *sh, size_t o0,
+                                  size_t o1)
 {
     nf_residual_t *res = g->res;
     const float *x = call->x + g->off;
     float *r = call->r + g->off, *e = nf_binary_e(g) ? res->buf[res->cur] : NULL;
     size_t B = nf_seg_block(g);
-    for (unsigned b = 0; b < g->nsc; b++) {
-        size_t o = (size_t)b * B, n = g->m - o < B ? g->m - o : B;
+    for (unsigned b = (unsigned)(o0 / B); b < g->nsc && (size_t)b * B < o1; b++) {
+        size_t lo = (size_t)b * B > o0 ? (size_t)b * B : o0;
+        size_t hi = (size_t)b * B + B < o1 ? (size_t)b * B + B : o1;
         double a = nf_mean_scale(c, sh->nsc, g->sc0 + b), ai = c->mine[g->sc0 + b];
-        nf_ctx.k->bin_finish(r + o, e != NULL ? x + o : NULL, e != NULL ? e + o : NULL,
-                             cnt + o / NF_LINE_BITS * c->k * NF_LINE_WORDS, c->k, n,
+        nf_ctx.k->bin_finish(r + lo, e != NULL ? x + lo : NULL, e != NULL ? e + lo : NULL,
+                             cnt + lo / NF_LINE_BITS * c->k * NF_LINE_WORDS, c->k, hi - lo,
                              (unsigned)c->size, a, (float)ai, nf_stream(call));
     }
-    if (res != NULL && e == NULL) /* the new y and the blocks' a_i become the state */
-        nf_residual_commit_y(res, B < g->m ? B : 0, c->mine + g->sc0, g->nsc);
+}
+
+/* After the last part: a Y-form residual keeps the new y and the blocks'
+ * a_i. */
+static void nf_finish_binary_done(const nf_comm_t *c, const nf_seg_t *g)
+{
+    size_t B = nf_seg_block(g);
+    if (g->res != NULL && !nf_binary_e(g))
+        nf_residual_commit_y(g->res, B < g->m ? B : 0, c->mine + g->sc0, g->nsc);
 }
 
 /* Whether every block's scale is finite on every rank. */
@@ -457,8 +468,10 @@ static int nf_finish_all(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
         const uint64_t *gc = cnt + g->line0 * c->k * NF_LINE_WORDS;
         if (!nf_scales_finite(c, sh, g))
             g->nonfinite = marked = 1;
-        else if (g->route == NF_ROUTE_BINARY)
-            nf_finish_binary(c, call, g, gc, sh);
+        else if (g->route == NF_ROUTE_BINARY) {
+            nf_finish_binary_part(c, call, g, gc, sh, 0, g->m);
+            nf_finish_binary_done(c, g);
+        }
         else
             nf_finish_ternary(c, call, g, gc, nf_mean_scale(c, sh->nsc, g->sc0),
                               c->mine[g->sc0], c->gate[j]);
@@ -467,11 +480,71 @@ static int nf_finish_all(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
     return marked;
 }
 
+/* A streamed call's finish (nf_xnode_counts_stream): the low-bit segments
+ * in order as their lines arrive; binary without an E-form residual a
+ * message's lines at a time, the others once all their lines are in
+ * (ternary's minus lines come last; an E-form residual is written in
+ * place, and only a call whose exchange succeeded may change it). The
+ * same passes as nf_finish_all, in parts: the same bits. */
+typedef struct nf_fin {
+    nf_comm_t *c;
+    nf_call_t *call;
+    const nf_shape_t *sh;
+    size_t s, done; /* the segment being finished, its elements finished */
+    unsigned j;     /* low-bit segments before it */
+    int marked;
+} nf_fin_t;
+
+static void nf_fin_ready(void *arg, size_t lines)
+{
+    nf_fin_t *f = arg;
+    nf_comm_t *c = f->c;
+    for (; f->s < f->call->nseg; f->s++, f->done = 0) {
+        nf_seg_t *g = &f->call->seg[f->s];
+        if (!nf_lowbit(g))
+            continue;
+        const uint64_t *gc = c->cnt + g->line0 * c->k * NF_LINE_WORDS;
+        size_t end = g->line0 + nf_seg_lines(g);
+        if (!nf_scales_finite(c, f->sh, g)) {
+            g->nonfinite = f->marked = 1;
+        } else if (g->route == NF_ROUTE_BINARY && !nf_binary_e(g)) {
+            size_t upto = lines >= end ? g->m : (lines - g->line0) * NF_LINE_BITS;
+            if (lines > g->line0 && upto > f->done)
+                nf_finish_binary_part(c, f->call, g, gc, f->sh, f->done, upto);
+            f->done = lines > g->line0 ? upto : 0;
+            if (f->done < g->m)
+                return;
+            nf_finish_binary_done(c, g);
+        } else if (lines < end) {
+            return;
+        } else if (g->route == NF_ROUTE_BINARY) {
+            nf_finish_binary_part(c, f->call, g, gc, f->sh, 0, g->m);
+        } else {
+            nf_finish_ternary(c, f->call, g, gc, nf_mean_scale(c, f->sh->nsc, g->sc0),
+                              c->mine[g->sc0], c->gate[f->j]);
+        }
+        f->j++;
+    }
+}
+
 /* Low-bit segments after the header barrier, on the shared counters:
- * count my share, barrier (+ leaders merge across nodes), unpack. */
+ * count my share, barrier (+ leaders merge across nodes), unpack; two
+ * one-rank nodes with more than a message of lines finish as the lines
+ * arrive. */
 static nf_status_t nf_lowbit_shared(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
                                     int *marked)
 {
+    if (nf_xnode_counts_streamed(c, sh->lines)) {
+        nf_fin_t f = {.c = c, .call = call, .sh = sh};
+        nf_status_t st = nf_xnode_counts_stream(c, call, nf_lines_of(c, sh, c->lrank), c->cnt,
+                                                sh->lines, sh->nsc, nf_fin_ready, &f);
+        if (st != NF_OK)
+            return st;
+        *marked = f.marked;
+        if (call->health)
+            nf_health_agree(c, call, sh);
+        return NF_OK;
+    }
     int ride = nf_xnode_scales_ride(c, sh->lines, sh->nsc);
     nf_status_t st = ride ? NF_OK : nf_gather_scales(c, sh);
     if (st != NF_OK)

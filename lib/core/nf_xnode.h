@@ -63,4 +63,19 @@ int nf_xnode_scales_ride(const nf_comm_t *c, size_t nlines, unsigned nsc);
 nf_status_t nf_xnode_counts(nf_comm_t *c, const nf_call_t *call, uint64_t *cnt, size_t nlines,
                             unsigned nsc);
 
+/* Whether nf_xnode_counts_stream takes a call's nlines count lines: two
+ * one-rank nodes (kn = 1: a rank's packed lines are its node's counts) and
+ * more lines than one message holds; the same on every rank. */
+int nf_xnode_counts_streamed(const nf_comm_t *c, size_t nlines);
+/* Lines [0, done) of cnt hold every node's counts (and c->scales every
+ * rank's); called in order, the last time with done = nlines. */
+typedef void (*nf_xnode_ready_t)(void *arg, size_t done);
+/* Two one-rank nodes: my nsc scales at c->mine and my nlines packed lines
+ * at mine go to the peer as nf_xnode_counts would send them, and cnt's
+ * lines (k planes) become both nodes' counts a message at a time, each
+ * handed to ready as it arrives; c->scales gets both ranks' scales before
+ * the first. On error nothing more is handed on. */
+nf_status_t nf_xnode_counts_stream(nf_comm_t *c, const nf_call_t *call, const uint64_t *mine,
+                                   uint64_t *cnt, size_t nlines, unsigned nsc,
+                                   nf_xnode_ready_t ready, void *arg);
 #endif

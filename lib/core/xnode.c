@@ -362,6 +362,77 @@ static nf_status_t nf_counts_split(nf_comm_t *c, const nf_call_t *call, uint64_t
     return st;
 }
 
+/* Two one-rank nodes' counts cross point-to-point, the scales first, then
+ * the lines in messages of NF_CPAIR_LINES (32 KiB of one-plane lines, 256 Ki
+ * elements), NF_CPAIR_DEPTH of them in flight, each merged and handed to
+ * the caller as it arrives: the finish runs while the wire carries the
+ * rest. The bytes are the whole exchange's (the scales padded to lines). */
+#define NF_CPAIR_LINES 512u
+#define NF_CPAIR_DEPTH 8u
+#define NF_CPAIR_TAG 7302
+
+int nf_xnode_counts_streamed(const nf_comm_t *c, size_t nlines)
+{
+    return c->nnodes == 2 && c->size == 2 && nlines > NF_CPAIR_LINES;
+}
+
+/* Step k waits for message k - depth (the scales before the first), merges
+ * its lines and hands them on, then posts message k in its slot. After an
+ * error on this rank the messages still cross (the peer waits for them)
+ * but nothing more is merged or handed on. */
+nf_status_t nf_xnode_counts_stream(nf_comm_t *c, const nf_call_t *call, const uint64_t *mine,
+                                   uint64_t *cnt, size_t nlines, unsigned nsc,
+                                   nf_xnode_ready_t ready, void *arg)
+{
+    int me = nf_me(c), peer = 1 - me, rc = MPI_SUCCESS;
+    size_t sw = nf_scale_lines(nsc) * NF_LINE_WORDS, L = NF_CPAIR_LINES;
+    size_t nk = (nlines + L - 1) / L, depth = NF_CPAIR_DEPTH;
+    uint64_t *ssend = c->xnode, *srecv = ssend + sw, *recv = srecv + sw;
+    MPI_Request rq[2 + 2 * NF_CPAIR_DEPTH];
+    MPI_Status st[2];
+    memset(ssend, 0, sw * sizeof(uint64_t));
+    memcpy(ssend, c->mine, nsc * sizeof(double));
+    rq[0] = rq[1] = MPI_REQUEST_NULL;
+    int a = PMPI_Irecv(srecv, (int)(sw / NF_LINE_WORDS), nf_ctx.line_type, peer, NF_CPAIR_TAG,
+                       c->leaders, rq);
+    int b = PMPI_Isend(ssend, (int)(sw / NF_LINE_WORDS), nf_ctx.line_type, peer, NF_CPAIR_TAG,
+                       c->leaders, rq + 1);
+    rc = a != MPI_SUCCESS ? a : b;
+    for (size_t k = 0; k < nk + depth; k++) {
+        MPI_Request *slot = rq + 2 + 2 * (k % depth);
+        if (k >= depth && k - depth < nk) {
+            size_t l0 = (k - depth) * L, n = nlines - l0 < L ? nlines - l0 : L;
+            const uint64_t *in[2];
+            if (k == depth) {
+                rc = nf_first_error(rc, PMPI_Waitall(2, rq, st), st, 2);
+                memcpy(c->scales + (size_t)me * nsc, c->mine, nsc * sizeof(double));
+                memcpy(c->scales + (size_t)peer * nsc, srecv, nsc * sizeof(double));
+            }
+            rc = nf_first_error(rc, PMPI_Waitall(2, slot, st), st, 2);
+            in[me] = mine + l0 * NF_LINE_WORDS;
+            in[peer] = recv + l0 * NF_LINE_WORDS;
+            if (rc == MPI_SUCCESS) {
+                nf_ctx.k->count_sum(cnt + l0 * c->k * NF_LINE_WORDS, c->k, in, 2u, n);
+                ready(arg, l0 + n);
+            }
+        }
+        if (k < nk) {
+            size_t l0 = k * L, n = nlines - l0 < L ? nlines - l0 : L;
+            slot[0] = slot[1] = MPI_REQUEST_NULL;
+            a = PMPI_Irecv(recv + l0 * NF_LINE_WORDS, (int)n, nf_ctx.line_type, peer,
+                           NF_CPAIR_TAG, c->leaders, slot);
+            b = PMPI_Isend(mine + l0 * NF_LINE_WORDS, (int)n, nf_ctx.line_type, peer,
+                           NF_CPAIR_TAG, c->leaders, slot + 1);
+            rc = rc != MPI_SUCCESS ? rc : a != MPI_SUCCESS ? a : b;
+        }
+    }
+    if (rc != MPI_SUCCESS)
+        return nf_mpi_status(rc);
+    nf_lowbit_bytes(call, (uint64_t)nlines * NF_LINE_BYTES, 0);
+    nf_lowbit_bytes(call, (uint64_t)sw * sizeof(uint64_t), 1);
+    return NF_OK;
+}
+
 int nf_xnode_scales_ride(const nf_comm_t *c, size_t nlines, unsigned nsc)
 {
     return c->nnodes > 1 && c->size == c->nnodes &&
