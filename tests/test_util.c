@@ -535,6 +535,32 @@ START_TEST(test_inline_area)
 }
 END_TEST
 
+/* Which calls the wire model streams: two one-rank nodes' counts past
+ * NF_CPAIR_LINES lines (binary 1 bit per element, ternary 2), as
+ * lib/core/xnode.c sends them; more ranks per node, more nodes, or a
+ * call with fewer lines cross in one exchange. Bytes are unchanged. */
+START_TEST(test_wire_stream)
+{
+    nf_wire_t w;
+    uint64_t big = 16u << 20, one = (uint64_t)NF_CPAIR_LINES * NF_LINE_BITS * 4;
+    nf_traffic_internode(NF_ROUTE_BINARY, big, 2, 1, 1, &w);
+    ck_assert_uint_eq(w.stream, 8192);
+    ck_assert_uint_eq(w.bytes, 524864);
+    nf_traffic_internode(NF_ROUTE_TERNARY, big, 2, 1, 1, &w);
+    ck_assert_uint_eq(w.stream, 16384);
+    nf_traffic_internode(NF_ROUTE_BINARY, one, 2, 1, 1, &w); /* one message */
+    ck_assert_uint_eq(w.stream, 0);
+    nf_traffic_internode(NF_ROUTE_BINARY, one + 4, 2, 1, 1, &w);
+    ck_assert_uint_eq(w.stream, NF_CPAIR_LINES + 1);
+    nf_traffic_internode(NF_ROUTE_BINARY, big, 3, 1, 1, &w);
+    ck_assert_uint_eq(w.stream, 0);
+    nf_traffic_internode(NF_ROUTE_BINARY, big, 2, 2, 1, &w);
+    ck_assert_uint_eq(w.stream, 0);
+    nf_traffic_internode(NF_ROUTE_FP32, big, 2, 1, 1, &w);
+    ck_assert_uint_eq(w.stream, 0);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
@@ -573,6 +599,7 @@ static Suite *util_suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("inline");
     tcase_add_test(t, test_inline_area);
+    tcase_add_test(t, test_wire_stream);
     suite_add_tcase(s, t);
     t = tcase_create("settings");
     tcase_add_loop_test(t, test_ef_decay_setting, 0, NCASES(decay_cases));

@@ -1,7 +1,8 @@
 /*
  * Predicted call times under a link (replay_time.h). A call of m elements
  * on route R over p nodes takes, as the library runs it today (one stage
- * after the other, nothing overlapped):
+ * after the other, nothing overlapped but the finish of two one-rank
+ * nodes' streamed counts, which runs while the wire carries the rest):
  *
  *   pack_R(m) + reduce_R(m) + finish_R(m) + B/bw + s * lat
  *
@@ -297,22 +298,45 @@ static double rt_wire(const replay_link_t *l, double c, double b)
     return c * l->bw >= l->burst ? (c + over > t ? c + over : t) : (c > t ? c : t);
 }
 
-/* Codec seconds of a part: pmpi sums only. */
-static double rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t bytes)
+/* Codec seconds of a part, before the wire (pre) and, of a low-bit part,
+ * the reduce and finish stages after it (fin): pmpi sums only. */
+static void rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t bytes, double *pre,
+                       double *fin)
 {
     size_t m = (size_t)(bytes / sizeof(float));
+    nf_codec_t k = rt_codec(route);
     if (route == NF_ROUTE_PMPI)
-        return 1e-9 * nf_codec_ns(r, NF_CODEC_FP32, NF_CODEC_REDUCE, m);
-    return 1e-9 * nf_codec_ns(r, rt_codec(route), -1, m);
+        *pre += 1e-9 * nf_codec_ns(r, NF_CODEC_FP32, NF_CODEC_REDUCE, m);
+    else if (route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY)
+        *pre += 1e-9 * nf_codec_ns(r, k, NF_CODEC_PACK, m),
+        *fin += 1e-9 * (nf_codec_ns(r, k, NF_CODEC_REDUCE, m) +
+                        nf_codec_ns(r, k, NF_CODEC_FINISH, m));
+    else
+        *pre += 1e-9 * nf_codec_ns(r, k, -1, m);
+}
+
+/* The stages one after the other; streamed counts (w->stream lines) are
+ * reduced and finished a message at a time as they arrive, so the call
+ * ends with the last message's share after the wire, or with the finish
+ * when that is longer than the wire. */
+static double rt_time(const replay_link_t *l, double pre, double fin, const nf_wire_t *w)
+{
+    double c = pre + w->steps * l->lat;
+    if (w->stream == 0)
+        return rt_wire(l, c + fin, (double)w->bytes);
+    double t = rt_wire(l, c, (double)w->bytes) + fin * NF_CPAIR_LINES / (double)w->stream;
+    return t > c + fin ? t : c + fin;
 }
 
 double replay_time_route(const replay_link_t *l, const nf_codec_rates_t *r, nf_route_t route,
                          uint64_t bytes, unsigned ranks, uint64_t nsc)
 {
     nf_wire_t w;
+    double pre = 0.0, fin = 0.0;
     unsigned per, p = rt_nodes(l, ranks, &per);
     nf_traffic_internode(route, bytes, p, per, nsc, &w);
-    return rt_wire(l, rt_codec_s(r, route, bytes) + w.steps * l->lat, (double)w.bytes);
+    rt_codec_s(r, route, bytes, &pre, &fin);
+    return rt_time(l, pre, fin, &w);
 }
 
 /* A call as decided: its parts' codecs one after another, then what
@@ -321,13 +345,13 @@ static double rt_decided(const replay_link_t *l, const nf_codec_rates_t *r,
                          const replay_tcall_t *c, uint64_t *wire)
 {
     unsigned per, p = rt_nodes(l, c->ranks, &per);
-    double s = 0.0;
+    double pre = 0.0, fin = 0.0;
     nf_wire_t w;
     for (size_t i = 0; i < c->npart; i++)
-        s += rt_codec_s(r, c->part[i].route, c->part[i].bytes);
+        rt_codec_s(r, c->part[i].route, c->part[i].bytes, &pre, &fin);
     nf_traffic_internode_call(c->part, c->npart, p, per, c->area, &w);
     *wire = w.bytes;
-    return rt_wire(l, s + w.steps * l->lat, (double)w.bytes);
+    return rt_time(l, pre, fin, &w);
 }
 
 static const char *rt_decided_name(const replay_tcall_t *c)

@@ -363,11 +363,11 @@ static nf_status_t nf_counts_split(nf_comm_t *c, const nf_call_t *call, uint64_t
 }
 
 /* Two one-rank nodes' counts cross point-to-point, the scales first, then
- * the lines in messages of NF_CPAIR_LINES (32 KiB of one-plane lines, 256 Ki
- * elements), NF_CPAIR_DEPTH of them in flight, each merged and handed to
- * the caller as it arrives: the finish runs while the wire carries the
- * rest. The bytes are the whole exchange's (the scales padded to lines). */
-#define NF_CPAIR_LINES 512u
+ * the lines in messages of NF_CPAIR_LINES (nf_traffic.h: 32 KiB of
+ * one-plane lines, 256 Ki elements), NF_CPAIR_DEPTH of them in flight,
+ * each merged and handed to the caller as it arrives: the finish runs
+ * while the wire carries the rest. The bytes are the whole exchange's (the
+ * scales padded to lines). */
 #define NF_CPAIR_DEPTH 8u
 #define NF_CPAIR_TAG 7302
 

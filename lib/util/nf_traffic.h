@@ -82,7 +82,14 @@ unsigned nf_inline_steady(uint64_t need);
 typedef struct nf_wire {
     uint64_t bytes;
     unsigned steps;
+    uint64_t stream; /* count lines that stream, finished as they arrive
+                        (two one-rank nodes, more than NF_CPAIR_LINES); 0: none */
 } nf_wire_t;
+
+/* Count lines per message of two one-rank nodes' streamed counts
+ * (lib/core/xnode.c, nf_xnode_counts_stream): a call with more lines
+ * sends them point-to-point, the finish running as they arrive. */
+#define NF_CPAIR_LINES 512u
 
 /* Floats per fp32 chunk across nodes at most (2 MiB): each chunk is one
  * exchange among leaders (lib/core/coll.c pipelines them), and over TCP a

@@ -136,7 +136,7 @@ void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p,
 {
     uint64_t size = (uint64_t)p * r;
     nf_wire_sum_t u;
-    w->bytes = 0, w->steps = 0;
+    w->bytes = 0, w->steps = 0, w->stream = 0;
     if (p < 2 || r == 0)
         return;
     nf_wire_sum(part, n, &u);
@@ -156,6 +156,7 @@ void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p,
         if (r == 1 && nf_traffic_counts_whole(lines, sl, kn, k, p)) {
             nf_wire_exchange(lines, kn * lb, k * lb, p, 1, w); /* the scales ride along */
             w->bytes += (p - 1) * sl * lb;
+            w->stream = p == 2 && lines > NF_CPAIR_LINES ? lines : 0;
         } else {
             w->bytes += r * (size - r) * nsc * sizeof(double); /* every rank's scales */
             w->steps += 1;
