@@ -480,50 +480,67 @@ static int nf_finish_all(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
     return marked;
 }
 
-/* A streamed call's finish (nf_xnode_counts_stream): the low-bit segments
- * in order as their lines arrive; binary without an E-form residual a
- * message's lines at a time, the others once all their lines are in
- * (ternary's minus lines come last; an E-form residual is written in
- * place, and only a call whose exchange succeeded may change it). The
- * same passes as nf_finish_all, in parts: the same bits. */
+/* A streamed call's finish (nf_xnode_counts_stream). As each message's
+ * lines arrive, the results of binary segments with a Y-form residual (or
+ * none) are written up to them, block by block; nothing that outlives a
+ * failed call changes before the last message is in (the last call of
+ * ready comes only after every message arrived): then the residuals are
+ * committed, E-form binary and ternary segments (whose minus lines come
+ * last) finished, and non-finite segments marked. The same passes as
+ * nf_finish_all, in parts: the same bits. */
 typedef struct nf_fin {
     nf_comm_t *c;
     nf_call_t *call;
     const nf_shape_t *sh;
-    size_t s, done; /* the segment being finished, its elements finished */
-    unsigned j;     /* low-bit segments before it */
-    int marked;
+    size_t s, done; /* the binary segment being written, its elements done */
+    int ok;         /* its scales are finite (-1: not looked at yet) */
 } nf_fin_t;
+
+static int nf_fin_streams(const nf_seg_t *g)
+{
+    return g->route == NF_ROUTE_BINARY && !nf_binary_e(g);
+}
 
 static void nf_fin_ready(void *arg, size_t lines)
 {
     nf_fin_t *f = arg;
     nf_comm_t *c = f->c;
-    for (; f->s < f->call->nseg; f->s++, f->done = 0) {
+    for (; f->s < f->call->nseg; f->s++, f->done = 0, f->ok = -1) {
         nf_seg_t *g = &f->call->seg[f->s];
+        if (!nf_lowbit(g) || !nf_fin_streams(g))
+            continue;
+        if (f->ok < 0)
+            f->ok = nf_scales_finite(c, f->sh, g);
+        if (!f->ok)
+            continue;
+        size_t end = g->line0 + nf_seg_lines(g);
+        if (lines <= g->line0)
+            return;
+        size_t upto = lines >= end ? g->m : (lines - g->line0) * NF_LINE_BITS;
+        nf_finish_binary_part(c, f->call, g, c->cnt + g->line0 * c->k * NF_LINE_WORDS, f->sh,
+                              f->done, upto);
+        f->done = upto;
+        if (upto < g->m)
+            return;
+    }
+    if (lines < f->sh->lines)
+        return;
+    unsigned j = 0;
+    for (size_t s = 0; s < f->call->nseg; s++) {
+        nf_seg_t *g = &f->call->seg[s];
         if (!nf_lowbit(g))
             continue;
         const uint64_t *gc = c->cnt + g->line0 * c->k * NF_LINE_WORDS;
-        size_t end = g->line0 + nf_seg_lines(g);
-        if (!nf_scales_finite(c, f->sh, g)) {
-            g->nonfinite = f->marked = 1;
-        } else if (g->route == NF_ROUTE_BINARY && !nf_binary_e(g)) {
-            size_t upto = lines >= end ? g->m : (lines - g->line0) * NF_LINE_BITS;
-            if (lines > g->line0 && upto > f->done)
-                nf_finish_binary_part(c, f->call, g, gc, f->sh, f->done, upto);
-            f->done = lines > g->line0 ? upto : 0;
-            if (f->done < g->m)
-                return;
+        if (!nf_scales_finite(c, f->sh, g))
+            g->nonfinite = 1;
+        else if (nf_fin_streams(g))
             nf_finish_binary_done(c, g);
-        } else if (lines < end) {
-            return;
-        } else if (g->route == NF_ROUTE_BINARY) {
+        else if (g->route == NF_ROUTE_BINARY)
             nf_finish_binary_part(c, f->call, g, gc, f->sh, 0, g->m);
-        } else {
+        else
             nf_finish_ternary(c, f->call, g, gc, nf_mean_scale(c, f->sh->nsc, g->sc0),
-                              c->mine[g->sc0], c->gate[f->j]);
-        }
-        f->j++;
+                              c->mine[g->sc0], c->gate[j]);
+        j++;
     }
 }
 
@@ -535,12 +552,13 @@ static nf_status_t nf_lowbit_shared(nf_comm_t *c, nf_call_t *call, const nf_shap
                                     int *marked)
 {
     if (nf_xnode_counts_streamed(c, sh->lines)) {
-        nf_fin_t f = {.c = c, .call = call, .sh = sh};
+        nf_fin_t f = {.c = c, .call = call, .sh = sh, .ok = -1};
         nf_status_t st = nf_xnode_counts_stream(c, call, nf_lines_of(c, sh, c->lrank), c->cnt,
                                                 sh->lines, sh->nsc, nf_fin_ready, &f);
         if (st != NF_OK)
             return st;
-        *marked = f.marked;
+        for (size_t s = 0; s < call->nseg; s++)
+            *marked |= nf_lowbit(&call->seg[s]) && call->seg[s].nonfinite;
         if (call->health)
             nf_health_agree(c, call, sh);
         return NF_OK;
