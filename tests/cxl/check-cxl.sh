@@ -58,8 +58,20 @@ fi
 [ $rc = 0 ] || { echo "$out"; echo "FAIL: cannot prepare the guest"; exit 99; }
 for m in hmat:guest-hmat cxl:guest-cxl cxl2:guest-near; do
     echo "== guest ${m%%:*}: tests/cxl/${m#*:}.sh"
-    sh "$srcdir/tests/cxl/cxl-vm.sh" run "$cache" "${m%%:*}" "$srcdir/tests/cxl/${m#*:}.sh" "$builddir"
-    rc=$?
+    for boot in 1 2; do
+        out=$(sh "$srcdir/tests/cxl/cxl-vm.sh" run "$cache" "${m%%:*}" "$srcdir/tests/cxl/${m#*:}.sh" "$builddir")
+        rc=$?
+        echo "$out"
+        # Debian's 6.1 guest kernel oopses now and then in its own CXL
+        # drivers while the device is set up, before any libnfcoll code
+        # runs (seen once in cxl_pmem's release_mappings under cxl
+        # create-region): a kernel bug, so that step gets one more boot.
+        # A second failure, or any failure after the setup, fails.
+        [ $rc != 0 ] && [ $boot = 1 ] &&
+            echo "$out" | grep -q 'FAIL: \(cxl create-region\|ndctl create-namespace\|daxctl reconfigure-device\)' &&
+            echo "$out" | grep -q 'BUG: kernel\|Oops:' || break
+        echo "  the guest kernel oopsed while setting up the CXL device: booting once more"
+    done
     [ $rc = 0 ] || fails=1
 done
 [ $fails = 0 ] && echo "PASS: check-cxl" || echo "FAIL: check-cxl"
