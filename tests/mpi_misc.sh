@@ -10,6 +10,8 @@ nf_tier 3 && run 3 NFCOLL_COUNT_BITS=1 ./tests/mpi/test_misc --capacity
 run 2 NFCOLL_EF=maybe ./tests/mpi/test_misc --bad-env
 # MPI error codes of any size come back unchanged, the handler runs once.
 run 2 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_errcode
-# The verdict across pretend nodes (counts that differ on one node only).
+# The verdict across pretend nodes (counts that differ on one node only),
+# and point-to-point between two one-rank nodes, each with its own area.
 nf_tier 4 && run 4 NFCOLL_RANKS_PER_NODE=2 ./tests/mpi/test_misc
+run 2 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_misc
 finish

@@ -10,14 +10,17 @@ run 3 NFCOLL_RANKS_PER_NODE=2 NFCOLL_EF=off ./tests/mpi/test_routes -c 7 -c 1048
 run 4 NFCOLL_RANKS_PER_NODE=3 ./tests/mpi/test_routes -c 2049 -c 8193 -c 300007
 run 4 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_routes -c 7 -c 8193 -c 300007
 # One rank per node: a call rides with the verdict when its lines, scales
-# and floats fit the verdict's area, which follows the sizes of the calls
-# before (448 bytes at least, 8 KiB at most: fp32 2048 floats, not 2049;
-# ternary 32256 elements, binary 65024, not 65025), so each size's first
-# call here takes the exchanges and the others ride; larger calls' scales
-# ride with the counts (one exchange fewer), a scale per block of 512
-# elements too (137 of them at 70001 elements).
+# and floats fit the verdict's area. Three nodes or more: the area follows
+# the sizes of the calls before (448 bytes at least, 8 KiB at most: fp32
+# 2048 floats, not 2049; ternary 32256 elements, binary 65024, not 65025),
+# so each size's first call here takes the exchanges and the others ride.
+# Two nodes: each call sends its own area, 8 KiB at most with low-bit
+# lines (the same bounds), 64 KiB all fp32 (16384 floats, not 16385).
+# Larger calls' scales ride with the counts (one exchange fewer), a scale
+# per block of 512 elements too (137 of them at 70001 elements).
 run 2 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_routes -c 7 -c 113 -c 2048 -c 2049 -c 32256 \
-  -c 32257 -c 65024 -c 65025 -c 300007
+  -c 16384 -c 16385 -c 32257 -c 65024 -c 65025 -c 300007
+run 3 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_routes -c 2048 -c 2049 -c 65024 -c 65025
 run 2 NFCOLL_RANKS_PER_NODE=1 NFCOLL_SCALE_BLOCK=512 ./tests/mpi/test_routes -c 513 -c 70001
 run 3 NFCOLL_RANKS_PER_NODE=1 NFCOLL_SCALE_BLOCK=512 ./tests/mpi/test_routes -c 513 -c 70001
 # Two one-rank nodes' fp32 crosses point-to-point, up to 8 messages of

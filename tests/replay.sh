@@ -256,13 +256,13 @@ for c in l["calls"]:
     assert c["decided_on"] == "binary" and c["seconds"]["decided"] == c["seconds"]["binary"], c
     assert c["internode_bytes"]["decided"] == c["internode_bytes"]["binary"], c
 w = l["calls"][-1]["internode_bytes"]
-assert (w["binary"], w["ternary"], w["fp32"], w["pmpi"]) == (524864, 1049152, 16777728, 16777216), w
+assert (w["binary"], w["ternary"], w["fp32"], w["pmpi"]) == (524416, 1048704, 16777280, 16777216), w
 big = l["calls"][-1]["seconds"]
 assert big["binary"] < big["ternary"] < big["fp32"] and big["binary"] < big["pmpi"], big
 assert 0 < l["beats_from"]["binary"]["fp32"] <= 1 << 20, l["beats_from"]
 PY
 then
-  ok "--link 1gbit,20us: one call per size; 16 MiB sends binary 524864, ternary 1049152, fp32 16777728, pmpi 16777216 bytes; binary fastest"
+  ok "--link 1gbit,20us: one call per size; 16 MiB sends binary 524416, ternary 1048704, fp32 16777280, pmpi 16777216 bytes; binary fastest"
 else
   fail "--link 1gbit,20us on calls of 1-16 MiB"; cat "$tmp/link.err" "$tmp/link.json"
 fi
@@ -463,19 +463,26 @@ PY
 # not pmpi (fused fp32, binary and ternary segments; binary whole calls):
 # what one node sends for the calls as decided, summed and times the
 # nodes, is NFCOLL_STATS's "internode_bytes" (summed over the ranks).
-# "sizes" (2 nodes): 1 MiB fp32 calls, then 1 KiB ones, whose first
-# verdict carries the smallest area and the others one of 1 KiB (the area
-# follows the calls before), so the first takes two exchanges and the
-# others one.
+# "sizes" (2 nodes): 1 MiB fp32 calls, then 1 KiB ones, each of whose
+# verdicts carries its own call (two nodes exchange it point-to-point,
+# each its own area), so all five take one exchange.
+# Not modelled (nf_traffic.h): a call whose ranks' layouts differ runs
+# fp32 after its verdict, and two one-rank nodes' verdicts each carry the
+# rank's own area, which the model, seeing the fp32 call it became, does
+# not count: at most a header line and 8 KiB per such call and rank (the
+# regions test's mismatched calls have low-bit lines), else exact.
 same_wire() { # NAME NODES
   python3 - "$tmp/$1.stats.json" "$tmp/$1.link.json" "$2" <<'PY'
 import json, sys
-run = sum(json.load(open(sys.argv[1]))["internode_bytes"].values())
+stats = json.load(open(sys.argv[1]))
+run = sum(stats["internode_bytes"].values())
 calls = json.load(open(sys.argv[2]))["link"]["calls"]
-rep = int(sys.argv[3]) * sum(c["calls"] * c["internode_bytes"]["decided"] for c in calls
-                             if c["decided_on"] != "pmpi")
-print(run, rep)
-sys.exit(run == 0 or run != rep)
+nodes = int(sys.argv[3])
+rep = nodes * sum(c["calls"] * c["internode_bytes"]["decided"] for c in calls
+                  if c["decided_on"] != "pmpi")
+most = stats["fallbacks"]["layout-mismatch"] * (64 + 8192) if nodes == 2 else 0
+print(run, rep, "(layout fallbacks: %d, up to %d more)" % (stats["fallbacks"]["layout-mismatch"], most))
+sys.exit(run == 0 or not rep <= run <= rep + most)
 PY
 }
 for np in 2 3; do
@@ -505,13 +512,13 @@ calls = json.load(open(sys.argv[1]))["link"]["calls"]
 kib = sorted((c["internode_bytes"]["decided"], c["calls"], c["verdict_area_bytes"])
              for c in calls if c["bytes"] == 1024)
 print(kib)
-sys.exit(len(kib) != 2 or kib[0][1:] != (4, 1024) or kib[1][1:] != (1, 448) or
-         kib[0][0] >= kib[1][0])
+# several entries when the history (which two nodes do not use) differs
+sys.exit(sum(k[1] for k in kib) != 5 or any(k[0::2] != (64 + 1024, 1024) for k in kib))
 PY
     ); then
-      ok "$name: 1 KiB calls: the first one's verdict in two exchanges, 4 more whole ($got)"
+      ok "$name: 1 KiB calls: all 5 whole with their verdicts ($got)"
     else
-      fail "$name: 1 KiB calls: want the first in two exchanges, then 4 whole (got $got)"
+      fail "$name: 1 KiB calls: want all 5 whole with their verdicts, a header line and 1 KiB each (got $got)"
     fi
   done
 done

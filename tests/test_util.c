@@ -545,7 +545,7 @@ START_TEST(test_wire_stream)
     uint64_t big = 16u << 20, one = (uint64_t)NF_CPAIR_LINES * NF_LINE_BITS * 4;
     nf_traffic_internode(NF_ROUTE_BINARY, big, 2, 1, 1, &w);
     ck_assert_uint_eq(w.stream, 8192);
-    ck_assert_uint_eq(w.bytes, 524864);
+    ck_assert_uint_eq(w.bytes, 524416); /* counts, the scale's line, a header line */
     nf_traffic_internode(NF_ROUTE_TERNARY, big, 2, 1, 1, &w);
     ck_assert_uint_eq(w.stream, 16384);
     nf_traffic_internode(NF_ROUTE_BINARY, one, 2, 1, 1, &w); /* one message */
@@ -558,6 +558,40 @@ START_TEST(test_wire_stream)
     ck_assert_uint_eq(w.stream, 0);
     nf_traffic_internode(NF_ROUTE_FP32, big, 2, 1, 1, &w);
     ck_assert_uint_eq(w.stream, 0);
+}
+END_TEST
+
+/* Two one-rank nodes: each call's verdict carries its own area, all fp32
+ * up to NF_PAIR_INLINE_BYTES, with low-bit lines up to NF_INLINE_MAX_WORDS
+ * words (then the call ends there: one step); anything larger sends the
+ * header's line alone. Three nodes keep the history's area. */
+START_TEST(test_wire_pair)
+{
+    nf_wire_t w;
+    uint64_t most = NF_PAIR_INLINE_BYTES, hdr = NF_LINE_BYTES;
+    nf_traffic_internode(NF_ROUTE_FP32, most, 2, 1, 1, &w);
+    ck_assert_uint_eq(w.steps, 1);
+    ck_assert_uint_eq(w.bytes, hdr + most);
+    nf_traffic_internode(NF_ROUTE_FP32, most + 4, 2, 1, 1, &w);
+    ck_assert_uint_eq(w.steps, 2);
+    ck_assert_uint_eq(w.bytes, hdr + most + 4);
+    nf_traffic_internode(NF_ROUTE_FP32, 4, 2, 1, 1, &w); /* one float: a line */
+    ck_assert_uint_eq(w.bytes, 2 * hdr);
+    /* binary: 127 lines and the scale's line are 8 KiB; 128 are not */
+    nf_traffic_internode(NF_ROUTE_BINARY, 127u * NF_LINE_BITS * 4, 2, 1, 1, &w);
+    ck_assert_uint_eq(w.steps, 1);
+    ck_assert_uint_eq(w.bytes, hdr + NF_INLINE_MAX_WORDS * 8u);
+    nf_traffic_internode(NF_ROUTE_BINARY, 128u * NF_LINE_BITS * 4, 2, 1, 1, &w);
+    ck_assert_uint_eq(w.steps, 2);
+    ck_assert_uint_eq(w.bytes, hdr + 129u * NF_LINE_BYTES);
+    /* three nodes: the history's area whatever the call */
+    nf_traffic_internode(NF_ROUTE_FP32, most, 3, 1, 1, &w);
+    ck_assert_uint_eq(w.steps, 3); /* the verdict, reduce-scatter, allgather */
+    ck_assert_uint_eq(w.bytes, 2u * (NF_LINE_WORDS + NF_INLINE_WORDS) * 8 +
+                                   (most / 4 - most / 12) * 4 + 2u * (most / 12) * 4);
+    ck_assert_uint_eq(nf_pair_area_words(0, NF_INLINE_NONE), 0);
+    ck_assert_uint_eq(nf_pair_area_words(1, NF_INLINE_MAX_WORDS * 8u + 1), 0);
+    ck_assert_uint_eq(nf_pair_area_words(0, NF_INLINE_MAX_WORDS * 8u + 1), NF_INLINE_MAX_WORDS + 8);
 }
 END_TEST
 
@@ -600,6 +634,7 @@ static Suite *util_suite(void)
     t = tcase_create("inline");
     tcase_add_test(t, test_inline_area);
     tcase_add_test(t, test_wire_stream);
+    tcase_add_test(t, test_wire_pair);
     suite_add_tcase(s, t);
     t = tcase_create("settings");
     tcase_add_loop_test(t, test_ef_decay_setting, 0, NCASES(decay_cases));

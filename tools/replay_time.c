@@ -463,7 +463,7 @@ void replay_times_json(FILE *fp, const replay_times_t *t, const replay_link_t *l
         fprintf(fp, "%s\n%s  {\"bytes\": %llu, \"ranks\": %u, \"records\": %llu, "
                 "\"calls\": %.6g, \"verdict_area_bytes\": %u, \"seconds\": {", k ? "," : "",
                 in, (unsigned long long)c->bytes, c->ranks, (unsigned long long)c->records,
-                rt_calls(c), c->area * 8u);
+                rt_calls(c), nf_traffic_area(c->part, c->npart, p, per, c->area) * 8u);
         for (size_t i = 0; i < RT_NROUTES; i++)
             fprintf(fp, "%s\"%s\": %.6g", i ? ", " : "", nf_route_name(rt_routes[i]),
                     replay_time_route(l, r, rt_routes[i], c->bytes, c->ranks, 1));

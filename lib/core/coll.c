@@ -86,8 +86,9 @@ static size_t nf_seg_block(const nf_seg_t *g)
 }
 
 /* Lay the low-bit segments' lines out one after the other, the scales after
- * them; decide whether the call is small. */
-static void nf_layout(const nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
+ * them; decide whether the call is small, or rides inline (c->varea: the
+ * area its verdict carries). */
+static void nf_layout(nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
 {
     memset(sh, 0, sizeof(*sh));
     for (size_t s = 0; s < call->nseg; s++) {
@@ -113,6 +114,8 @@ static void nf_layout(const nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
     size_t bytes = (sh->lines + sh->slines) * NF_LINE_BYTES + sh->fp32 * sizeof(float);
     sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES && sh->bf16 == 0;
     sh->need = nf_traffic_inline_need(sh->lines, sh->slines, sh->fp32, sh->bf16);
+    c->varea = nf_xnode_pair(c) ? (unsigned)nf_pair_area_words(sh->lines, sh->need)
+                                : nf_inline_words(&c->ihist);
     sh->inl = c->nnodes > 1 && c->size == c->nnodes && sh->need <= (uint64_t)c->varea * 8;
     sh->parity = (unsigned)(c->calls & 1u);
 }
@@ -197,7 +200,7 @@ static nf_status_t nf_verdict(nf_comm_t *c, const nf_call_t *call, const nf_shap
         size_t words = nf_verdict_words(c->size == c->nnodes, c->varea);
         node[0] = mine[NF_H_COUNT], node[1] = mine[NF_H_LAYOUT], node[2] = *v;
         node[3] = sh->need;
-        st = nf_xnode_verdict(c, node, v, inl);
+        st = nf_xnode_verdict(c, v, inl);
         nf_ctl(c, 0)->verdict[0] = *v;
         nf_stats_internode(call->seg[0].route, (uint64_t)(c->nnodes - 1) * words * 8);
     }
@@ -898,14 +901,22 @@ void nf_coll_forget(nf_comm_t *c) { memset(&c->ihist, 0, sizeof(c->ihist)); }
 nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
 {
     nf_shape_t sh;
-    uint64_t mine[NF_H_N], v;
-    _Alignas(64) uint64_t node[NF_LINE_WORDS + NF_INLINE_MAX_WORDS];
+    uint64_t mine[NF_H_N], v, *node = NULL;
     int marked = 0, inl;
-    c->varea = nf_inline_words(&c->ihist);
     nf_layout(c, call, &sh);
-    sh.area = node + NF_LINE_WORDS;
-    if (c->nnodes > 1 && c->size == c->nnodes) /* what is sent beyond the call's data */
-        memset(node, 0, nf_verdict_words(1, c->varea) * sizeof(uint64_t));
+    if (c->nnodes > 1 && c->lrank == 0) /* the verdict's payload, in the scratch */
+        node = nf_xnode_payload(c);
+    if (node != NULL && c->size == c->nnodes) {
+        /* what is sent beyond the call's data: the header's line, and the
+         * area's last line (its padding) or, not inline, all of it */
+        size_t words = nf_verdict_words(1, c->varea);
+        sh.area = node + NF_LINE_WORDS;
+        memset(node, 0, NF_LINE_BYTES);
+        if (!sh.inl)
+            memset(sh.area, 0, (words - NF_LINE_WORDS) * sizeof(uint64_t));
+        else if (words > NF_LINE_WORDS)
+            memset(node + words - NF_LINE_WORDS, 0, NF_LINE_BYTES);
+    }
     c->calls++;
     call->mismatch = call->capacity = call->fp32_stuck = 0;
     call->loss_mean = NAN;

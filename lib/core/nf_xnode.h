@@ -25,15 +25,20 @@
  * chunks of chunk floats. */
 size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk);
 
-/* node: {count, layout hash, local verdict, need}; with one rank on every
- * node, nf_verdict_words(1, c->varea) words: the header padded to a line,
- * then the rank's area of c->varea words (its call's data when the call
- * rides inline, else zeros). need: the bytes of area the call would fill
- * (nf_traffic_inline_need). *v: the verdict of all; *inl: NF_V_SAME and
- * every node's need fits the area, so every node's data came
- * (nf_xnode_area). The largest need goes into c->ihist, which sizes the
- * next call's area alike on every rank. */
-nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v, int *inl);
+/* Two one-rank nodes: the verdict goes point-to-point, and each node's
+ * area is its own call's (nf_pair_area_words), not the history's. */
+int nf_xnode_pair(const nf_comm_t *c);
+/* Where this leader builds its verdict payload, in the scratch, before
+ * nf_xnode_verdict: {count, layout hash, local verdict, need}, and with one
+ * rank on every node, padded to a line, then the rank's area of c->varea
+ * words (its call's data when the call rides inline, else zeros). */
+uint64_t *nf_xnode_payload(const nf_comm_t *c);
+/* Sends the payload, gets every node's. need: the bytes of area the call
+ * would fill (nf_traffic_inline_need). *v: the verdict of all; *inl:
+ * NF_V_SAME and every node's need fits the area, so every node's data came
+ * (nf_xnode_area). Several one-rank nodes: the largest need goes into
+ * c->ihist, which sizes the next call's area alike on every rank. */
+nf_status_t nf_xnode_verdict(nf_comm_t *c, uint64_t *v, int *inl);
 /* Node j's area of the last verdict (line-aligned; node j is rank j when
  * every node has one rank), until the next exchange. */
 const uint64_t *nf_xnode_area(const nf_comm_t *c, int j);

@@ -36,6 +36,21 @@ static size_t nf_verdict_size(const nf_comm_t *c)
     return nf_verdict_words(c->size == c->nnodes, c->varea);
 }
 
+int nf_xnode_pair(const nf_comm_t *c) { return c->nnodes == 2 && c->size == 2; }
+
+/* Words from one node's verdict payload to the next's in the scratch: two
+ * one-rank nodes, the most a peer may send; else this call's, which every
+ * node sends alike. */
+static size_t nf_verdict_stride(const nf_comm_t *c)
+{
+    return nf_xnode_pair(c) ? nf_verdict_words(1, NF_PAIR_INLINE_BYTES / 8u) : nf_verdict_size(c);
+}
+
+uint64_t *nf_xnode_payload(const nf_comm_t *c)
+{
+    return (uint64_t *)c->xnode + (size_t)nf_me(c) * nf_verdict_stride(c);
+}
+
 /* The largest of what each exchange below keeps in the scratch. */
 size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk)
 {
@@ -46,37 +61,62 @@ size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk)
     size_t csplit = (nl * kn + (nl + p) * kn + (nl / p + 1) * k) * NF_LINE_BYTES;
     size_t fl = p == 2 ? chunk : NF_XNODE_WHOLE_MAX / sizeof(float);
     size_t fwhole = p * fl * sizeof(float), fsplit = (chunk + p) * sizeof(float);
-    size_t verdict = nf_verdict_words(c->size == c->nnodes, NF_INLINE_MAX_WORDS) * 8 * p;
+    size_t verdict = nf_verdict_words(c->size == c->nnodes, nf_xnode_pair(c)
+                                                                ? NF_PAIR_INLINE_BYTES / 8u
+                                                                : NF_INLINE_MAX_WORDS) * 8 * p;
     return nf_max(nf_max(cwhole, csplit), nf_max(fwhole, fsplit)) + verdict;
 }
 
-nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v, int *inl)
+#define NF_VERDICT_TAG 7303
+
+/* Two one-rank nodes: my payload of `words` words for the peer's, which
+ * may be of another size (its own call's area) up to the stride. */
+static nf_status_t nf_verdict_pair(nf_comm_t *c, size_t words)
 {
     uint64_t *all = c->xnode;
-    size_t words = nf_verdict_size(c);
-    nf_status_t st = nf_mpi_status(PMPI_Allgather(node, (int)words, MPI_UINT64_T, all,
-                                                  (int)words, MPI_UINT64_T, c->leaders));
+    size_t stride = nf_verdict_stride(c);
+    int me = nf_me(c), peer = 1 - me, got = 0;
+    MPI_Status s;
+    int rc = PMPI_Sendrecv(all + (size_t)me * stride, (int)words, MPI_UINT64_T, peer,
+                           NF_VERDICT_TAG, all + (size_t)peer * stride, (int)stride,
+                           MPI_UINT64_T, peer, NF_VERDICT_TAG, c->leaders, &s);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Get_count(&s, MPI_UINT64_T, &got);
+    if (rc == MPI_SUCCESS && got < NF_LINE_WORDS)
+        rc = MPI_ERR_TRUNCATE; /* no header: not a verdict of ours */
+    return nf_mpi_status(rc);
+}
+
+nf_status_t nf_xnode_verdict(nf_comm_t *c, uint64_t *v, int *inl)
+{
+    uint64_t *all = c->xnode;
+    const uint64_t *node = nf_xnode_payload(c);
+    size_t words = nf_verdict_size(c), stride = nf_verdict_stride(c);
+    int pair = nf_xnode_pair(c);
+    nf_status_t st = pair ? nf_verdict_pair(c, words)
+                          : nf_mpi_status(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all,
+                                                         (int)words, MPI_UINT64_T, c->leaders));
     int area = words > NF_HDR_WORDS;
     *inl = 0;
     if (st != NF_OK) {
         /* the others noted the largest need, which is mine when the
          * layouts agree: keep the histories in step (the call fails on
          * every rank; the engine then forgets them all, nf_coll_forget) */
-        if (area)
+        if (area && !pair)
             nf_inline_note(&c->ihist, node[3]);
         return st;
     }
     uint64_t need = 0;
     *v = NF_V_SAME;
     for (int j = 0; j < c->nnodes; j++) {
-        const uint64_t *h = all + (size_t)j * words;
+        const uint64_t *h = all + (size_t)j * stride;
         if (h[0] != node[0] || h[2] == NF_V_COUNT)
             *v = NF_V_COUNT;
         else if (h[1] != node[1] || h[2] != NF_V_SAME)
             *v = *v == NF_V_COUNT ? *v : 0;
         need = h[3] > need ? h[3] : need;
     }
-    if (area) /* every rank saw the same needs: the next areas agree */
+    if (area && !pair) /* every rank saw the same needs: the next areas agree */
         nf_inline_note(&c->ihist, need);
     *inl = *v == NF_V_SAME && area && need <= (uint64_t)c->varea * 8;
     return NF_OK;
@@ -84,7 +124,7 @@ nf_status_t nf_xnode_verdict(nf_comm_t *c, const uint64_t *node, uint64_t *v, in
 
 const uint64_t *nf_xnode_area(const nf_comm_t *c, int j)
 {
-    return (const uint64_t *)c->xnode + (size_t)j * nf_verdict_size(c) + NF_LINE_WORDS;
+    return (const uint64_t *)c->xnode + (size_t)j * nf_verdict_stride(c) + NF_LINE_WORDS;
 }
 
 /* ---------------------------------------------------------------- fp32 */

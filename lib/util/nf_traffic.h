@@ -44,6 +44,20 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
 #define NF_INLINE_WORDS 56
 #define NF_INLINE_MAX_WORDS 1024
 #define NF_INLINE_HIST 8
+/* Two one-rank nodes exchange the verdict point-to-point (lib/core/xnode.c),
+ * so each sends the area its own call needs, not the history's: a call
+ * rides inline when it is all fp32 and needs at most NF_PAIR_INLINE_BYTES,
+ * or has low-bit lines and needs at most NF_INLINE_MAX_WORDS words (their
+ * counts go where a small call's do). Up to 64 KiB one message beat the
+ * verdict's round trip and the pipelined exchange after it at every rate
+ * measured; at 128 and 256 KiB it did unshaped and at 10 Gbit/s but took
+ * 3.1x and 1.5x as long at 1 Gbit/s (docs/benchmarks.md).
+ * nf_pair_area_words: the words a call's verdict carries. */
+#define NF_PAIR_INLINE_BYTES (64u * 1024u)
+#define nf_pair_area_words(lines, need) \
+    ((need) <= ((lines) > 0 ? NF_INLINE_MAX_WORDS * 8u : (uint64_t)NF_PAIR_INLINE_BYTES) \
+         ? ((need) + NF_LINE_BYTES - 1) / NF_LINE_BYTES * NF_LINE_WORDS \
+         : 0u)
 #define nf_verdict_words(one_per_node, area) \
     ((one_per_node) ? NF_LINE_WORDS + (uint64_t)(area) : (uint64_t)NF_HDR_WORDS)
 /* Lines that nsc scales (doubles) take after a call's lines. */
@@ -106,8 +120,8 @@ typedef struct nf_wire_part {
 
 /* A call cut into n parts across p nodes of r ranks each (p >= 2; fewer:
  * nothing crosses), as lib/core/coll.c and xnode.c send it: one verdict
- * (r = 1: with an area of `area` words, and the whole call in it when it
- * fits, and nothing else); the low-bit parts' scales from every rank, then their count lines
+ * (r = 1: with an area of `area` words, two nodes nf_pair_area_words
+ * instead, and the whole call in it when it fits, and nothing else); the low-bit parts' scales from every rank, then their count lines
  * in one exchange (r = 1 and whole: the scales at its end); the fp32 parts'
  * floats, then the bf16 parts' (their sums are
  * floats between nodes), each in chunks of at most NF_FP32_CHUNK_XNODE. A
@@ -115,7 +129,13 @@ typedef struct nf_wire_part {
  * (Open MPI's schedule for large calls). What one node sends: NFCOLL_STATS's
  * internode_bytes, summed over the ranks, is p times it. Not modelled: the
  * per-segment figures health adds to the scales, and what a call that
- * falls back at run time sends again. */
+ * falls back at run time sends again (with two one-rank nodes, a call
+ * whose ranks' layouts differ also sent each rank's own area). */
+/* The words of area a call's verdict carries across p nodes of r ranks:
+ * two one-rank nodes, nf_pair_area_words of its own need; else `area`,
+ * what the communicator's history gave (nf_inline_words). */
+unsigned nf_traffic_area(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
+                         unsigned area);
 void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
                                unsigned area, nf_wire_t *w);
 /* The need (nf_traffic_inline_need) of a call cut into these parts;

@@ -131,6 +131,19 @@ uint64_t nf_traffic_inline_need_call(const nf_wire_part_t *part, size_t n)
                   : nf_traffic_inline_need(u.lines, nf_scale_lines(u.nsc), u.fl[0], u.fl[1]);
 }
 
+unsigned nf_traffic_area(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
+                         unsigned area)
+{
+    nf_wire_sum_t u;
+    if (p != 2 || r != 1) /* the history's, on every node alike */
+        return area;
+    nf_wire_sum(part, n, &u); /* point-to-point: the call's own */
+    return u.pmpi ? 0u
+                  : (unsigned)nf_pair_area_words(
+                        u.lines, nf_traffic_inline_need(u.lines, nf_scale_lines(u.nsc), u.fl[0],
+                                                        u.fl[1]));
+}
+
 void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
                                unsigned area, nf_wire_t *w)
 {
@@ -146,8 +159,10 @@ void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p,
         w->steps = 2 * (unsigned)(size - 1);
         return;
     }
+    uint64_t need = nf_traffic_inline_need(lines, nf_scale_lines(nsc), fl[0], fl[1]);
+    area = nf_traffic_area(part, n, p, r, area);
     nf_wire_exchange(nf_verdict_words(r == 1, area), 8, 8, p, 1, w); /* the verdict */
-    if (r == 1 && nf_traffic_inline_need(lines, nf_scale_lines(nsc), fl[0], fl[1]) <= area * 8u)
+    if (r == 1 && need <= area * 8u)
         return; /* the whole call rode with it */
     if (lines > 0) {
         unsigned k = nf_count_planes((unsigned)size), kn = nf_count_planes(r);

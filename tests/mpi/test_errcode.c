@@ -1,12 +1,13 @@
 /*
  * MPI error codes through the API unchanged (docs/design.md, "Errors"),
  * whatever their size: MPICH-family MPIs return large codes with class and
- * ring bits. This program defines PMPI_Allgather and PMPI_Allreduce itself,
- * so libnfcoll's calls reach them first; armed, they fail with a made-up
- * large code on every rank alike (no rank waits), else they call MPI's own.
- * Run on 2 ranks as two pretend nodes (NFCOLL_RANKS_PER_NODE=1), so an fp32
- * call's first exchange is a PMPI_Allgather on libnfcoll's private
- * communicator.
+ * ring bits. This program defines PMPI_Allgather, PMPI_Sendrecv and
+ * PMPI_Allreduce itself, so libnfcoll's calls reach them first; armed, they
+ * fail with a made-up large code on every rank alike (no rank waits), else
+ * they call MPI's own. Run on 2 ranks as two pretend nodes
+ * (NFCOLL_RANKS_PER_NODE=1), so an fp32 call's first exchange is the
+ * verdict on libnfcoll's private communicator (a PMPI_Sendrecv between two
+ * one-rank nodes, a PMPI_Allgather among more).
  *  - fp32 route: the private communicator's failure is raised once on the
  *    user's communicator (our handler sees the code) and returned;
  *  - pmpi route: PMPI_Allreduce on the user's communicator failed, and MPI
@@ -25,7 +26,7 @@
 #define CODE_PRIVATE 0x7f000001 /* MPICH-like: above every old offset */
 #define CODE_USER 0x7ffffffe    /* near INT_MAX */
 
-static int armed_allgather, armed_allreduce;
+static int armed_allgather, armed_allreduce; /* allgather: the verdict's exchange */
 static int seen_code, seen_calls;
 
 /* Exported: the tests build with -fvisibility=hidden, and MPICH's mpi.h,
@@ -46,6 +47,22 @@ NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb,
     if (next == NULL && (next = (allgather_fn *)dlsym(RTLD_NEXT, "PMPI_Allgather")) == NULL)
         abort();
     return next(sb, sc, st, rb, rc, rt, comm);
+}
+
+typedef int sendrecv_fn(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype, int,
+                        int, MPI_Comm, MPI_Status *);
+NFT_EXPORT int PMPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, void *rb,
+                             int rc, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
+                             MPI_Status *status)
+{
+    static sendrecv_fn *next;
+    if (armed_allgather) {
+        armed_allgather = 0;
+        return CODE_PRIVATE;
+    }
+    if (next == NULL && (next = (sendrecv_fn *)dlsym(RTLD_NEXT, "PMPI_Sendrecv")) == NULL)
+        abort();
+    return next(sb, sc, st, dest, stag, rb, rc, rt, src, rtag, comm, status);
 }
 
 NFT_EXPORT int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op,
@@ -93,7 +110,7 @@ int main(int argc, char **argv)
 
     armed_allgather = 1;
     rc = NF_Allreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32);
-    bad |= nft_check(armed_allgather == 0, "fp32 route", "no PMPI_Allgather (one node?)");
+    bad |= nft_check(armed_allgather == 0, "fp32 route", "no verdict exchange (one node?)");
     bad |= nft_check(rc == CODE_PRIVATE, "fp32 route", "returned %d (%#x), want %#x", rc,
                      (unsigned)rc, CODE_PRIVATE);
     bad |= nft_check(seen_calls == 1 && seen_code == CODE_PRIVATE, "fp32 route",

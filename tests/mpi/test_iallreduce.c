@@ -19,15 +19,16 @@
  *   test_iallreduce sleepwait     MPI_Wait and MPI_Waitall on calls the
  *     thread runs sleep: waiting 300 ms for a late rank, the caller's
  *     thread uses under a tenth of that in CPU time.
- *   test_iallreduce error         PMPI_Allgather and PMPI_Allreduce stand-ins
- *     (as in test_errcode) fail on every rank: an fp32 call (2 pretend
- *     nodes: its first exchange is a PMPI_Allgather) and a pmpi call
- *     complete with the stand-in's code in MPI_Waitall's statuses (and
- *     MPI_Wait's return). Then rank 0's last exchange of an fp32 call fails
- *     there only, after taking place: every rank's request fails with it,
- *     for a call of two exchanges (the verdict, then the data: a
- *     PMPI_Waitall between two one-rank nodes) and for one that rides
- *     whole with the verdict (one rank per node, 448 bytes).
+ *   test_iallreduce error         PMPI_Allgather, PMPI_Sendrecv and
+ *     PMPI_Allreduce stand-ins (as in test_errcode) fail on every rank: an
+ *     fp32 call (2 pretend nodes: its first exchange is the verdict, a
+ *     PMPI_Sendrecv) and a pmpi call complete with the stand-in's code in
+ *     MPI_Waitall's statuses (and MPI_Wait's return). Then rank 0's last
+ *     exchange of an fp32 call fails there only, after taking place: every
+ *     rank's request fails with it, for a call of two exchanges (the
+ *     verdict, then the data: a PMPI_Waitall between two one-rank nodes;
+ *     20000 floats, past the 64 KiB that ride with the verdict) and for one
+ *     that rides whole with the verdict (64 floats).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -69,6 +70,26 @@ NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb,
         abort();
     int code = next(sb, sc, st, rb, rc, rt, comm);
     /* armed late: the n-th exchange from now took place, and fails here only */
+    int n = atomic_load(&late_exchange);
+    if (n > 0 && atomic_fetch_sub(&late_exchange, 1) == 1)
+        return CODE_PRIVATE;
+    return code;
+}
+
+/* Two one-rank nodes' verdict is a PMPI_Sendrecv (lib/core/xnode.c): the
+ * same stand-in as the allgather's. */
+typedef int sendrecv_fn(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype, int,
+                        int, MPI_Comm, MPI_Status *);
+NFT_EXPORT int PMPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, void *rb,
+                             int rc, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
+                             MPI_Status *status)
+{
+    static sendrecv_fn *next;
+    if (atomic_exchange(&armed_allgather, 0))
+        return CODE_PRIVATE;
+    if (next == NULL && (next = (sendrecv_fn *)dlsym(RTLD_NEXT, "PMPI_Sendrecv")) == NULL)
+        abort();
+    int code = next(sb, sc, st, dest, stag, rb, rc, rt, src, rtag, comm, status);
     int n = atomic_load(&late_exchange);
     if (n > 0 && atomic_fetch_sub(&late_exchange, 1) == 1)
         return CODE_PRIVATE;
@@ -341,14 +362,15 @@ static int status_is(int code, int want)
 
 static int error_case(void)
 {
-    float x[256], r[256];
+    enum { BIG = 20000 };
+    static float x[BIG], r[BIG];
     MPI_Request req[2];
     MPI_Status st[2];
     int bad = 0;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    for (int i = 0; i < 256; i++)
-        x[i] = (float)i;
+    for (int i = 0; i < BIG; i++)
+        x[i] = (float)(i % 256);
     /* Warm up: state, the duplicate and the agreements, nothing armed. */
     for (int k = 0; k < 2; k++) {
         NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
@@ -359,7 +381,7 @@ static int error_case(void)
     atomic_store(&armed_allgather, 1);
     NF_Iallreduce_route(x, r, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
     int rc = MPI_Waitall(1, req, st);
-    bad |= nft_check(atomic_load(&armed_allgather) == 0, "fp32", "no PMPI_Allgather ran");
+    bad |= nft_check(atomic_load(&armed_allgather) == 0, "fp32", "no verdict exchange ran");
     bad |= nft_check(rc == MPI_ERR_IN_STATUS && status_is(st[0].MPI_ERROR, CODE_PRIVATE), "fp32",
                      "MPI_Waitall %d, status %#x, want MPI_ERR_IN_STATUS and %#x", rc,
                      (unsigned)st[0].MPI_ERROR, CODE_PRIVATE);
@@ -374,22 +396,22 @@ static int error_case(void)
     rc = MPI_Wait(&req[0], &st[0]);
     bad |= nft_check(rc == CODE_PRIVATE, "fp32", "MPI_Wait returned %#x, want %#x",
                      (unsigned)rc, CODE_PRIVATE);
-    /* Rank 0 alone: its last exchange of an fp32 call (256 floats: the
+    /* Rank 0 alone: its last exchange of an fp32 call (BIG floats: the
      * header verdict, then the data; 64: the verdict with the data) took
      * place and failed there: every rank's request fails. */
     for (int k = 0; k < 2; k++) {
         if (rank == 0)
             atomic_store(&late_exchange, 2 - k);
-        NF_Iallreduce_route(x, r, k ? 64 : 256, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32,
+        NF_Iallreduce_route(x, r, k ? 64 : BIG, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32,
                             &req[0]);
         rc = MPI_Waitall(1, &req[0], &st[0]);
         bad |= nft_check(atomic_load(&late_exchange) == 0, "one rank",
-                         "the exchange did not fail (%d floats)", k ? 64 : 256);
+                         "the exchange did not fail (%d floats)", k ? 64 : BIG);
         bad |= nft_check(rc == MPI_ERR_IN_STATUS && status_is(st[0].MPI_ERROR, CODE_PRIVATE),
                          "one rank",
                          "MPI_Waitall %d, status %#x, want MPI_ERR_IN_STATUS and %#x (rank 0 "
                          "failed, %d floats)", rc, (unsigned)st[0].MPI_ERROR, CODE_PRIVATE,
-                         k ? 64 : 256);
+                         k ? 64 : BIG);
         atomic_store(&late_exchange, 0);
     }
     /* and the next calls work: more than the 8 calls whose needs size the

@@ -1,8 +1,10 @@
 /*
  * LD_PRELOAD for the Python tests' failures (tests/python_api.sh,
- * tests/python_ddp.sh): PMPI_Allreduce and PMPI_Allgather stand-ins, as in
- * tests/mpi/test_errcode.c, that fail with a made-up code once armed by
- * nft_fail_next() (ctypes) and otherwise call MPI's own. The tests arm
+ * tests/python_ddp.sh): PMPI_Allreduce, PMPI_Allgather and PMPI_Sendrecv
+ * stand-ins, as in tests/mpi/test_errcode.c, that fail with a made-up code
+ * once armed by nft_fail_next() (ctypes) and otherwise call MPI's own (the
+ * allgather's arms both others: the verdict's exchange is a PMPI_Sendrecv
+ * between two one-rank nodes, a PMPI_Allgather among more). The tests arm
  * them on every rank alike, so no rank waits for another.
  * Test code only: libnfcoll has no such hook.
  */
@@ -23,6 +25,9 @@ NFT_EXPORT int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, M
                               MPI_Comm comm);
 NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
                               MPI_Datatype rt, MPI_Comm comm);
+NFT_EXPORT int PMPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, void *rb,
+                             int rc, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
+                             MPI_Status *status);
 
 /* Arm the next PMPI_Allreduce and/or PMPI_Allgather (whichever thread
  * makes it) to fail; returns the code they will return. */
@@ -52,4 +57,16 @@ int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MP
     if (next == NULL && (*(void **)&next = dlsym(RTLD_NEXT, "PMPI_Allgather")) == NULL)
         abort();
     return next(sb, sc, st, rb, rc, rt, comm);
+}
+
+int PMPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, void *rb, int rc,
+                  MPI_Datatype rt, int src, int rtag, MPI_Comm comm, MPI_Status *status)
+{
+    static int (*next)(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype, int,
+                       int, MPI_Comm, MPI_Status *);
+    if (atomic_exchange(&armed_allgather, 0))
+        return NFT_CODE;
+    if (next == NULL && (*(void **)&next = dlsym(RTLD_NEXT, "PMPI_Sendrecv")) == NULL)
+        abort();
+    return next(sb, sc, st, dest, stag, rb, rc, rt, src, rtag, comm, status);
 }

@@ -221,8 +221,8 @@ def test_async():
 
 
 def test_fail():
-    """A call that fails on every rank (stand-in PMPI_Allreduce or
-    PMPI_Allgather) raises nfcoll.Error from wait() with the stand-in's
+    """A call that fails on every rank (stand-in PMPI_Allreduce, or the
+    verdict's PMPI_Allgather or PMPI_Sendrecv) raises nfcoll.Error from wait() with the stand-in's
     code, done() says finished, and the next call works."""
     import ctypes
     arm = ctypes.CDLL(None).nft_fail_next
