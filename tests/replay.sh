@@ -225,11 +225,11 @@ usage_bad "--ranks-per-node 0" "^nfcoll_replay: --ranks-per-node 0: want a whole
   --link 1gbit --ranks-per-node 0 "$t0"
 # Calls of 1 to 16 MiB on 2 ranks, every float sum binary, each traced by
 # both ranks (one call each). Between 2 nodes of one rank a 16 MiB call
-# sends: binary the 512-byte verdict (a header line and an area for small
-# calls' data) and 8192 sign lines of 64 bytes, with one line more for its
-# scale (it rides with the counts; 524864 bytes), ternary twice the sign
-# lines (1049152), fp32 the verdict and
-# the floats (16777728), pmpi the ring's 2 (P-1)/P of the call (16777216);
+# sends: binary the 64-byte verdict (a header line; a call too large to
+# ride with it sends no area) and 8192 sign lines of 64 bytes, with one
+# line more for its scale (it rides with the counts; 524416 bytes), ternary
+# twice the sign lines (1048704), fp32 the verdict and
+# the floats (16777280), pmpi the ring's 2 (P-1)/P of the call (16777216);
 # over 1 Gbit/s binary is the fastest, the time as decided binary's.
 { echo "# libnfcoll trace v3"
   i=0

@@ -93,6 +93,7 @@ nf_status_t nf_xnode_verdict(nf_comm_t *c, uint64_t *v, int *inl)
     const uint64_t *node = nf_xnode_payload(c);
     size_t words = nf_verdict_size(c), stride = nf_verdict_stride(c);
     int pair = nf_xnode_pair(c);
+    uint64_t mine = node[3]; /* an in-place exchange that fails leaves node undefined */
     nf_status_t st = pair ? nf_verdict_pair(c, words)
                           : nf_mpi_status(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all,
                                                          (int)words, MPI_UINT64_T, c->leaders));
@@ -103,7 +104,7 @@ nf_status_t nf_xnode_verdict(nf_comm_t *c, uint64_t *v, int *inl)
          * layouts agree: keep the histories in step (the call fails on
          * every rank; the engine then forgets them all, nf_coll_forget) */
         if (area && !pair)
-            nf_inline_note(&c->ihist, node[3]);
+            nf_inline_note(&c->ihist, mine);
         return st;
     }
     uint64_t need = 0;

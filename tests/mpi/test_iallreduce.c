@@ -415,9 +415,10 @@ static int error_case(void)
         atomic_store(&late_exchange, 0);
     }
     /* and the next calls work: more than the 8 calls whose needs size the
-     * verdict's area across one-rank nodes (rank 0's failed exchanges must
-     * not leave its history apart from the others': their areas would
-     * differ, and so would the allgathers' sizes), then a larger one */
+     * verdict's area across three or more one-rank nodes (rank 0's failed
+     * exchanges must not leave its history apart from the others'; two
+     * nodes, as here, keep none: each sends its own area), then a larger
+     * one */
     for (int k = 0; k < 13 && !bad; k++) {
         int n = k < 12 ? 64 : 256;
         NF_Iallreduce_route(x, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);

@@ -2,9 +2,9 @@
  * LD_PRELOAD for the Python tests' failures (tests/python_api.sh,
  * tests/python_ddp.sh): PMPI_Allreduce, PMPI_Allgather and PMPI_Sendrecv
  * stand-ins, as in tests/mpi/test_errcode.c, that fail with a made-up code
- * once armed by nft_fail_next() (ctypes) and otherwise call MPI's own (the
- * allgather's arms both others: the verdict's exchange is a PMPI_Sendrecv
- * between two one-rank nodes, a PMPI_Allgather among more). The tests arm
+ * once armed by nft_fail_next() (ctypes) and otherwise call MPI's own
+ * (arming the allgather arms the sendrecv too: the verdict's exchange is a
+ * PMPI_Sendrecv between two one-rank nodes, a PMPI_Allgather among more). The tests arm
  * them on every rank alike, so no rank waits for another.
  * Test code only: libnfcoll has no such hook.
  */
@@ -29,8 +29,8 @@ NFT_EXPORT int PMPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int dest, 
                              int rc, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
                              MPI_Status *status);
 
-/* Arm the next PMPI_Allreduce and/or PMPI_Allgather (whichever thread
- * makes it) to fail; returns the code they will return. */
+/* Arm the next PMPI_Allreduce and/or verdict exchange (PMPI_Allgather or
+ * PMPI_Sendrecv, whichever thread makes it) to fail; returns the code they will return. */
 int nft_fail_next(int allreduce, int allgather)
 {
     atomic_store(&armed_allreduce, allreduce != 0);
