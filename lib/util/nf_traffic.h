@@ -50,8 +50,9 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
  * or has low-bit lines and needs at most NF_INLINE_MAX_WORDS words (their
  * counts go where a small call's do). Up to 64 KiB one message beat the
  * verdict's round trip and the pipelined exchange after it unshaped and at
- * 10 Gbit/s, and matched them at 1 Gbit/s; at 128 and 256 KiB it did unshaped and at 10 Gbit/s but took
- * 3.1x and 1.5x as long at 1 Gbit/s (docs/benchmarks.md).
+ * 10 Gbit/s, and matched them at 1 Gbit/s; at 128 and 256 KiB it beat them
+ * unshaped and at 10 Gbit/s but took 3.1x and 1.5x as long at 1 Gbit/s
+ * (docs/benchmarks.md).
  * nf_pair_area_words: the words a call's verdict carries. */
 #define NF_PAIR_INLINE_BYTES (64u * 1024u)
 #define nf_pair_area_words(lines, need) \

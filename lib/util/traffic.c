@@ -137,11 +137,8 @@ unsigned nf_traffic_area(const nf_wire_part_t *part, size_t n, unsigned p, unsig
     nf_wire_sum_t u;
     if (p != 2 || r != 1) /* the history's, on every node alike */
         return area;
-    nf_wire_sum(part, n, &u); /* point-to-point: the call's own */
-    return u.pmpi ? 0u
-                  : (unsigned)nf_pair_area_words(
-                        u.lines, nf_traffic_inline_need(u.lines, nf_scale_lines(u.nsc), u.fl[0],
-                                                        u.fl[1]));
+    nf_wire_sum(part, n, &u); /* point-to-point: the call's own (pmpi: none) */
+    return (unsigned)nf_pair_area_words(u.lines, nf_traffic_inline_need_call(part, n));
 }
 
 void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p, unsigned r,
