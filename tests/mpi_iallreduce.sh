@@ -116,6 +116,13 @@ fi
 out "$tmp/o" 2 NFCOLL_STATS=$tmp/e.json NFCOLL_RANKS_PER_NODE=1 $prog error
 [ "$(grep -c '^ok rank' "$tmp/o")" = 2 ] && ok "PMPI failures complete every rank's request with the code" ||
   { bad "error"; cat "$tmp/o"; }
+# Three one-rank nodes: the verdict is a PMPI_Allgather, not a Sendrecv.
+if nf_tier 3; then
+  out "$tmp/o" 3 NFCOLL_STATS=$tmp/e3.json NFCOLL_RANKS_PER_NODE=1 $prog error
+  [ "$(grep -c '^ok rank' "$tmp/o")" = 3 ] &&
+    ok "3 nodes: PMPI failures of the allgather verdict complete every rank's request with the code" ||
+    { bad "error on 3 nodes"; cat "$tmp/o"; }
+fi
 
 # The shim: an ordinary program, plain, preloaded and relinked.
 lib=$PWD/lib/.libs/libnfcoll.so

@@ -14,4 +14,6 @@ run 2 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_errcode
 # and point-to-point between two one-rank nodes, each with its own area.
 nf_tier 4 && run 4 NFCOLL_RANKS_PER_NODE=2 ./tests/mpi/test_misc
 run 2 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_misc
+# Their messages: calls that fit the verdict's area cross in it alone.
+run 2 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_wire
 finish

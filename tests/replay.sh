@@ -465,7 +465,9 @@ PY
 # nodes, is NFCOLL_STATS's "internode_bytes" (summed over the ranks).
 # "sizes" (2 nodes): 1 MiB fp32 calls, then 1 KiB ones, each of whose
 # verdicts carries its own call (two nodes exchange it point-to-point,
-# each its own area), so all five take one exchange.
+# each its own area), so all five take one exchange; then 64 KiB calls,
+# the most a verdict carries, and 64 KiB + 4 B ones, which it does not.
+# same_wire makes it the run's: the library sent these bytes.
 # Not modelled (nf_traffic.h): a call whose ranks' layouts differ runs
 # fp32 after its verdict, and two one-rank nodes' verdicts each carry the
 # rank's own area, which the model, seeing the fp32 call it became, does
@@ -489,7 +491,7 @@ for np in 2 3; do
   nf_tier $np || continue
   for w in "regions $pol/regions.policy ./tests/mpi/test_regions" \
            "shim $pol/big_binary.policy ./tests/mpi/test_shim_linked policy" \
-           "sizes $pol/sums_fp32.policy ./tests/mpi/test_shim_linked policy"; do
+           "sizes $pol/sums_fp32.policy ./tests/mpi/test_shim_linked policy wire"; do
     set -- $w
     kind=$1 name=wire.$1.$np p=$2
     shift 2
@@ -509,16 +511,21 @@ for np in 2 3; do
     if got=$(python3 - "$tmp/$name.link.json" <<'PY'
 import json, sys
 calls = json.load(open(sys.argv[1]))["link"]["calls"]
-kib = sorted((c["internode_bytes"]["decided"], c["calls"], c["verdict_area_bytes"])
-             for c in calls if c["bytes"] == 1024)
-print(kib)
-# several entries when the history (which two nodes do not use) differs
-sys.exit(sum(k[1] for k in kib) != 5 or any(k[0::2] != (64 + 1024, 1024) for k in kib))
+got = {c["bytes"]: (c["calls"], c["verdict_area_bytes"], c["internode_bytes"]["decided"])
+       for c in calls if c["bytes"] in (1024, 65536, 65540)}
+print(sorted(got.items()))
+# one line per size (two nodes key by the call's own area): 1 KiB and
+# 64 KiB whole with their verdicts, a float more not (a header line, then
+# the floats by themselves)
+ok = (len([c for c in calls if c["bytes"] in got]) == 3 and
+      got.get(1024) == (5, 1024, 64 + 1024) and got.get(65536) == (3, 65536, 64 + 65536) and
+      got.get(65540) == (2, 0, 64 + 65540))
+sys.exit(not ok)
 PY
     ); then
-      ok "$name: 1 KiB calls: all 5 whole with their verdicts ($got)"
+      ok "$name: 5 calls of 1 KiB and 3 of 64 KiB whole with their verdicts, 2 of 64 KiB + 4 B not ($got)"
     else
-      fail "$name: 1 KiB calls: want all 5 whole with their verdicts, a header line and 1 KiB each (got $got)"
+      fail "$name: want 5 calls of 1 KiB and 3 of 64 KiB whole with their verdicts (a header line and the floats each), 2 of 64 KiB + 4 B after a header line, one line per size (got $got)"
     fi
   done
 done

@@ -180,6 +180,11 @@ static void rt_keep(replay_times_t *t)
         return;
     t->open = 0;
     unsigned area = rt_area(t);
+    /* two ranks are one node, or two one-rank nodes whose verdicts carry
+     * each call's own area (nf_traffic_area): the history's is not used,
+     * and keyed by it one size would split into lines that say the same */
+    if (t->cur_ranks == 2)
+        area = 0;
     if (2 * (t->n + 1) > t->nslot)
         rt_index(t);
     size_t k = rt_hash(t->cur_bytes, t->cur_ranks, t->cur, t->ncur, area) & (t->nslot - 1);

@@ -907,15 +907,20 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
     if (c->nnodes > 1 && c->lrank == 0) /* the verdict's payload, in the scratch */
         node = nf_xnode_payload(c);
     if (node != NULL && c->size == c->nnodes) {
-        /* what is sent beyond the call's data: the header's line, and the
-         * area's last line (its padding) or, not inline, all of it */
-        size_t words = nf_verdict_words(1, c->varea);
+        /* what is sent beyond the call's data goes as zeros: the header's
+         * line, and the area whole or, inline, the scale lines (the
+         * scales fill them only in part) and everything from the line
+         * where the fp32 elements end (their padding, and with three
+         * nodes or more the rest of the history's area) */
+        size_t area = nf_verdict_words(1, c->varea) - NF_LINE_WORDS, from = 0;
         sh.area = node + NF_LINE_WORDS;
         memset(node, 0, NF_LINE_BYTES);
-        if (!sh.inl)
-            memset(sh.area, 0, (words - NF_LINE_WORDS) * sizeof(uint64_t));
-        else if (words > NF_LINE_WORDS)
-            memset(node + words - NF_LINE_WORDS, 0, NF_LINE_BYTES);
+        if (sh.inl) {
+            memset(sh.area + sh.lines * NF_LINE_WORDS, 0, sh.slines * NF_LINE_BYTES);
+            from = (size_t)sh.need / NF_LINE_BYTES * NF_LINE_WORDS;
+        }
+        if (area > from)
+            memset(sh.area + from, 0, (area - from) * sizeof(uint64_t));
     }
     c->calls++;
     call->mismatch = call->capacity = call->fp32_stuck = 0;

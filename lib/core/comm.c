@@ -376,7 +376,8 @@ static nf_status_t nf_comm_split(nf_comm_t *c)
         return nf_mpi_status(rc);
     if (c->leaders != MPI_COMM_NULL &&
         ((rc = PMPI_Comm_set_errhandler(c->leaders, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
-         (rc = PMPI_Comm_size(c->leaders, &c->nnodes)) != MPI_SUCCESS))
+         (rc = PMPI_Comm_size(c->leaders, &c->nnodes)) != MPI_SUCCESS ||
+         (rc = PMPI_Comm_rank(c->leaders, &c->node_id)) != MPI_SUCCESS))
         return nf_mpi_status(rc);
     int most = 0;
     if ((rc = PMPI_Bcast(&c->nnodes, 1, MPI_INT, 0, c->node)) != MPI_SUCCESS ||

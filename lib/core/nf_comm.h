@@ -66,6 +66,7 @@ typedef struct nf_comm {
     int rank, size;
     int lrank, lsize;    /* within node */
     int nnodes;
+    int node_id;         /* leaders: my rank among them (my node's); else 0 */
     int is_inter;
     unsigned k;          /* count planes: nf_count_planes(size) */
     int lowbit_ok;       /* capacity: size fits the count lanes (agreed) */

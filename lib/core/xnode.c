@@ -21,12 +21,7 @@
 /* Block j of n units over p nodes: [n*j/p, n*(j+1)/p). */
 static size_t nf_blk(size_t n, int p, int j) { return n * (size_t)j / (size_t)p; }
 
-static int nf_me(const nf_comm_t *c)
-{
-    int me = 0;
-    PMPI_Comm_rank(c->leaders, &me);
-    return me;
-}
+static int nf_me(const nf_comm_t *c) { return c->node_id; }
 
 static size_t nf_max(size_t a, size_t b) { return a > b ? a : b; }
 

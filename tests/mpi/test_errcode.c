@@ -15,12 +15,12 @@
  *    returns the code and runs no handler again.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "nfcoll.h"
+#include "nf_standin.h"
 #include "nf_testutil.h"
 
 #define CODE_PRIVATE 0x7f000001 /* MPICH-like: above every old offset */
@@ -29,53 +29,35 @@
 static int armed_allgather, armed_allreduce; /* allgather: the verdict's exchange */
 static int seen_code, seen_calls;
 
-/* Exported: the tests build with -fvisibility=hidden, and MPICH's mpi.h,
- * unlike Open MPI's, does not declare PMPI_* with default visibility. */
-#define NFT_EXPORT __attribute__((visibility("default")))
-
-typedef int allgather_fn(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
-typedef int allreduce_fn(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
-
 NFT_EXPORT int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
                               MPI_Datatype rt, MPI_Comm comm)
 {
-    static allgather_fn *next;
     if (armed_allgather) {
         armed_allgather = 0;
         return CODE_PRIVATE;
     }
-    if (next == NULL && (next = (allgather_fn *)dlsym(RTLD_NEXT, "PMPI_Allgather")) == NULL)
-        abort();
-    return next(sb, sc, st, rb, rc, rt, comm);
+    return NFT_NEXT(PMPI_Allgather)(sb, sc, st, rb, rc, rt, comm);
 }
 
-typedef int sendrecv_fn(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype, int,
-                        int, MPI_Comm, MPI_Status *);
 NFT_EXPORT int PMPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, void *rb,
                              int rc, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
                              MPI_Status *status)
 {
-    static sendrecv_fn *next;
     if (armed_allgather) {
         armed_allgather = 0;
         return CODE_PRIVATE;
     }
-    if (next == NULL && (next = (sendrecv_fn *)dlsym(RTLD_NEXT, "PMPI_Sendrecv")) == NULL)
-        abort();
-    return next(sb, sc, st, dest, stag, rb, rc, rt, src, rtag, comm, status);
+    return NFT_NEXT(PMPI_Sendrecv)(sb, sc, st, dest, stag, rb, rc, rt, src, rtag, comm, status);
 }
 
 NFT_EXPORT int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op,
                               MPI_Comm comm)
 {
-    static allreduce_fn *next;
     if (armed_allreduce) {
         armed_allreduce = 0;
         return CODE_USER;
     }
-    if (next == NULL && (next = (allreduce_fn *)dlsym(RTLD_NEXT, "PMPI_Allreduce")) == NULL)
-        abort();
-    return next(sb, rb, n, t, op, comm);
+    return NFT_NEXT(PMPI_Allreduce)(sb, rb, n, t, op, comm);
 }
 
 static void handler(MPI_Comm *comm, int *code, ...)

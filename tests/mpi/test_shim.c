@@ -10,6 +10,10 @@
  *   test_shim policy         10 float sums of 1 MiB, 5 of 1 KiB, 3 double
  *                            sums of 1 MiB: the workload the policy tests
  *                            count with NFCOLL_STATS.
+ *   test_shim policy wire    the same, then 3 float sums of 16384 elements
+ *                            and 2 of 16385 (tests/replay.sh: two one-rank
+ *                            nodes' verdicts carry the first, not the
+ *                            second).
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -87,7 +91,7 @@ static void transparency(void)
     free(f), free(fr), free(fw), free(d), free(dr), free(dw), free(x), free(xr), free(xw);
 }
 
-static void policy_workload(void)
+static void policy_workload(int wire)
 {
     enum { BIG = 262144, SMALL = 256 };
     float *f = malloc(BIG * sizeof(float)), *r = malloc(BIG * sizeof(float));
@@ -102,6 +106,8 @@ static void policy_workload(void)
         MPI_Allreduce(f, r, SMALL, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     for (int c = 0; c < 3; c++)
         MPI_Allreduce(d, dr, BIG, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int c = 0; wire && c < 5; c++)
+        MPI_Allreduce(f, r, c < 3 ? 16384 : 16385, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
         printf("policy workload done: r[1] finite=%d\n", r[1] == r[1]);
     free(f), free(r), free(d), free(dr);
@@ -114,7 +120,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (argc > 1 && strcmp(argv[1], "policy") == 0)
-        policy_workload();
+        policy_workload(argc > 2 && strcmp(argv[2], "wire") == 0);
     else
         transparency();
     int total = 0;

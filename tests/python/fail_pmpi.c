@@ -9,17 +9,17 @@
  * Test code only: libnfcoll has no such hook.
  */
 #define _GNU_SOURCE 1
-#include <dlfcn.h>
 #include <mpi.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+
+#include "../mpi/nf_standin.h"
 
 #define NFT_CODE 0x7ffffffe /* near INT_MAX, as large as MPICH's codes */
 
 static atomic_int armed_allreduce, armed_allgather;
 
 /* The build hides symbols by default: these must interpose. */
-#define NFT_EXPORT __attribute__((visibility("default")))
 NFT_EXPORT int nft_fail_next(int allreduce, int allgather);
 NFT_EXPORT int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op,
                               MPI_Comm comm);
@@ -40,33 +40,23 @@ int nft_fail_next(int allreduce, int allgather)
 
 int PMPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
-    static int (*next)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
     if (atomic_exchange(&armed_allreduce, 0))
         return NFT_CODE;
-    if (next == NULL && (*(void **)&next = dlsym(RTLD_NEXT, "PMPI_Allreduce")) == NULL)
-        abort();
-    return next(sb, rb, n, t, op, comm);
+    return NFT_NEXT(PMPI_Allreduce)(sb, rb, n, t, op, comm);
 }
 
 int PMPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
                    MPI_Comm comm)
 {
-    static int (*next)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
     if (atomic_exchange(&armed_allgather, 0))
         return NFT_CODE;
-    if (next == NULL && (*(void **)&next = dlsym(RTLD_NEXT, "PMPI_Allgather")) == NULL)
-        abort();
-    return next(sb, sc, st, rb, rc, rt, comm);
+    return NFT_NEXT(PMPI_Allgather)(sb, sc, st, rb, rc, rt, comm);
 }
 
 int PMPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, void *rb, int rc,
                   MPI_Datatype rt, int src, int rtag, MPI_Comm comm, MPI_Status *status)
 {
-    static int (*next)(const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype, int,
-                       int, MPI_Comm, MPI_Status *);
     if (atomic_exchange(&armed_allgather, 0))
         return NFT_CODE;
-    if (next == NULL && (*(void **)&next = dlsym(RTLD_NEXT, "PMPI_Sendrecv")) == NULL)
-        abort();
-    return next(sb, sc, st, dest, stag, rb, rc, rt, src, rtag, comm, status);
+    return NFT_NEXT(PMPI_Sendrecv)(sb, sc, st, dest, stag, rb, rc, rt, src, rtag, comm, status);
 }
