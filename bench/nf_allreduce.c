@@ -1,10 +1,11 @@
 /*
  * nf_allreduce: osu_allreduce-style latency of NF_Allreduce_route per route.
  *
- *   mpirun -np 2 nf_allreduce [-r ROUTES] [-m [MIN:]MAX] [-i ITERS] [-x WARMUP]
- *                             [-R REPEATS] [-c] [-F] [-h]
+ *   mpirun -np 2 nf_allreduce [-r ROUTES] [-m [MIN:]MAX | -s SIZE,...] [-i ITERS]
+ *                             [-x WARMUP] [-R REPEATS] [-c] [-F] [-h]
  *
- * Sizes are bytes of float data, powers of two from MIN to MAX. Each row is
+ * Sizes are bytes of float data, powers of two from MIN to MAX, or those
+ * -s lists (a protocol's bounds fall between powers of two). Each row is
  * OSU's: the per-rank average latency over the iterations, then the average,
  * minimum and maximum of that over the ranks; with -R the row is the repeat
  * whose average latency is the median. With -F, each size first times its
@@ -25,10 +26,13 @@
 #include "bench_args.h"
 
 #define LARGE_MESSAGE (64 * 1024)
+#define MAX_SIZES 64
 
 typedef struct opts {
     int routes[NF_ROUTE_COUNT];
     size_t min, max;
+    size_t sizes[MAX_SIZES]; /* -s: these instead of MIN..MAX */
+    int nsizes;
     int iters, iters_large, warmup, repeats, validate, first;
 } opts_t;
 
@@ -41,6 +45,8 @@ static void usage(FILE *fp)
             "  -r ROUTES    pmpi,fp32,binary,ternary,bf16 or all (default all)\n"
             "  -m [MIN:]MAX message sizes in bytes, powers of two; K/M/G suffixes\n"
             "               (default 4:4M)\n"
+            "  -s SIZE,...  these message sizes in bytes instead (multiples of 4, up to 64\n"
+            "               of them; K/M/G suffixes)\n"
             "  -i ITERS     iterations per size (default 1000; sizes > 64K: ITERS/10, at least 10)\n"
             "  -x WARMUP    warm-up iterations per size (default 10)\n"
             "  -R REPEATS   repeat each size, report the median repeat (default 1)\n"
@@ -71,22 +77,46 @@ static int parse_routes(char *s, opts_t *o)
     return 0;
 }
 
+/* -s's list into o->sizes, o->max its largest. */
+static int parse_sizes(char *s, opts_t *o)
+{
+    o->nsizes = 0, o->max = 0;
+    for (char *tok = strtok(s, ","); tok != NULL; tok = strtok(NULL, ",")) {
+        size_t b;
+        if (o->nsizes == MAX_SIZES || bench_size(tok, &b) != 0 || b == 0 || b % sizeof(float) ||
+            b / sizeof(float) > INT32_MAX)
+            return -1;
+        o->sizes[o->nsizes++] = b;
+        o->max = b > o->max ? b : o->max;
+    }
+    return o->nsizes > 0 ? 0 : -1;
+}
+
 static int parse_args(int argc, char **argv, opts_t *o)
 {
     int c;
     *o = (opts_t){.min = 4, .max = 4 << 20, .iters = 1000, .warmup = 10, .repeats = 1};
     for (int i = 0; i < NF_ROUTE_COUNT; i++)
         o->routes[i] = 1;
-    while ((c = getopt(argc, argv, "r:m:i:x:R:cFh")) != -1) {
+    while ((c = getopt(argc, argv, "r:m:s:i:x:R:cFh")) != -1) {
         switch (c) {
         case 'r':
             if (parse_routes(optarg, o) != 0)
                 return rank == 0 ? fprintf(stderr, "nf_allreduce: bad route list '%s'\n", optarg), -1 : -1;
             break;
         case 'm':
+            o->nsizes = 0;
             if (bench_range(optarg, &o->min, &o->max) != 0) {
                 if (rank == 0)
                     fprintf(stderr, "nf_allreduce: bad size range for -m\n");
+                return -1;
+            }
+            break;
+        case 's':
+            if (parse_sizes(optarg, o) != 0) {
+                if (rank == 0)
+                    fprintf(stderr, "nf_allreduce: bad size list for -s (want up to %d byte "
+                                    "counts, multiples of 4)\n", MAX_SIZES);
                 return -1;
             }
             break;
@@ -251,7 +281,10 @@ static int run_route(nf_route_t route, const opts_t *o, float *s, float *r)
     double (*rows)[3] = malloc((size_t)o->repeats * sizeof(*rows));
     header(route);
     nf_stats_get(route, &before);
-    for (size_t bytes = o->min; bytes <= o->max; bytes *= 2) {
+    for (int si = 0;; si++) {
+        size_t bytes = o->nsizes ? o->sizes[si] : o->min << si;
+        if (o->nsizes ? si == o->nsizes : bytes > o->max)
+            break;
         int count = (int)(bytes / sizeof(float));
         int iters = bytes > LARGE_MESSAGE ? o->iters_large : o->iters;
         if (o->validate && validate(route, count)) {

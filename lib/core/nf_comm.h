@@ -97,6 +97,7 @@ typedef struct nf_comm {
     void *xnode;         /* leaders: exchange scratch (private, nf_xnode_bytes) */
     nf_inline_hist_t ihist; /* one rank on every node: the needs of the last
                             calls' verdicts, which size the next one's area */
+    uint64_t tails;      /* two one-rank nodes: the verdict tails sent (xnode.c) */
     unsigned varea;      /* words of this call's area (nf_inline_words; two one-rank
                             nodes: nf_pair_area_words of its own need) */
     int *xv;             /* 4 x nnodes counts and displacements (xnode.c) */

@@ -63,22 +63,83 @@ size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk)
 }
 
 #define NF_VERDICT_TAG 7303
+#define NF_TAIL_TAG 7304
+/* A pair's verdict message, at most (nf_traffic.h), and the tail that
+ * follows a larger payload: a sequence word and the rest. */
+#define NF_EAGER_WORDS (NF_PAIR_EAGER_BYTES / 8u)
+#define NF_TAIL_WORDS (NF_PAIR_TAIL_BYTES / 8u)
+/* Header words after NF_HDR_WORDS: the payload's words in all, and the
+ * sequence number of the tail that carries the rest (0: none). */
+enum { NF_H_TOTAL = NF_HDR_WORDS, NF_H_TAIL };
+_Static_assert(NF_H_TAIL < NF_LINE_WORDS, "the tail's words fit the header line");
+
+/* The peer's tail (its header h announced it, so it was sent: each rank
+ * posts its tail before the verdict) into h + got. Tails of calls whose
+ * verdict failed here are still queued ahead of it, in order: received
+ * and dropped by their sequence numbers. */
+static int nf_tail_recv(nf_comm_t *c, uint64_t *h, size_t got, int peer)
+{
+    uint64_t buf[1 + NF_TAIL_WORDS];
+    size_t n = h[NF_H_TOTAL] - got;
+    for (;;) {
+        MPI_Status s;
+        int rc = PMPI_Recv(buf, (int)(1 + n), MPI_UINT64_T, peer, NF_TAIL_TAG, c->leaders, &s);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (buf[0] == h[NF_H_TAIL])
+            break;
+        if (buf[0] > h[NF_H_TAIL]) /* later than announced: not the peer's tail */
+            return MPI_ERR_OTHER;
+    }
+    memcpy(h + got, buf + 1, n * sizeof(uint64_t));
+    return MPI_SUCCESS;
+}
 
 /* Two one-rank nodes: my payload of `words` words for the peer's, which
- * may be of another size (its own call's area) up to the stride. */
+ * may be of another size (its own call's area) up to the stride. A
+ * payload larger than MPI sends eagerly (a 64 KiB call's) is cut: the
+ * verdict's message carries NF_EAGER_WORDS, a tail the rest, posted
+ * first and sent eagerly too, so no round trip waits for either. */
 static nf_status_t nf_verdict_pair(nf_comm_t *c, size_t words)
 {
-    uint64_t *all = c->xnode;
-    size_t stride = nf_verdict_stride(c);
+    uint64_t *all = c->xnode, tail[1 + NF_TAIL_WORDS];
+    size_t stride = nf_verdict_stride(c), first = words < NF_EAGER_WORDS ? words : NF_EAGER_WORDS;
     int me = nf_me(c), peer = 1 - me, got = 0;
+    uint64_t *mine = all + (size_t)me * stride, *h = all + (size_t)peer * stride;
+    MPI_Request rq = MPI_REQUEST_NULL;
     MPI_Status s;
-    int rc = PMPI_Sendrecv(all + (size_t)me * stride, (int)words, MPI_UINT64_T, peer,
-                           NF_VERDICT_TAG, all + (size_t)peer * stride, (int)stride,
-                           MPI_UINT64_T, peer, NF_VERDICT_TAG, c->leaders, &s);
+    int rc = MPI_SUCCESS;
+    mine[NF_H_TOTAL] = words;
+    mine[NF_H_TAIL] = 0;
+    if (words > first) {
+        tail[0] = ++c->tails;
+        memcpy(tail + 1, mine + first, (words - first) * sizeof(uint64_t));
+        rc = PMPI_Isend(tail, (int)(1 + words - first), MPI_UINT64_T, peer, NF_TAIL_TAG,
+                        c->leaders, &rq);
+        if (rc == MPI_SUCCESS)
+            mine[NF_H_TAIL] = c->tails;
+        else /* the verdict still crosses (the peer waits for it), announcing
+              * no tail and a need no area holds: the peer runs no inline
+              * call on data that did not come */
+            mine[NF_H_TOTAL] = first, mine[3] = NF_INLINE_NONE;
+    }
+    int x = PMPI_Sendrecv(mine, (int)first, MPI_UINT64_T, peer, NF_VERDICT_TAG, h,
+                          (int)NF_EAGER_WORDS, MPI_UINT64_T, peer, NF_VERDICT_TAG, c->leaders, &s);
+    rc = rc != MPI_SUCCESS ? rc : x;
     if (rc == MPI_SUCCESS)
         rc = PMPI_Get_count(&s, MPI_UINT64_T, &got);
-    if (rc == MPI_SUCCESS && got < NF_LINE_WORDS)
-        rc = MPI_ERR_TRUNCATE; /* no header: not a verdict of ours */
+    if (rc == MPI_SUCCESS && (got < NF_LINE_WORDS || h[NF_H_TOTAL] < (uint64_t)got ||
+                              h[NF_H_TOTAL] > stride ||
+                              (h[NF_H_TOTAL] > (uint64_t)got &&
+                               ((size_t)got != NF_EAGER_WORDS || h[NF_H_TAIL] == 0 ||
+                                h[NF_H_TOTAL] - (uint64_t)got > NF_TAIL_WORDS))))
+        rc = MPI_ERR_TRUNCATE; /* not a verdict of ours */
+    if (rc == MPI_SUCCESS && h[NF_H_TOTAL] > (uint64_t)got)
+        rc = nf_tail_recv(c, h, (size_t)got, peer);
+    if (rq != MPI_REQUEST_NULL) { /* eager: completes here whatever the peer does */
+        int w = PMPI_Wait(&rq, MPI_STATUS_IGNORE);
+        rc = rc != MPI_SUCCESS ? rc : w;
+    }
     return nf_mpi_status(rc);
 }
 

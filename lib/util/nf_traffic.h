@@ -55,6 +55,18 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
  * (docs/benchmarks.md).
  * nf_pair_area_words: the words a call's verdict carries. */
 #define NF_PAIR_INLINE_BYTES (64u * 1024u)
+/* The most of a pair's verdict payload that goes in its one message: MPI
+ * sends a message up to its eager limit at once, a larger one after a
+ * round trip (rendezvous). Open MPI's TCP transport's is 64 KiB with its
+ * own headers (btl_tcp_eager_limit); 128 bytes are left for them. A
+ * larger payload's rest (192 bytes at most: a 64 KiB call's) follows in
+ * a tail message behind a sequence word (lib/core/xnode.c), which, like
+ * MPI's own headers, internode_bytes and this model leave out. A 64 KiB
+ * call in one message of 65600 bytes took 1.27x (unshaped) and 1.11x (10
+ * Gbit/s) MPI_Allreduce's time, one of 65024 bytes 0.57x and 0.60x; cut
+ * so, 0.78x and 0.71x (docs/benchmarks.md). */
+#define NF_PAIR_EAGER_BYTES (64u * 1024u - 128u)
+#define NF_PAIR_TAIL_BYTES (NF_LINE_BYTES + NF_PAIR_INLINE_BYTES - NF_PAIR_EAGER_BYTES)
 #define nf_pair_area_words(lines, need) \
     ((need) <= ((lines) > 0 ? NF_INLINE_MAX_WORDS * 8u : (uint64_t)NF_PAIR_INLINE_BYTES) \
          ? ((need) + NF_LINE_BYTES - 1) / NF_LINE_BYTES * NF_LINE_WORDS \

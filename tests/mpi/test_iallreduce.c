@@ -378,35 +378,42 @@ static int error_case(void)
     bad |= nft_check(rc == CODE_PRIVATE, "fp32", "MPI_Wait returned %#x, want %#x",
                      (unsigned)rc, CODE_PRIVATE);
     /* Rank 0 alone: its last exchange of an fp32 call (BIG floats: the
-     * header verdict, then the data; 64: the verdict with the data) took
-     * place and failed there: every rank's request fails. Three nodes or
-     * more: 64 floats only (BIG's data go by exchanges these stand-ins do
-     * not count; the verdict is the PMPI_Allgather). */
-    for (int k = nranks > 2; k < 2; k++) {
+     * header verdict, then the data; 64: the verdict with the data;
+     * 16384: the verdict with the data but its tail, which rank 0 then
+     * never receives) took place and failed there: every rank's request
+     * fails. Three nodes or more: 64 floats only (BIG's data go by
+     * exchanges these stand-ins do not count, 16384 floats do not ride
+     * with the verdict; the verdict is the PMPI_Allgather). */
+    static const int late_n[3] = {BIG, 64, 16384}, late_at[3] = {2, 1, 1};
+    static float y[BIG]; /* other data than the calls' after: a tail left over shows */
+    for (int i = 0; i < BIG; i++)
+        y[i] = (float)(i % 256 + 512);
+    for (int k = nranks > 2; k < (nranks > 2 ? 2 : 3); k++) {
         if (rank == 0)
-            atomic_store(&late_exchange, 2 - k);
-        NF_Iallreduce_route(x, r, k ? 64 : BIG, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32,
-                            &req[0]);
+            atomic_store(&late_exchange, late_at[k]);
+        NF_Iallreduce_route(k == 2 ? y : x, r, late_n[k], MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                            NF_ROUTE_FP32, &req[0]);
         rc = MPI_Waitall(1, &req[0], &st[0]);
         bad |= nft_check(atomic_load(&late_exchange) == 0, "one rank",
-                         "the exchange did not fail (%d floats)", k ? 64 : BIG);
+                         "the exchange did not fail (%d floats)", late_n[k]);
         bad |= nft_check(rc == MPI_ERR_IN_STATUS && status_is(st[0].MPI_ERROR, CODE_PRIVATE),
                          "one rank",
                          "MPI_Waitall %d, status %#x, want MPI_ERR_IN_STATUS and %#x (rank 0 "
                          "failed, %d floats)", rc, (unsigned)st[0].MPI_ERROR, CODE_PRIVATE,
-                         k ? 64 : BIG);
+                         late_n[k]);
         atomic_store(&late_exchange, 0);
     }
     /* and the next calls work: more than the 8 calls whose needs size the
      * verdict's area across three or more one-rank nodes (rank 0's failed
      * exchanges must not leave its history apart from the others'; two
-     * nodes, as here, keep none: each sends its own area), then a larger
-     * one */
-    for (int k = 0; k < 13 && !bad; k++) {
-        int n = k < 12 ? 64 : 256;
+     * nodes keep none: each sends its own area), then a larger one, then
+     * three of 16384 floats (two nodes: the failed call's tail, still
+     * queued on rank 0, must not stand in for theirs) */
+    for (int k = 0; k < 16 && !bad; k++) {
+        int n = k < 12 ? 64 : k < 13 ? 256 : 16384;
         NF_Iallreduce_route(x, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
         bad |= nft_check(MPI_Wait(&req[0], MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-                             r[5] == 5.0f * nranks && r[n - 1] == (float)(n - 1) * nranks,
+                             r[5] == 5.0f * nranks && r[n - 1] == (float)((n - 1) % 256) * nranks,
                          "after the errors", "call %d failed or was wrong (%g)", k, r[5]);
     }
     if (!bad)
