@@ -70,7 +70,11 @@ def compress(rule, ys, block=0):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=tuple(MODELS), default="cnn")
-    ap.add_argument("--rule", choices=("fp32", "binary", "ternary"), default="binary")
+    ap.add_argument("--rule", choices=("fp32", "binary", "ternary", "ef21", "shift"), default="binary",
+                    help="ef21: each rank sends its gradient's change from its last estimate "
+                    "g_i in binary, g_i += a_i s_i, and the result is the running mean of the "
+                    "estimates G += the binary mean (EF21; --decay unused); shift: one estimate G "
+                    "shared by the ranks, each sends x_i - decay G, G = decay G + the binary mean")
     ap.add_argument("--decay", type=float, default=1.0, help="y = x + decay * e (1: binary)")
     ap.add_argument("--exact-below", type=int, default=0,
                     help="tensors of fewer elements are averaged exactly")
@@ -103,6 +107,7 @@ def main():
     params = list(model.named_parameters())
     exact = tuple(p for p in a.exact.split(",") if p)
     res = {k: [torch.zeros_like(p) for _ in range(a.ranks)] for k, p in params}
+    est = {k: torch.zeros_like(p) for k, p in params}  # ef21: G, the same on every rank
     print("%s %s decay %g block %d, %s, %d ranks, seed %d" % (
         a.model, a.rule, a.decay, a.block, opt_name, a.ranks, a.seed), flush=True)
     step = 0
@@ -124,9 +129,28 @@ def main():
                         or step < a.exact_steps):
                     p.grad = mean
                     continue
-                ys = [grads[r][k] + a.decay * res[k][r] for r in range(a.ranks)]
-                p.grad, res[k] = compress(a.rule, ys, a.block)
-                en += sum(float(e.norm()) for e in res[k])
+                if a.rule == "ef21":
+                    # res holds each rank's estimate g_i; compress's residual
+                    # of the change d_i is d_i - a_i s_i, so the new g_i is
+                    # x_i minus it
+                    ds = [grads[r][k] - res[k][r] for r in range(a.ranks)]
+                    out, left = compress("binary", ds, a.block)
+                    est[k] = est[k] + out
+                    res[k] = [grads[r][k] - left[r] for r in range(a.ranks)]
+                    p.grad = est[k].clone()
+                    en += sum(float(e.norm()) for e in left)
+                elif a.rule == "shift":
+                    # one shared estimate G (the last result): each rank
+                    # sends x_i - G in binary, G += the binary mean
+                    ds = [grads[r][k] - a.decay * est[k] for r in range(a.ranks)]
+                    out, left = compress("binary", ds, a.block)
+                    est[k] = a.decay * est[k] + out
+                    p.grad = est[k].clone()
+                    en += sum(float(e.norm()) for e in left)
+                else:
+                    ys = [grads[r][k] + a.decay * res[k][r] for r in range(a.ranks)]
+                    p.grad, res[k] = compress(a.rule, ys, a.block)
+                    en += sum(float(e.norm()) for e in res[k])
                 xn += sum(float(g[k].norm()) for g in grads)
                 cos.append(float(F.cosine_similarity(p.grad.flatten(), mean.flatten(), dim=0)))
             opt.step()
