@@ -75,22 +75,29 @@ _Static_assert(NF_H_TAIL < NF_LINE_WORDS, "the tail's words fit the header line"
 
 /* The peer's tail (its header h announced it, so it was sent: each rank
  * posts its tail before the verdict) into h + got. Tails of calls whose
- * verdict failed here are still queued ahead of it, in order: received
- * and dropped by their sequence numbers. */
+ * verdict failed here are still queued ahead of it, in order, each of
+ * any length up to the most: received and dropped by their sequence
+ * numbers. */
 static int nf_tail_recv(nf_comm_t *c, uint64_t *h, size_t got, int peer)
 {
     uint64_t buf[1 + NF_TAIL_WORDS];
     size_t n = h[NF_H_TOTAL] - got;
+    int len = 0;
     for (;;) {
         MPI_Status s;
-        int rc = PMPI_Recv(buf, (int)(1 + n), MPI_UINT64_T, peer, NF_TAIL_TAG, c->leaders, &s);
+        int rc = PMPI_Recv(buf, (int)(1 + NF_TAIL_WORDS), MPI_UINT64_T, peer, NF_TAIL_TAG,
+                           c->leaders, &s);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Get_count(&s, MPI_UINT64_T, &len);
         if (rc != MPI_SUCCESS)
             return rc;
-        if (buf[0] == h[NF_H_TAIL])
+        if (len >= 1 && buf[0] == h[NF_H_TAIL])
             break;
-        if (buf[0] > h[NF_H_TAIL]) /* later than announced: not the peer's tail */
+        if (len < 1 || buf[0] > h[NF_H_TAIL]) /* not a tail the peer sent before this one */
             return MPI_ERR_OTHER;
     }
+    if ((size_t)len != 1 + n)
+        return MPI_ERR_TRUNCATE;
     memcpy(h + got, buf + 1, n * sizeof(uint64_t));
     return MPI_SUCCESS;
 }
@@ -118,10 +125,10 @@ static nf_status_t nf_verdict_pair(nf_comm_t *c, size_t words)
                         c->leaders, &rq);
         if (rc == MPI_SUCCESS)
             mine[NF_H_TAIL] = c->tails;
-        else /* the verdict still crosses (the peer waits for it), announcing
-              * no tail and a need no area holds: the peer runs no inline
-              * call on data that did not come */
-            mine[NF_H_TOTAL] = first, mine[3] = NF_INLINE_NONE;
+        else /* the verdict still crosses (the peer waits for it), its total
+              * past the message and no tail: not a verdict to the peer,
+              * whose call fails as mine does, and neither sends more */
+            rq = MPI_REQUEST_NULL;
     }
     int x = PMPI_Sendrecv(mine, (int)first, MPI_UINT64_T, peer, NF_VERDICT_TAG, h,
                           (int)NF_EAGER_WORDS, MPI_UINT64_T, peer, NF_VERDICT_TAG, c->leaders, &s);

@@ -407,10 +407,11 @@ static int error_case(void)
      * verdict's area across three or more one-rank nodes (rank 0's failed
      * exchanges must not leave its history apart from the others'; two
      * nodes keep none: each sends its own area), then a larger one, then
-     * three of 16384 floats (two nodes: the failed call's tail, still
-     * queued on rank 0, must not stand in for theirs) */
+     * one of 16340 floats and two of 16384 (two nodes: the failed call's
+     * tail, still queued on rank 0 and longer than the first one's, must
+     * not stand in for theirs) */
     for (int k = 0; k < 16 && !bad; k++) {
-        int n = k < 12 ? 64 : k < 13 ? 256 : 16384;
+        int n = k < 12 ? 64 : k < 13 ? 256 : k < 14 ? 16340 : 16384;
         NF_Iallreduce_route(x, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
         bad |= nft_check(MPI_Wait(&req[0], MPI_STATUS_IGNORE) == MPI_SUCCESS &&
                              r[5] == 5.0f * nranks && r[n - 1] == (float)((n - 1) % 256) * nranks,
