@@ -465,8 +465,8 @@ PY
 # nodes, is NFCOLL_STATS's "internode_bytes" (summed over the ranks).
 # "sizes" (2 nodes): 1 MiB fp32 calls, then 1 KiB ones, each of whose
 # verdicts carries its own call (two nodes exchange it point-to-point,
-# each its own area), so all five take one exchange; then 64 KiB calls,
-# the most a verdict carries, and 64 KiB + 4 B ones, which it does not.
+# each its own area), so all five take one exchange; then 128 KiB calls,
+# the most a verdict carries, and 128 KiB + 4 B ones, which it does not.
 # same_wire makes it the run's: the library sent these bytes.
 # Not modelled (nf_traffic.h): a call whose ranks' layouts differ runs
 # fp32 after its verdict, and two one-rank nodes' verdicts each carry the
@@ -512,20 +512,20 @@ for np in 2 3; do
 import json, sys
 calls = json.load(open(sys.argv[1]))["link"]["calls"]
 got = {c["bytes"]: (c["calls"], c["verdict_area_bytes"], c["internode_bytes"]["decided"])
-       for c in calls if c["bytes"] in (1024, 65536, 65540)}
+       for c in calls if c["bytes"] in (1024, 131072, 131076)}
 print(sorted(got.items()))
 # one line per size (two nodes key by the call's own area): 1 KiB and
-# 64 KiB whole with their verdicts, a float more not (a header line, then
+# 128 KiB whole with their verdicts, a float more not (a header line, then
 # the floats by themselves)
 ok = (len([c for c in calls if c["bytes"] in got]) == 3 and
-      got.get(1024) == (5, 1024, 64 + 1024) and got.get(65536) == (3, 65536, 64 + 65536) and
-      got.get(65540) == (2, 0, 64 + 65540))
+      got.get(1024) == (5, 1024, 64 + 1024) and got.get(131072) == (3, 131072, 64 + 131072) and
+      got.get(131076) == (2, 0, 64 + 131076))
 sys.exit(not ok)
 PY
     ); then
-      ok "$name: 5 calls of 1 KiB and 3 of 64 KiB whole with their verdicts, 2 of 64 KiB + 4 B not ($got)"
+      ok "$name: 5 calls of 1 KiB and 3 of 128 KiB whole with their verdicts, 2 of 128 KiB + 4 B not ($got)"
     else
-      fail "$name: want 5 calls of 1 KiB and 3 of 64 KiB whole with their verdicts (a header line and the floats each), 2 of 64 KiB + 4 B after a header line, one line per size (got $got)"
+      fail "$name: want 5 calls of 1 KiB and 3 of 128 KiB whole with their verdicts (a header line and the floats each), 2 of 128 KiB + 4 B after a header line, one line per size (got $got)"
     fi
   done
 done

@@ -173,6 +173,7 @@ static void nf_comm_destroy(nf_comm_t *c)
     nf_comm_unlink(c);
     nf_shm_destroy(&c->shm);
     nf_residual_table_free(&c->resid);
+    nf_xnode_tails_free(c);
     free(c->xnode);
     free(c->pcnt);
     free(c->scales);

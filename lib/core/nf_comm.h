@@ -58,6 +58,23 @@ typedef enum nf_comm_use {
     NF_COMM_BROKEN       /* state or segment unusable: every call pmpi */
 } nf_comm_use_t;
 
+/* Two one-rank nodes: the verdict's tail messages (lib/core/xnode.c). Each
+ * call's tails are one group, numbered; a rank never waits in a call for
+ * its own tails to be received (MPI may send them only once the peer
+ * receives them, and a peer whose verdict failed does not): it keeps them
+ * in one of two slots until the peer's header says it drained them. */
+typedef struct nf_tails {
+    uint64_t sent;       /* my last group posted (0: none) */
+    unsigned sent_pieces; /* how many of its tails were posted */
+    int sent_full;       /* all of them */
+    uint64_t acked;      /* my last group the peer received */
+    uint64_t got;        /* the peer's last group I received */
+    uint64_t *stage;     /* two slots of my tails as sent, and one received */
+    uint64_t group[2];   /* the group in each slot */
+    int n[2];            /* its requests still to complete (0: slot free) */
+    MPI_Request rq[2][NF_PAIR_TAILS];
+} nf_tails_t;
+
 typedef struct nf_comm {
     MPI_Comm user;       /* the communicator this state is cached on */
     MPI_Comm priv;       /* private duplicate: our traffic never meets the user's */
@@ -97,7 +114,7 @@ typedef struct nf_comm {
     void *xnode;         /* leaders: exchange scratch (private, nf_xnode_bytes) */
     nf_inline_hist_t ihist; /* one rank on every node: the needs of the last
                             calls' verdicts, which size the next one's area */
-    uint64_t tails;      /* two one-rank nodes: the verdict tails sent (xnode.c) */
+    nf_tails_t tails;    /* two one-rank nodes: the verdict's tail messages */
     unsigned varea;      /* words of this call's area (nf_inline_words; two one-rank
                             nodes: nf_pair_area_words of its own need) */
     int *xv;             /* 4 x nnodes counts and displacements (xnode.c) */

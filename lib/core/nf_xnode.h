@@ -27,8 +27,11 @@ size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk);
 
 /* Two one-rank nodes: the verdict goes point-to-point, and each node's
  * area is its own call's (nf_pair_area_words), not the history's; past
- * NF_PAIR_EAGER_BYTES the payload's rest follows in a tail message. */
+ * NF_PAIR_EAGER_BYTES the payload's rest follows in tail messages. */
 int nf_xnode_pair(const nf_comm_t *c);
+/* Completes or leaves to MPI the pair's tails still in flight, and frees
+ * their staging (at the communicator's end). */
+void nf_xnode_tails_free(nf_comm_t *c);
 /* Where this leader builds its verdict payload, in the scratch, before
  * nf_xnode_verdict: {count, layout hash, local verdict, need}, and with one
  * rank on every node, padded to a line, then the rank's area of c->varea

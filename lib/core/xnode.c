@@ -12,7 +12,9 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nf_ctx.h"
 #include "nf_stats.h"
@@ -64,90 +66,202 @@ size_t nf_xnode_bytes(const nf_comm_t *c, size_t cap, size_t chunk)
 
 #define NF_VERDICT_TAG 7303
 #define NF_TAIL_TAG 7304
-/* A pair's verdict message, at most (nf_traffic.h), and the tail that
- * follows a larger payload: a sequence word and the rest. */
+/* A pair's verdict message, at most (nf_traffic.h); the payload past it, at
+ * most, which tails of a word {group, index, count} and up to
+ * NF_PIECE_WORDS words carry; the tails' staging: two slots of my tails as
+ * sent, and one tail received. */
 #define NF_EAGER_WORDS (NF_PAIR_EAGER_BYTES / 8u)
 #define NF_TAIL_WORDS (NF_PAIR_TAIL_BYTES / 8u)
-/* Header words after NF_HDR_WORDS: the payload's words in all, and the
- * sequence number of the tail that carries the rest (0: none). */
-enum { NF_H_TOTAL = NF_HDR_WORDS, NF_H_TAIL };
-_Static_assert(NF_H_TAIL < NF_LINE_WORDS, "the tail's words fit the header line");
+#define NF_PIECE_WORDS (NF_EAGER_WORDS - 1u)
+#define NF_SLOT_WORDS (NF_TAIL_WORDS + NF_PAIR_TAILS)
+#define NF_STAGE_WORDS (2 * NF_SLOT_WORDS + NF_EAGER_WORDS)
+_Static_assert(NF_PAIR_TAILS * NF_PIECE_WORDS >= NF_TAIL_WORDS, "the tails carry the rest");
+_Static_assert(NF_PAIR_TAILS < 256, "a tail's index and count fit a byte");
+#define nf_tail_word(g, i, n) ((uint64_t)(g) << 16 | (uint64_t)(i) << 8 | (uint64_t)(n))
+/* Header words after NF_HDR_WORDS: the payload's words in all; the peer's
+ * last group of tails this rank received; this rank's last group posted,
+ * and how many of its tails were, with NF_TAIL_NOW when that group is
+ * this call's (the payload's rest). */
+enum { NF_H_TOTAL = NF_HDR_WORDS, NF_H_GOT, NF_H_SENT, NF_H_PIECES };
+_Static_assert(NF_H_PIECES < NF_LINE_WORDS, "the tails' words fit the header line");
+#define NF_TAIL_NOW 0x100u
 
-/* The peer's tail (its header h announced it, so it was sent: each rank
- * posts its tail before the verdict) into h + got. Tails of calls whose
- * verdict failed here are still queued ahead of it, in order, each of
- * any length up to the most: received and dropped by their sequence
- * numbers. */
-static int nf_tail_recv(nf_comm_t *c, uint64_t *h, size_t got, int peer)
+static size_t nf_tails_of(size_t words) { return (words + NF_PIECE_WORDS - 1) / NF_PIECE_WORDS; }
+
+/* Whether my next group's slot is free: its last group's tails sent, or
+ * received by the peer (then they complete here without waiting on it). A
+ * group only part of which was posted must be received first. */
+static int nf_tails_slot(nf_comm_t *c, int s)
 {
-    uint64_t buf[1 + NF_TAIL_WORDS];
-    size_t n = h[NF_H_TOTAL] - got;
-    int len = 0;
-    for (;;) {
-        MPI_Status s;
-        int rc = PMPI_Recv(buf, (int)(1 + NF_TAIL_WORDS), MPI_UINT64_T, peer, NF_TAIL_TAG,
-                           c->leaders, &s);
+    nf_tails_t *t = &c->tails;
+    int done = 0;
+    if (!t->sent_full && t->acked < t->sent)
+        return 0;
+    if (t->n[s] == 0)
+        return 1;
+    if (PMPI_Testall(t->n[s], t->rq[s], &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        return 0;
+    if (!done && t->group[s] <= t->acked)
+        done = PMPI_Waitall(t->n[s], t->rq[s], MPI_STATUSES_IGNORE) == MPI_SUCCESS;
+    t->n[s] = done ? 0 : t->n[s];
+    return done;
+}
+
+/* Posts my payload's rest past `first` words, mine[first..words), as this
+ * call's group of tails, before the verdict. Sets the header's tail words;
+ * none posted (no slot, no memory, MPI refused): the header says so, and
+ * the peer's call fails as mine does. */
+static int nf_tails_post(nf_comm_t *c, uint64_t *mine, size_t first, size_t words)
+{
+    nf_tails_t *t = &c->tails;
+    size_t k = words > first ? nf_tails_of(words - first) : 0;
+    int rc = MPI_SUCCESS, now = 0;
+    if (k > 0 && t->stage == NULL)
+        t->stage = malloc(NF_STAGE_WORDS * sizeof(uint64_t));
+    if (k > 0 && t->stage != NULL && nf_tails_slot(c, (int)((t->sent + 1) & 1))) {
+        nf_tails_t was = *t;
+        uint64_t g = ++t->sent;
+        int s = (int)(g & 1);
+        uint64_t *tail = t->stage + (size_t)s * NF_SLOT_WORDS;
+        t->group[s] = g;
+        t->sent_pieces = 0;
+        for (size_t at = first, n; at < words && rc == MPI_SUCCESS; at += n, tail += 1 + n) {
+            n = words - at < NF_PIECE_WORDS ? words - at : NF_PIECE_WORDS;
+            tail[0] = nf_tail_word(g, t->sent_pieces, k);
+            memcpy(tail + 1, mine + at, n * sizeof(uint64_t));
+            rc = PMPI_Isend(tail, (int)(1 + n), MPI_UINT64_T, 1 - nf_me(c), NF_TAIL_TAG,
+                            c->leaders, &t->rq[s][t->sent_pieces]);
+            t->sent_pieces += rc == MPI_SUCCESS;
+        }
+        t->n[s] = (int)t->sent_pieces;
+        t->sent_full = t->sent_pieces == k;
+        now = t->sent_full;
+        if (t->sent_pieces == 0) /* nothing posted: no group to announce */
+            *t = was;
+    } else if (k > 0) { /* no memory, or both slots' tails not yet received */
+        rc = t->stage == NULL ? MPI_ERR_NO_MEM : MPI_ERR_PENDING;
+    }
+    mine[NF_H_TOTAL] = words;
+    mine[NF_H_GOT] = t->got;
+    mine[NF_H_SENT] = t->sent;
+    mine[NF_H_PIECES] = t->sent_pieces | (now ? NF_TAIL_NOW : 0u);
+    return rc;
+}
+
+/* Receives the peer's groups of tails that its header h announces and I
+ * have not received: those of calls whose verdict failed here (dropped),
+ * and this call's (into h + got, when h says they are this call's). Every
+ * group but the peer's last is whole (nf_tails_slot). */
+static int nf_tails_drain(nf_comm_t *c, uint64_t *h, size_t got)
+{
+    nf_tails_t *t = &c->tails;
+    uint64_t last = h[NF_H_SENT], pieces = h[NF_H_PIECES] & 0xffu;
+    int now = (h[NF_H_PIECES] & NF_TAIL_NOW) != 0;
+    size_t landed = 0, k = h[NF_H_TOTAL] > got ? nf_tails_of(h[NF_H_TOTAL] - got) : 0;
+    if (t->got < last && t->stage == NULL)
+        t->stage = malloc(NF_STAGE_WORDS * sizeof(uint64_t));
+    if (t->got < last && t->stage == NULL)
+        return MPI_ERR_NO_MEM;
+    uint64_t *buf = t->stage + 2 * NF_SLOT_WORDS;
+    while (t->got < last) {
+        MPI_Status st;
+        int len = 0;
+        int rc = PMPI_Recv(buf, (int)NF_EAGER_WORDS, MPI_UINT64_T, 1 - nf_me(c), NF_TAIL_TAG,
+                           c->leaders, &st);
         if (rc == MPI_SUCCESS)
-            rc = PMPI_Get_count(&s, MPI_UINT64_T, &len);
+            rc = PMPI_Get_count(&st, MPI_UINT64_T, &len);
         if (rc != MPI_SUCCESS)
             return rc;
-        if (len >= 1 && buf[0] == h[NF_H_TAIL])
-            break;
-        if (len < 1 || buf[0] > h[NF_H_TAIL]) /* not a tail the peer sent before this one */
-            return MPI_ERR_OTHER;
+        uint64_t g = buf[0] >> 16, i = (buf[0] >> 8) & 0xffu, n = buf[0] & 0xffu;
+        if (len < 1 || g <= t->got || g > last || i >= n)
+            return MPI_ERR_OTHER; /* not a tail of ours */
+        if (g == last && now && i < k) {
+            size_t at = got + i * NF_PIECE_WORDS, want = h[NF_H_TOTAL] - at;
+            want = want < NF_PIECE_WORDS ? want : NF_PIECE_WORDS;
+            if ((size_t)len != 1 + want)
+                return MPI_ERR_TRUNCATE;
+            memcpy(h + at, buf + 1, want * sizeof(uint64_t));
+            landed++;
+        }
+        if (i + 1 == (g == last ? pieces : n))
+            t->got = g;
     }
-    if ((size_t)len != 1 + n)
-        return MPI_ERR_TRUNCATE;
-    memcpy(h + got, buf + 1, n * sizeof(uint64_t));
-    return MPI_SUCCESS;
+    return k == 0 || (now && landed == k) ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+/* Whether h, got words from the peer, is a pair's verdict: at least its
+ * header line, a total that the stride holds, past the message a full
+ * message, and tails no more than a call has. */
+static int nf_pair_header_ok(const nf_comm_t *c, const uint64_t *h, size_t got, size_t stride)
+{
+    if (got < NF_LINE_WORDS || h[NF_H_TOTAL] < got || h[NF_H_TOTAL] > stride ||
+        (h[NF_H_PIECES] & ~(uint64_t)(NF_TAIL_NOW | 0xffu)) != 0 ||
+        (h[NF_H_PIECES] & 0xffu) > NF_PAIR_TAILS || h[NF_H_SENT] < c->tails.got ||
+        (h[NF_H_SENT] > c->tails.got && (h[NF_H_PIECES] & 0xffu) == 0))
+        return 0;
+    return h[NF_H_TOTAL] == got || (got == NF_EAGER_WORDS && h[NF_H_TOTAL] - got <= NF_TAIL_WORDS);
 }
 
 /* Two one-rank nodes: my payload of `words` words for the peer's, which
  * may be of another size (its own call's area) up to the stride. A
  * payload larger than MPI sends eagerly (a 64 KiB call's) is cut: the
- * verdict's message carries NF_EAGER_WORDS, a tail the rest, posted
- * first and sent eagerly too, so no round trip waits for either. */
+ * verdict's message carries NF_EAGER_WORDS, tails the rest, posted first
+ * and sent eagerly too, so no round trip waits for any. Neither rank waits
+ * for its own tails here (nf_tails_t): a peer whose verdict failed
+ * receives them in its next verdict instead. */
 static nf_status_t nf_verdict_pair(nf_comm_t *c, size_t words)
 {
-    uint64_t *all = c->xnode, tail[1 + NF_TAIL_WORDS];
+    uint64_t *all = c->xnode;
     size_t stride = nf_verdict_stride(c), first = words < NF_EAGER_WORDS ? words : NF_EAGER_WORDS;
     int me = nf_me(c), peer = 1 - me, got = 0;
     uint64_t *mine = all + (size_t)me * stride, *h = all + (size_t)peer * stride;
-    MPI_Request rq = MPI_REQUEST_NULL;
     MPI_Status s;
-    int rc = MPI_SUCCESS;
-    mine[NF_H_TOTAL] = words;
-    mine[NF_H_TAIL] = 0;
-    if (words > first) {
-        tail[0] = ++c->tails;
-        memcpy(tail + 1, mine + first, (words - first) * sizeof(uint64_t));
-        rc = PMPI_Isend(tail, (int)(1 + words - first), MPI_UINT64_T, peer, NF_TAIL_TAG,
-                        c->leaders, &rq);
-        if (rc == MPI_SUCCESS)
-            mine[NF_H_TAIL] = c->tails;
-        else /* the verdict still crosses (the peer waits for it), its total
-              * past the message and no tail: not a verdict to the peer,
-              * whose call fails as mine does, and neither sends more */
-            rq = MPI_REQUEST_NULL;
-    }
+    /* tails that cannot be posted: the verdict still crosses (the peer
+     * waits for it), and the peer's call fails as mine does */
+    int rc = nf_tails_post(c, mine, first, words);
     int x = PMPI_Sendrecv(mine, (int)first, MPI_UINT64_T, peer, NF_VERDICT_TAG, h,
                           (int)NF_EAGER_WORDS, MPI_UINT64_T, peer, NF_VERDICT_TAG, c->leaders, &s);
     rc = rc != MPI_SUCCESS ? rc : x;
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Get_count(&s, MPI_UINT64_T, &got);
-    if (rc == MPI_SUCCESS && (got < NF_LINE_WORDS || h[NF_H_TOTAL] < (uint64_t)got ||
-                              h[NF_H_TOTAL] > stride ||
-                              (h[NF_H_TOTAL] > (uint64_t)got &&
-                               ((size_t)got != NF_EAGER_WORDS || h[NF_H_TAIL] == 0 ||
-                                h[NF_H_TOTAL] - (uint64_t)got > NF_TAIL_WORDS))))
-        rc = MPI_ERR_TRUNCATE; /* not a verdict of ours */
-    if (rc == MPI_SUCCESS && h[NF_H_TOTAL] > (uint64_t)got)
-        rc = nf_tail_recv(c, h, (size_t)got, peer);
-    if (rq != MPI_REQUEST_NULL) { /* eager: completes here whatever the peer does */
-        int w = PMPI_Wait(&rq, MPI_STATUS_IGNORE);
-        rc = rc != MPI_SUCCESS ? rc : w;
+    if (x == MPI_SUCCESS) {
+        int y = PMPI_Get_count(&s, MPI_UINT64_T, &got);
+        if (y == MPI_SUCCESS && !nf_pair_header_ok(c, h, (size_t)got, stride))
+            y = MPI_ERR_TRUNCATE; /* not a verdict of ours */
+        if (y == MPI_SUCCESS) {
+            c->tails.acked = h[NF_H_GOT] > c->tails.acked ? h[NF_H_GOT] : c->tails.acked;
+            y = nf_tails_drain(c, h, (size_t)got);
+        }
+        rc = rc != MPI_SUCCESS ? rc : y;
     }
     return nf_mpi_status(rc);
+}
+
+/* At the communicator's end: my tails complete (the peer received the last
+ * ones in its last verdict, which I do not hear of: up to 100 ms for MPI
+ * to finish them), or, not received (the peer's last verdict failed), are
+ * left to MPI with their staging. */
+void nf_xnode_tails_free(nf_comm_t *c)
+{
+    nf_tails_t *t = &c->tails;
+    int left = 0;
+    for (int s = 0; s < 2; s++) {
+        int done = t->n[s] == 0, rc = MPI_SUCCESS;
+        for (int k = 0; !done && rc == MPI_SUCCESS && k < 1000; k++) {
+            rc = PMPI_Testall(t->n[s], t->rq[s], &done, MPI_STATUSES_IGNORE);
+            if (!done)
+                nanosleep(&(struct timespec){0, 100000}, NULL);
+        }
+        done = done && rc == MPI_SUCCESS;
+        if (!done && t->group[s] <= t->acked)
+            done = PMPI_Waitall(t->n[s], t->rq[s], MPI_STATUSES_IGNORE) == MPI_SUCCESS;
+        for (int i = 0; !done && i < t->n[s]; i++)
+            if (t->rq[s][i] != MPI_REQUEST_NULL)
+                PMPI_Request_free(&t->rq[s][i]);
+        left |= !done;
+        t->n[s] = 0;
+    }
+    if (!left) /* else MPI may still read it: kept (at most one per communicator) */
+        free(t->stage);
+    t->stage = NULL;
 }
 
 nf_status_t nf_xnode_verdict(nf_comm_t *c, uint64_t *v, int *inl)

@@ -343,7 +343,7 @@ static int status_is(int code, int want)
 
 static int error_case(void)
 {
-    enum { BIG = 20000 };
+    enum { BIG = 40000 };
     static float x[BIG], r[BIG];
     MPI_Request req[2];
     MPI_Status st[2];
@@ -379,19 +379,20 @@ static int error_case(void)
                      (unsigned)rc, CODE_PRIVATE);
     /* Rank 0 alone: its last exchange of an fp32 call (BIG floats: the
      * header verdict, then the data; 64: the verdict with the data;
-     * 16384: the verdict with the data but its tail, which rank 0 then
-     * never receives) took place and failed there: every rank's request
-     * fails. Three nodes or more: 64 floats only (BIG's data go by
-     * exchanges these stand-ins do not count, 16384 floats do not ride
-     * with the verdict; the verdict is the PMPI_Allgather). */
-    static const int late_n[3] = {BIG, 64, 16384}, late_at[3] = {2, 1, 1};
+     * 16384 and 32768: the verdict with the data but its one and two
+     * tails, which rank 0 then never receives) took place and failed
+     * there: every rank's request fails. Three nodes or more: 64 floats
+     * only (BIG's data go by exchanges these stand-ins do not count, the
+     * larger calls do not ride with the verdict; the verdict is the
+     * PMPI_Allgather). */
+    static const int late_n[4] = {BIG, 64, 16384, 32768}, late_at[4] = {2, 1, 1, 1};
     static float y[BIG]; /* other data than the calls' after: a tail left over shows */
     for (int i = 0; i < BIG; i++)
         y[i] = (float)(i % 256 + 512);
-    for (int k = nranks > 2; k < (nranks > 2 ? 2 : 3); k++) {
+    for (int k = nranks > 2; k < (nranks > 2 ? 2 : 4); k++) {
         if (rank == 0)
             atomic_store(&late_exchange, late_at[k]);
-        NF_Iallreduce_route(k == 2 ? y : x, r, late_n[k], MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+        NF_Iallreduce_route(k >= 2 ? y : x, r, late_n[k], MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
                             NF_ROUTE_FP32, &req[0]);
         rc = MPI_Waitall(1, &req[0], &st[0]);
         bad |= nft_check(atomic_load(&late_exchange) == 0, "one rank",
@@ -407,15 +408,40 @@ static int error_case(void)
      * verdict's area across three or more one-rank nodes (rank 0's failed
      * exchanges must not leave its history apart from the others'; two
      * nodes keep none: each sends its own area), then a larger one, then
-     * one of 16340 floats and two of 16384 (two nodes: the failed call's
-     * tail, still queued on rank 0 and longer than the first one's, must
-     * not stand in for theirs) */
-    for (int k = 0; k < 16 && !bad; k++) {
-        int n = k < 12 ? 64 : k < 13 ? 256 : k < 14 ? 16340 : 16384;
+     * one of 16340 floats, one of 16384 and two of 32768 (two nodes: the
+     * failed calls' tails, still queued on rank 0, one of them longer than
+     * the 16384's, must not stand in for theirs) */
+    for (int k = 0; k < 17 && !bad; k++) {
+        int n = k < 12 ? 64 : k < 13 ? 256 : k < 14 ? 16340 : k < 15 ? 16384 : 32768;
         NF_Iallreduce_route(x, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32, &req[0]);
         bad |= nft_check(MPI_Wait(&req[0], MPI_STATUS_IGNORE) == MPI_SUCCESS &&
                              r[5] == 5.0f * nranks && r[n - 1] == (float)((n - 1) % 256) * nranks,
                          "after the errors", "call %d failed or was wrong (%g)", k, r[5]);
+    }
+    /* Two nodes: rank 0's verdicts of two 32768-float calls in a row fail
+     * there, so rank 1's tails of both are still in flight (over shared
+     * memory MPI sends them only once rank 0 receives them). The next call
+     * has no slot for its tails on rank 1 unless they went: it fails on
+     * both ranks or runs, but returns; rank 0 receives the old tails in
+     * it, and the calls after it are right. */
+    for (int k = 0; nranks == 2 && k < 2 && !bad; k++) {
+        if (rank == 0)
+            atomic_store(&late_exchange, 1);
+        NF_Iallreduce_route(y, r, 32768, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32,
+                            &req[0]);
+        rc = MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+        bad |= nft_check(rc != MPI_SUCCESS && atomic_load(&late_exchange) == 0, "two in a row",
+                         "call %d: rc %d, the exchange %s", k, rc,
+                         atomic_load(&late_exchange) ? "did not fail" : "failed");
+        atomic_store(&late_exchange, 0);
+    }
+    for (int k = 0; nranks == 2 && k < 4 && !bad; k++) {
+        NF_Iallreduce_route(x, r, 32768, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, NF_ROUTE_FP32,
+                            &req[0]);
+        rc = MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+        bad |= nft_check(k == 0 || (rc == MPI_SUCCESS && r[5] == 10.0f &&
+                                    r[32767] == (float)(32767 % 256) * 2),
+                         "after two in a row", "call %d: rc %d, r[5] %g", k, rc, (double)r[5]);
     }
     if (!bad)
         printf("ok rank %d: errors completed the requests with the stand-ins' codes\n", rank);

@@ -10,8 +10,8 @@
  *   test_shim policy         10 float sums of 1 MiB, 5 of 1 KiB, 3 double
  *                            sums of 1 MiB: the workload the policy tests
  *                            count with NFCOLL_STATS.
- *   test_shim policy wire    the same, then 3 float sums of 16384 elements
- *                            and 2 of 16385 (tests/replay.sh: two one-rank
+ *   test_shim policy wire    the same, then 3 float sums of 32768 elements
+ *                            and 2 of 32769 (tests/replay.sh: two one-rank
  *                            nodes' verdicts carry the first, not the
  *                            second).
  */
@@ -107,7 +107,7 @@ static void policy_workload(int wire)
     for (int c = 0; c < 3; c++)
         MPI_Allreduce(d, dr, BIG, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     for (int c = 0; wire && c < 5; c++)
-        MPI_Allreduce(f, r, c < 3 ? 16384 : 16385, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(f, r, c < 3 ? 32768 : 32769, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
         printf("policy workload done: r[1] finite=%d\n", r[1] == r[1]);
     free(f), free(r), free(d), free(dr);
