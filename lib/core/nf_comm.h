@@ -62,11 +62,11 @@ typedef enum nf_comm_use {
  * call's tails are one group, numbered; a rank never waits in a call for
  * its own tails to be received (MPI may send them only once the peer
  * receives them, and a peer whose verdict failed does not): it keeps them
- * in one of two slots until the peer's header says it drained them. */
+ * in one of two slots until they complete or the peer's header says it
+ * drained them. */
 typedef struct nf_tails {
     uint64_t sent;       /* my last group posted (0: none) */
     unsigned sent_pieces; /* how many of its tails were posted */
-    int sent_full;       /* all of them */
     uint64_t acked;      /* my last group the peer received */
     uint64_t got;        /* the peer's last group I received */
     uint64_t *stage;     /* two slots of my tails as sent, and one received */

@@ -14,7 +14,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "nf_ctx.h"
 #include "nf_stats.h"
@@ -86,25 +85,37 @@ enum { NF_H_TOTAL = NF_HDR_WORDS, NF_H_GOT, NF_H_SENT, NF_H_PIECES };
 _Static_assert(NF_H_PIECES < NF_LINE_WORDS, "the tails' words fit the header line");
 #define NF_TAIL_NOW 0x100u
 
+/* Seconds a rank goes on moving its tails after the verdict, and at the
+ * communicator's end, for a peer that may not receive them. */
+#define NF_TAILS_SETTLE 0.02
+
 static size_t nf_tails_of(size_t words) { return (words + NF_PIECE_WORDS - 1) / NF_PIECE_WORDS; }
 
-/* Whether my next group's slot is free: its last group's tails sent, or
- * received by the peer (then they complete here without waiting on it). A
- * group only part of which was posted must be received first. */
-static int nf_tails_slot(nf_comm_t *c, int s)
+/* Completes slot s's tails, trying for up to `secs` seconds (negative:
+ * until they complete, for tails the peer received, which MPI then
+ * finishes without it); whether they did. */
+static int nf_tails_finish(nf_comm_t *c, int s, double secs)
 {
     nf_tails_t *t = &c->tails;
-    int done = 0;
-    if (!t->sent_full && t->acked < t->sent)
-        return 0;
-    if (t->n[s] == 0)
-        return 1;
-    if (PMPI_Testall(t->n[s], t->rq[s], &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-        return 0;
-    if (!done && t->group[s] <= t->acked)
-        done = PMPI_Waitall(t->n[s], t->rq[s], MPI_STATUSES_IGNORE) == MPI_SUCCESS;
-    t->n[s] = done ? 0 : t->n[s];
-    return done;
+    double until = secs > 0 ? PMPI_Wtime() + secs : 0;
+    int done = t->n[s] == 0;
+    MPI_Status st[NF_PAIR_TAILS]; /* not MPI_STATUSES_IGNORE: MPICH's (MPI_Status *)1
+                                   * trips gcc's -Wstringop-overflow */
+    while (!done) {
+        if (PMPI_Testall(t->n[s], t->rq[s], &done, st) != MPI_SUCCESS)
+            return 0;
+        if (!done && secs >= 0 && (secs == 0 || PMPI_Wtime() > until))
+            return 0;
+    }
+    t->n[s] = 0;
+    return 1;
+}
+
+/* Whether my next group's slot is free: its last group's tails sent, or
+ * received by the peer. */
+static int nf_tails_slot(nf_comm_t *c, int s)
+{
+    return nf_tails_finish(c, s, c->tails.group[s] <= c->tails.acked ? -1.0 : 0.0);
 }
 
 /* Posts my payload's rest past `first` words, mine[first..words), as this
@@ -134,12 +145,11 @@ static int nf_tails_post(nf_comm_t *c, uint64_t *mine, size_t first, size_t word
             t->sent_pieces += rc == MPI_SUCCESS;
         }
         t->n[s] = (int)t->sent_pieces;
-        t->sent_full = t->sent_pieces == k;
-        now = t->sent_full;
+        now = t->sent_pieces == k;
         if (t->sent_pieces == 0) /* nothing posted: no group to announce */
             *t = was;
-    } else if (k > 0) { /* no memory, or both slots' tails not yet received */
-        rc = t->stage == NULL ? MPI_ERR_NO_MEM : MPI_ERR_PENDING;
+    } else if (k > 0) { /* no memory, or the slot's tails not yet received */
+        rc = t->stage == NULL ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
     }
     mine[NF_H_TOTAL] = words;
     mine[NF_H_GOT] = t->got;
@@ -163,6 +173,7 @@ static int nf_tails_drain(nf_comm_t *c, uint64_t *h, size_t got)
     if (t->got < last && t->stage == NULL)
         return MPI_ERR_NO_MEM;
     uint64_t *buf = t->stage + 2 * NF_SLOT_WORDS;
+    int bad = 0;
     while (t->got < last) {
         MPI_Status st;
         int len = 0;
@@ -178,14 +189,18 @@ static int nf_tails_drain(nf_comm_t *c, uint64_t *h, size_t got)
         if (g == last && now && i < k) {
             size_t at = got + i * NF_PIECE_WORDS, want = h[NF_H_TOTAL] - at;
             want = want < NF_PIECE_WORDS ? want : NF_PIECE_WORDS;
-            if ((size_t)len != 1 + want)
-                return MPI_ERR_TRUNCATE;
-            memcpy(h + at, buf + 1, want * sizeof(uint64_t));
-            landed++;
+            if ((size_t)len == 1 + want) {
+                memcpy(h + at, buf + 1, want * sizeof(uint64_t));
+                landed++;
+            } else { /* received all the same, so the next drain goes on */
+                bad = 1;
+            }
         }
-        if (i + 1 == (g == last ? pieces : n))
+        if (i + 1 == (g == last && pieces < n ? pieces : n))
             t->got = g;
     }
+    if (bad)
+        return MPI_ERR_TRUNCATE;
     return k == 0 || (now && landed == k) ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
@@ -197,7 +212,8 @@ static int nf_pair_header_ok(const nf_comm_t *c, const uint64_t *h, size_t got, 
     if (got < NF_LINE_WORDS || h[NF_H_TOTAL] < got || h[NF_H_TOTAL] > stride ||
         (h[NF_H_PIECES] & ~(uint64_t)(NF_TAIL_NOW | 0xffu)) != 0 ||
         (h[NF_H_PIECES] & 0xffu) > NF_PAIR_TAILS || h[NF_H_SENT] < c->tails.got ||
-        (h[NF_H_SENT] > c->tails.got && (h[NF_H_PIECES] & 0xffu) == 0))
+        (h[NF_H_SENT] > c->tails.got && (h[NF_H_PIECES] & 0xffu) == 0) ||
+        h[NF_H_GOT] > c->tails.sent)
         return 0;
     return h[NF_H_TOTAL] == got || (got == NF_EAGER_WORDS && h[NF_H_TOTAL] - got <= NF_TAIL_WORDS);
 }
@@ -206,9 +222,10 @@ static int nf_pair_header_ok(const nf_comm_t *c, const uint64_t *h, size_t got, 
  * may be of another size (its own call's area) up to the stride. A
  * payload larger than MPI sends eagerly (a 64 KiB call's) is cut: the
  * verdict's message carries NF_EAGER_WORDS, tails the rest, posted first
- * and sent eagerly too, so no round trip waits for any. Neither rank waits
- * for its own tails here (nf_tails_t): a peer whose verdict failed
- * receives them in its next verdict instead. */
+ * and eager where MPI's TCP transport is (no round trip waits for any;
+ * over shared memory past 4 KiB they wait for the peer's drain). No rank
+ * waits for its own tails to be received (nf_tails_t), only moves them for
+ * a while: a peer whose verdict failed receives them in its next verdict. */
 static nf_status_t nf_verdict_pair(nf_comm_t *c, size_t words)
 {
     uint64_t *all = c->xnode;
@@ -231,33 +248,29 @@ static nf_status_t nf_verdict_pair(nf_comm_t *c, size_t words)
             y = nf_tails_drain(c, h, (size_t)got);
         }
         rc = rc != MPI_SUCCESS ? rc : y;
+        /* the peer drains my tails now: MPI may move them only while I am
+         * in it (shared memory), so for a while, not for ever (its verdict
+         * may have failed) */
+        if (mine[NF_H_PIECES] & NF_TAIL_NOW)
+            nf_tails_finish(c, (int)(c->tails.sent & 1), NF_TAILS_SETTLE);
     }
     return nf_mpi_status(rc);
 }
 
-/* At the communicator's end: my tails complete (the peer received the last
- * ones in its last verdict, which I do not hear of: up to 100 ms for MPI
- * to finish them), or, not received (the peer's last verdict failed), are
- * left to MPI with their staging. */
+/* At the communicator's end: my tails complete, or, not received (the
+ * peer's last verdict failed), are left to MPI with their staging. */
 void nf_xnode_tails_free(nf_comm_t *c)
 {
     nf_tails_t *t = &c->tails;
     int left = 0;
     for (int s = 0; s < 2; s++) {
-        int done = t->n[s] == 0, rc = MPI_SUCCESS;
-        for (int k = 0; !done && rc == MPI_SUCCESS && k < 1000; k++) {
-            rc = PMPI_Testall(t->n[s], t->rq[s], &done, MPI_STATUSES_IGNORE);
-            if (!done)
-                nanosleep(&(struct timespec){0, 100000}, NULL);
-        }
-        done = done && rc == MPI_SUCCESS;
-        if (!done && t->group[s] <= t->acked)
-            done = PMPI_Waitall(t->n[s], t->rq[s], MPI_STATUSES_IGNORE) == MPI_SUCCESS;
-        for (int i = 0; !done && i < t->n[s]; i++)
+        if (nf_tails_finish(c, s, t->group[s] <= t->acked ? -1.0 : NF_TAILS_SETTLE))
+            continue;
+        for (int i = 0; i < t->n[s]; i++)
             if (t->rq[s][i] != MPI_REQUEST_NULL)
                 PMPI_Request_free(&t->rq[s][i]);
-        left |= !done;
         t->n[s] = 0;
+        left = 1;
     }
     if (!left) /* else MPI may still read it: kept (at most one per communicator) */
         free(t->stage);

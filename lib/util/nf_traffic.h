@@ -48,10 +48,11 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
  * so each sends the area its own call needs, not the history's: a call
  * rides inline when it is all fp32 and needs at most NF_PAIR_INLINE_BYTES,
  * or has low-bit lines and needs at most NF_INLINE_MAX_WORDS words (their
- * counts go where a small call's do). Up to 128 KiB, sent eagerly (below),
- * that beat the verdict's round trip and the pipelined exchange after it
- * unshaped and at 10 Gbit/s, and matched them at 1 Gbit/s; past it the
- * pipelined exchange is as fast and MPI_Allreduce's own schedule slower
+ * counts go where a small call's do). Up to 128 KiB, in eager messages
+ * (below), that beat the verdict's round trip and the pipelined exchange
+ * after it unshaped and at 10 Gbit/s (0.67-0.87x the time at 96-128 KiB),
+ * and matched them at 1 Gbit/s; at 128 KiB fp32 already takes 0.57-0.60x
+ * MPI_Allreduce's time, and larger calls were not tried inline this way
  * (docs/benchmarks.md).
  * nf_pair_area_words: the words a call's verdict carries. */
 #define NF_PAIR_INLINE_BYTES (128u * 1024u)
@@ -60,14 +61,14 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
  * round trip (rendezvous). Open MPI's TCP transport's is 64 KiB with its
  * own headers (btl_tcp_eager_limit); 128 bytes are left for them. A
  * larger payload's rest (up to 64 KiB + 192 bytes: a 128 KiB call's)
- * follows in tail messages of at most this size, each behind a sequence
- * word (lib/core/xnode.c), which, like MPI's own headers, internode_bytes
+ * follows in tail messages of at most this size, each behind a word
+ * {group, index, count} (lib/core/xnode.c), which, like MPI's own headers, internode_bytes
  * and this model leave out. A 64 KiB call in one message of 65600 bytes
  * took 1.27x (unshaped) and 1.11x (10 Gbit/s) MPI_Allreduce's time, one of
  * 65024 bytes 0.57x and 0.60x; cut so, 0.78x and 0.71x (docs/benchmarks.md). */
 #define NF_PAIR_EAGER_BYTES (64u * 1024u - 128u)
 /* The payload past the verdict's message, at most, and the tail messages
- * that carry it (each a sequence word and up to NF_PAIR_EAGER_BYTES - 8). */
+ * that carry it (each that word and up to NF_PAIR_EAGER_BYTES - 8 bytes). */
 #define NF_PAIR_TAIL_BYTES (NF_LINE_BYTES + NF_PAIR_INLINE_BYTES - NF_PAIR_EAGER_BYTES)
 #define NF_PAIR_TAILS \
     ((NF_PAIR_TAIL_BYTES + NF_PAIR_EAGER_BYTES - 9u) / (NF_PAIR_EAGER_BYTES - 8u))

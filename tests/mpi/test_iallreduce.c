@@ -380,7 +380,7 @@ static int error_case(void)
     /* Rank 0 alone: its last exchange of an fp32 call (BIG floats: the
      * header verdict, then the data; 64: the verdict with the data;
      * 16384 and 32768: the verdict with the data but its one and two
-     * tails, which rank 0 then never receives) took place and failed
+     * tails, which rank 0 receives only in its next verdict) took place and failed
      * there: every rank's request fails. Three nodes or more: 64 floats
      * only (BIG's data go by exchanges these stand-ins do not count, the
      * larger calls do not ride with the verdict; the verdict is the
