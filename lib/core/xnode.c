@@ -111,6 +111,15 @@ static int nf_tails_finish(nf_comm_t *c, int s, double secs)
     return 1;
 }
 
+/* The tails' staging, allocated at the first call that has tails (NULL:
+ * no memory). */
+static uint64_t *nf_tails_stage(nf_tails_t *t)
+{
+    if (t->stage == NULL)
+        t->stage = malloc(NF_STAGE_WORDS * sizeof(uint64_t));
+    return t->stage;
+}
+
 /* Whether my next group's slot is free: its last group's tails sent, or
  * received by the peer. */
 static int nf_tails_slot(nf_comm_t *c, int s)
@@ -127,9 +136,7 @@ static int nf_tails_post(nf_comm_t *c, uint64_t *mine, size_t first, size_t word
     nf_tails_t *t = &c->tails;
     size_t k = words > first ? nf_tails_of(words - first) : 0;
     int rc = MPI_SUCCESS, now = 0;
-    if (k > 0 && t->stage == NULL)
-        t->stage = malloc(NF_STAGE_WORDS * sizeof(uint64_t));
-    if (k > 0 && t->stage != NULL && nf_tails_slot(c, (int)((t->sent + 1) & 1))) {
+    if (k > 0 && nf_tails_stage(t) != NULL && nf_tails_slot(c, (int)((t->sent + 1) & 1))) {
         nf_tails_t was = *t;
         uint64_t g = ++t->sent;
         int s = (int)(g & 1);
@@ -168,9 +175,7 @@ static int nf_tails_drain(nf_comm_t *c, uint64_t *h, size_t got)
     uint64_t last = h[NF_H_SENT], pieces = h[NF_H_PIECES] & 0xffu;
     int now = (h[NF_H_PIECES] & NF_TAIL_NOW) != 0;
     size_t landed = 0, k = h[NF_H_TOTAL] > got ? nf_tails_of(h[NF_H_TOTAL] - got) : 0;
-    if (t->got < last && t->stage == NULL)
-        t->stage = malloc(NF_STAGE_WORDS * sizeof(uint64_t));
-    if (t->got < last && t->stage == NULL)
+    if (t->got < last && nf_tails_stage(t) == NULL)
         return MPI_ERR_NO_MEM;
     uint64_t *buf = t->stage + 2 * NF_SLOT_WORDS;
     int bad = 0;
