@@ -16,12 +16,12 @@ run 4 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_routes -c 7 -c 8193 -c 300007
 # so each size's first call here takes the exchanges and the others ride.
 # Two nodes: each call sends its own area, 8 KiB at most with low-bit
 # lines (the same bounds), 128 KiB all fp32 (32768 floats, not 32769;
-# past 16336 floats the rest follows in tails, two past 32672).
+# past 16240 floats the rest follows in tails, two past 32480).
 # Larger calls' scales ride with the counts (one exchange fewer), a scale
 # per block of 512 elements too (137 of them at 70001 elements).
 run 2 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_routes -c 7 -c 113 -c 2048 -c 2049 -c 32256 \
-  -c 16384 -c 16385 -c 32257 -c 32672 -c 32673 -c 32768 -c 32769 -c 65024 -c 65025 \
-  -c 300007
+  -c 16240 -c 16241 -c 16384 -c 16385 -c 32257 -c 32480 -c 32481 -c 32768 -c 32769 -c 65024 \
+  -c 65025 -c 300007
 run 3 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_routes -c 2048 -c 2049 -c 65024 -c 65025
 run 2 NFCOLL_RANKS_PER_NODE=1 NFCOLL_SCALE_BLOCK=512 ./tests/mpi/test_routes -c 513 -c 70001
 run 3 NFCOLL_RANKS_PER_NODE=1 NFCOLL_SCALE_BLOCK=512 ./tests/mpi/test_routes -c 513 -c 70001
