@@ -4,7 +4,8 @@
 #  - test_iallreduce same ROUTE: binary, ternary, fp32 and admission with
 #    bound regions, each call nonblocking bit for bit the blocking one on
 #    1-4 ranks, completed by Waitall, Test polling, Waitany, Waitsome,
-#    Testall, interleaved with blocking calls, or freed (MPI_Request_free);
+#    Testall, interleaved with blocking calls, or freed (MPI_Request_free;
+#    not admission on one rank, whose calls are MPI's own PMPI_Iallreduce);
 #    the stats show the progress thread ran them (no no-progress fallback)
 #    and count every call on its route;
 #  - one rank per node: the leaders' exchanges on the thread, bit for bit;

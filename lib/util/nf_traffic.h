@@ -59,18 +59,20 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
 /* The most of a pair's verdict payload that goes in one message: MPI
  * sends a message up to its eager limit at once, a larger one after a
  * round trip (rendezvous). Open MPI's TCP transport's is 64 KiB with its
- * own headers (btl_tcp_eager_limit). 512 bytes are left, not 128: over
- * TCP, once a connection has carried bulk transfers, a message of 65152
- * bytes or more (65408 measured too) took over 1 ms in 2-3 % of calls
- * and up to 60 ms, one of 65088 bytes or less never (plain MPI_Sendrecv,
- * 10 Gbit/s; docs/benchmarks.md, "The verdict's message under 65088
- * bytes"). A larger payload's rest (up to 64 KiB + 576 bytes: a 128 KiB
- * call's) follows in tail messages of at most this size, each behind a
- * word {group, index, count} (lib/core/xnode.c), which, like MPI's own
- * headers, internode_bytes and this model leave out. A 64 KiB call in
- * one message of 65600 bytes took 1.27x (unshaped) and 1.11x (10 Gbit/s)
- * MPI_Allreduce's time, one of 65024 bytes 0.57x and 0.60x; cut so, 0.78x
- * and 0.71x (docs/benchmarks.md). */
+ * own headers (btl_tcp_eager_limit). 512 bytes are left, not 128: once
+ * a TCP connection has carried bulk transfers, plain MPI_Sendrecv of
+ * 65152-65408 bytes took over 1 ms in 9-18 calls of 500 (up to 2.9 ms;
+ * 44 ms behind a small message, as a call with a tail sends it), and the
+ * verdict of 65408 bytes up to 60 ms; none of 500 of 65088 bytes did (10
+ * Gbit/s; docs/benchmarks.md, "The verdict's message under 65088 bytes").
+ * A larger payload's rest (up to 64 KiB + 576 bytes: a 128 KiB call's)
+ * follows in tail messages of at most this size, each behind a word
+ * {group, index, count} (lib/core/xnode.c), which, like MPI's own headers,
+ * internode_bytes and this model leave out. A 64 KiB call in one message
+ * of 65600 bytes took 1.27x (unshaped) and 1.11x (10 Gbit/s)
+ * MPI_Allreduce's time, one of 65024 bytes 0.57x and 0.60x; cut at 65408
+ * bytes, 0.78x and 0.71x, and at 65024, 0.69x and 0.79x
+ * (docs/benchmarks.md). */
 #define NF_PAIR_EAGER_BYTES (64u * 1024u - 512u)
 /* The payload past the verdict's message, at most, and the tail messages
  * that carry it (each that word and up to NF_PAIR_EAGER_BYTES - 8 bytes). */

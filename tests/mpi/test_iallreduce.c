@@ -28,7 +28,7 @@
  *     exchange of an fp32 call fails there only, after taking place: every
  *     rank's request fails with it, for a call of two exchanges (the
  *     verdict, then the data: a PMPI_Waitall between two one-rank nodes;
- *     20000 floats, past the 64 KiB that ride with the verdict) and for one
+ *     40000 floats, past the 128 KiB that ride with the verdict) and for one
  *     that rides whole with the verdict (64 floats). On three one-rank
  *     nodes or more the verdict is the PMPI_Allgather, and only the 64
  *     floats' late failure is tried.
