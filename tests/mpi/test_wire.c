@@ -78,10 +78,11 @@ int main(int argc, char **argv)
     bad |= one(7, NF_ROUTE_FP32, "warm-up, 7 floats", 64 + 64, 0);
     /* fp32 up to 128 KiB rides whole: the header line and the floats. */
     bad |= one(16240, NF_ROUTE_FP32, "fp32, 16240 floats", 64 + 64960, 0);
-    /* Past 65024 bytes (MPI's eager limit, less what Open MPI's TCP
-     * transport sends badly, lib/util/nf_traffic.h) the verdict's message
-     * stops there, and tail messages of at most as much carry the rest:
-     * one up to 32480 floats, two past it. */
+    /* Past 65024 bytes (NF_PAIR_EAGER_BYTES: under MPI's eager limit and
+     * below the message sizes Open MPI's TCP transport stalled on,
+     * lib/util/nf_traffic.h) the verdict's message stops there, and tail
+     * messages of at most as much carry the rest: one up to 32480 floats,
+     * two past it. */
     bad |= one(16241, NF_ROUTE_FP32, "fp32, 16241 floats", 65024, 1);
     bad |= one(16384, NF_ROUTE_FP32, "fp32, 16384 floats", 65024, 1);
     bad |= one(32480, NF_ROUTE_FP32, "fp32, 32480 floats", 65024, 1);
