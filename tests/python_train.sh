@@ -12,14 +12,15 @@
 #    health holding at most 5 % of the gradient bytes on fp32 in this
 #    healthy run.
 # 3. Health against a run made to diverge (bench/train/inject.py --check):
-#    the CNN, momentum SGD, binary with ef_decay 0.5
-#    and health on, 2 epochs of 12000 images, run healthy, with the
-#    learning rate x20 for one step at step 60, and with rank 1's gradients
-#    x10 plus noise for steps 60-64. Asserts the healthy run holds < 5 % of
-#    the bytes on fp32, and that each injected run starts a cool-down within
-#    6 steps of the injection, names its signal, and re-enters low-bit with
-#    at least 90 % of the bytes after its last re-entry on binary
-#    (NF_INJECT_CHECK_ARGS: more inject.py options).
+#    the CNN, momentum SGD, 2 epochs of 12000 images, a calibration run and
+#    then route = auto with health on (no parameter named), run healthy,
+#    with the learning rate x50 for one step at step 60, and with rank 1's
+#    gradients x10 plus noise for steps 60-64. Asserts the healthy run holds
+#    under 1 % of the bytes on fp32, and that each injected run starts a
+#    cool-down within 6 steps of the injection, names its signal, and
+#    re-enters low-bit with at least 90 % of the bytes after its last
+#    re-entry on binary or ternary (NF_INJECT_CHECK_ARGS: more inject.py
+#    options).
 # 4. Held-back models as an unmodified program (bench/train/heldback.py:
 #    one fused buffer, mpi4py's Allreduce, libnfcoll preloaded, a layout
 #    file), 40 steps each of mlp2 and cnn2: fp32, a calibration run and

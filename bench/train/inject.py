@@ -1,12 +1,18 @@
 #!/usr/bin/python3
 """Does libnfcoll's health monitor catch a run made to diverge, and let it
-back? The CNN under momentum SGD on 2 ranks, every gradient G-Binary with
-ef_decay 0.5 and health on (policies/binary-decay-health.policy), run three
-times with train.py: healthy, with the learning rate x20 for one step
-(--inject lr20:60:1; for 2 steps or more at this learning rate the ReLU
-network dies on fp32 too: docs/training.md), and with one rank's gradients
-x10 plus noise for 5 steps (--inject corrupt:1:60:5:10). Per run, from the stats'
-"admission" record and the rank-0 trace (NFCOLL_TRACE):
+back? The CNN under SGD (momentum 0.9 unless --momentum) on 2 ranks, run
+as a user runs it: a calibration run (policies/calibrate.policy, naming no
+parameter), then route = auto with health on and nothing else
+(policies/auto-health.policy: the routes and decays calibration chose,
+0.25 under momentum). Three runs with train.py: healthy, with the learning
+rate x50 for one step (--inject lr50:60:1; at auto's decay x20 for one
+step leaves the loss under 0.83, no divergence: docs/training.md, section
+15), and with one rank's gradients x10 plus noise for 5 steps (--inject
+corrupt:1:60:5:10). --config binary-decay-health runs section 3's
+experiment instead: every gradient binary at ef_decay 0.5, health on, no
+calibration, --lr-inject lr20:60:1 (its --check as before, but the healthy
+run held to --healthy-max, 1 %, not 5 %).
+Per run, from the stats' "admission" record and the rank-0 trace (NFCOLL_TRACE):
 
   - the share of the gradient bytes that ran fp32, overall and between the
     injection and the last re-entry;
@@ -15,10 +21,11 @@ x10 plus noise for 5 steps (--inject corrupt:1:60:5:10). Per run, from the stats
   - the final test accuracy.
 
 --check asserts (tests/python_train.sh, make check-full): the healthy run
-holds < 5 % of the bytes on fp32; each injected run starts a cool-down
-within --within steps of the injection's first step, names its signal, and
-re-enters low-bit afterwards with at least 90 % of the bytes after the
-last re-entry on binary or ternary.
+holds under --healthy-max % (1, issue 26's bound) of the bytes on fp32;
+each injected run starts a cool-down within --within steps of the
+injection's first step, names its signal, and re-enters low-bit
+afterwards with at least 90 % of the bytes after the last re-entry on
+binary or ternary.
 
     bench/train/inject.py --build build --src . --python /usr/bin/python3 \\
         --epochs 2 --train-subset 12000 --check
@@ -31,9 +38,13 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import HERE, TRAIN_SETTINGS, Checks, Runner, runner_args  # noqa: E402
+from compare import (CALIBRATION, HERE, TRAIN_SETTINGS, Checks, Runner, calibrate,  # noqa: E402
+                     runner_args)
 
-POLICY = "binary-decay-health.policy"
+CONFIGS = {  # --config: (policy, calibrated, the lr injection's default)
+    "auto-health": ("auto-health.policy", True, "lr50:60:1"),
+    "binary-decay-health": ("binary-decay-health.policy", False, "lr20:60:1"),
+}
 
 
 def trace_records(path):
@@ -93,8 +104,8 @@ def run(runner, name, inject, a):
     trace = os.path.join(a.out, "%s.trace" % name)
     runner.pass_env["NFCOLL_TRACE"] = trace
     extra = ["--health"] + (["--inject", inject] if inject else [])
-    r, s, _ = runner.train(name, "cnn", a.seed, os.path.join(a.out, "policies", POLICY), extra,
-                           a.out)
+    r, s, _ = runner.train(name, "cnn", a.seed, os.path.join(a.out, "policies",
+                                                             CONFIGS[a.config][0]), extra, a.out)
     return summarize(name, r, s, trace_records(trace + ".0"), inject)
 
 
@@ -111,8 +122,8 @@ def check(runs, a):
     t = Checks()
     ok = t.ok
     h = runs["healthy"]
-    ok(h["fp32_pct"] < 5.0, "healthy: %.2f %% of the gradient bytes on fp32 (under 5)"
-       % h["fp32_pct"])
+    ok(h["fp32_pct"] < a.healthy_max, "healthy: %.2f %% of the gradient bytes on fp32 "
+       "(under %g)" % (h["fp32_pct"], a.healthy_max))
     for name in ("lr", "corrupt"):
         e = runs[name]
         at = int(e["inject"].split(":")[1 if name == "lr" else 2])  # its first step
@@ -129,7 +140,11 @@ def check(runs, a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lr-inject", default="lr20:60:1", help="train.py --inject for the lr run")
+    ap.add_argument("--config", choices=sorted(CONFIGS), default="auto-health",
+                    help="what runs: a calibration run, then route = auto with health on "
+                    "(default), or every gradient binary at ef_decay 0.5 with health on")
+    ap.add_argument("--lr-inject", help="train.py --inject for the lr run (default lr50:60:1, "
+                    "lr20:60:1 with --config binary-decay-health)")
     ap.add_argument("--corrupt-inject", default="corrupt:1:60:5:10",
                     help="train.py --inject for the corrupted run")
     ap.add_argument("--within", type=int, default=6, help="steps from the injection's first "
@@ -138,16 +153,37 @@ def main():
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--train-subset", type=int, default=12000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--lr", type=float, help="train.py's learning rate (default its own, 0.05)")
+    ap.add_argument("--momentum", type=float, help="train.py's SGD momentum (default its own, "
+                    "0.9; 0 for plain SGD, where calibration keeps the whole residual)")
     ap.add_argument("--out", default="inject-check")
     runner_args(ap, 900)
+    ap.add_argument("--healthy-max", type=float, default=1.0, help="the most of the gradient "
+                    "bytes, in %%, the healthy run may hold on fp32 (--check; default 1)")
     ap.add_argument("--check", action="store_true", help="assert the claims above")
     a = ap.parse_args()
     for k in TRAIN_SETTINGS:
-        setattr(a, k, None)  # train.py's defaults: momentum SGD, cosine
+        if not hasattr(a, k):
+            setattr(a, k, None)  # train.py's defaults: SGD, cosine
+    policy, calibrated, lr_default = CONFIGS[a.config]
+    a.lr_inject = a.lr_inject or lr_default
     os.makedirs(os.path.join(a.out, "policies"), exist_ok=True)
-    shutil.copy(os.path.join(HERE, "policies", POLICY), os.path.join(a.out, "policies"))
+    for f in (policy,) + ((CALIBRATION[0],) if calibrated else ()):
+        shutil.copy(os.path.join(HERE, "policies", f), os.path.join(a.out, "policies"))
     runner = Runner(a)
     runs = {}
+    if calibrated:  # the profile auto-health.policy reads, from this model and seed
+        c = calibrate(runner, "cnn", a.seed, a.out)
+        if "skipped" in c:
+            print("ok - fault injection # SKIP %s" % c["skipped"])
+            return 0
+        chose = ["%s %s decay %s" % (k, v["route"], v["ef_decay"])
+                 for k, v in sorted(c["profile"].items())]
+        print("calibration: %s" % ", ".join(chose), flush=True)
+    why = runner.unsupported(os.path.join(a.out, "policies", policy))  # after its profile
+    if why:
+        print("ok - fault injection # SKIP %s" % why)
+        return 0
     for name, inject in (("healthy", None), ("lr", a.lr_inject), ("corrupt", a.corrupt_inject)):
         runs[name] = run(runner, name, inject, a)
         print(line(runs[name]), flush=True)
