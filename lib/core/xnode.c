@@ -408,6 +408,15 @@ nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len)
  * at 1 Gbit/s (docs/benchmarks.md). */
 #define NF_PAIR_MSG (128u * 1024u)
 #define NF_PAIR_DEPTH 8u
+/* A call of at most NF_PAIR_EAGER_CALL floats (384 KiB) goes in messages
+ * under MPI's eager limit instead (NF_PAIR_EAGER_BYTES, 16256 floats; five
+ * for 256 KiB, seven for 384): one larger message waits a round trip for
+ * its rendezvous after the verdict's own, which held 256 KiB calls at
+ * 1.06-1.13x MPI_Allreduce's time at 10 Gbit/s. Eager, 256-384 KiB took
+ * 0.74-0.92x of that time at 1 and 10 Gbit/s and 0.70-1.01x unshaped;
+ * 448 and 512 KiB 1.40x and 1.49x unshaped, where the round trip costs
+ * less than the messages' own work (docs/benchmarks.md). */
+#define NF_PAIR_EAGER_CALL (96u * 1024u)
 #define NF_PAIR_TAG 7301
 
 /* The first error of rc and a Waitall's statuses (MPI_ERR_IN_STATUS names
@@ -426,7 +435,8 @@ static nf_status_t nf_fp32_pair(nf_comm_t *c, const float *in, float *res, size_
 {
     float *x = c->xnode;
     int me = nf_me(c), peer = 1 - me, rc = MPI_SUCCESS;
-    size_t msg = c->fp32_chunk < NF_PAIR_MSG ? c->fp32_chunk : NF_PAIR_MSG;
+    size_t msg = n <= NF_PAIR_EAGER_CALL ? NF_PAIR_EAGER_BYTES / sizeof(float) : NF_PAIR_MSG;
+    msg = c->fp32_chunk < msg ? c->fp32_chunk : msg;
     size_t depth = 2 * c->fp32_chunk / msg, nk = (n + msg - 1) / msg;
     MPI_Request rq[2 * NF_PAIR_DEPTH];
     MPI_Status st[2];
