@@ -408,14 +408,17 @@ nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len)
  * at 1 Gbit/s (docs/benchmarks.md). */
 #define NF_PAIR_MSG (128u * 1024u)
 #define NF_PAIR_DEPTH 8u
-/* A call of at most NF_PAIR_EAGER_CALL floats (384 KiB) goes in messages
+/* A pass of at most NF_PAIR_EAGER_CALL floats (384 KiB) goes in messages
  * under MPI's eager limit instead (NF_PAIR_EAGER_BYTES, 16256 floats; five
  * for 256 KiB, seven for 384): one larger message waits a round trip for
- * its rendezvous after the verdict's own, which held 256 KiB calls at
- * 1.06-1.13x MPI_Allreduce's time at 10 Gbit/s. Eager, 256-384 KiB took
- * 0.74-0.92x of that time at 1 and 10 Gbit/s and 0.70-1.01x unshaped;
- * 448 and 512 KiB 1.40x and 1.49x unshaped, where the round trip costs
- * less than the messages' own work (docs/benchmarks.md). */
+ * its rendezvous after the verdict's own (a 256 KiB call took 0.90-1.13x
+ * MPI_Allreduce's time at 10 Gbit/s). Eager, calls of 256-384 KiB took
+ * 0.72-0.95x of that time at 1 and 10 Gbit/s and 0.56-1.20x unshaped (most
+ * sets 0.56-0.86x); all-eager 448 and 512 KiB took 1.40x and 1.49x
+ * unshaped, where the round trip costs less than the messages' own work
+ * (docs/benchmarks.md). A pass is a whole fp32 call, or a mixed call's fp32
+ * and non-finite segments after its counts (coll.c, NF_TAKE_REST): those
+ * were not measured apart. */
 #define NF_PAIR_EAGER_CALL (96u * 1024u)
 #define NF_PAIR_TAG 7301
 
