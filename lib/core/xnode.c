@@ -396,30 +396,20 @@ nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len)
     return nf_fp32_split(c, res, len);
 }
 
-/* Two nodes' fp32, point-to-point: messages of NF_PAIR_MSG floats at most,
- * every message the scratch holds (2 x c->fp32_chunk floats: nf_xnode_bytes,
- * up to NF_PAIR_DEPTH) in flight at once, each summed as it arrives while
- * the next ones cross. Back-to-back blocking exchanges of 2 MiB, one per
- * chunk, left the wire idle between them: 16 MiB took 1.25x the node
- * pipeline's time at 1 Gbit/s (2 pretend hosts x 1 rank); in 512 KiB
- * messages 8 deep it takes 0.82x of it, and the blocking exchanges' time at
- * 10 Gbit/s and unshaped. 128 KiB messages 32 deep were 1.1x faster at
- * 1 Gbit/s but up to 1.2x slower unshaped, 2 MiB ones two deep 1.35x slower
- * at 1 Gbit/s (docs/benchmarks.md). */
-#define NF_PAIR_MSG (128u * 1024u)
+/* Two nodes' fp32, point-to-point: messages under MPI's eager limit
+ * (NF_PAIR_EAGER_BYTES, 16256 floats), up to NF_PAIR_DEPTH of them in flight
+ * at once (as the scratch holds: 2 x c->fp32_chunk floats, nf_xnode_bytes),
+ * each summed as it arrives while the next ones cross. A message past the
+ * eager limit waits a round trip for its rendezvous after the verdict's
+ * own, and Open MPI's TCP transport delivered eager messages faster at
+ * every size: against 512 KiB messages 8 deep, 448 KiB-16 MiB took
+ * 0.80-1.00x the time at 1 and 10 Gbit/s and 0.61-0.68x unshaped (2
+ * pretend hosts x 1 rank; docs/benchmarks.md, "fp32 between two nodes in
+ * eager messages at every size"); 32 deep was no faster. Back-to-back
+ * blocking exchanges of 2 MiB, the first version, left the wire idle
+ * between them. */
+#define NF_PAIR_MSG (NF_PAIR_EAGER_BYTES / sizeof(float))
 #define NF_PAIR_DEPTH 8u
-/* A pass of at most NF_PAIR_EAGER_CALL floats (384 KiB) goes in messages
- * under MPI's eager limit instead (NF_PAIR_EAGER_BYTES, 16256 floats; five
- * for 256 KiB, seven for 384): one larger message waits a round trip for
- * its rendezvous after the verdict's own (a 256 KiB call took 0.90-1.13x
- * MPI_Allreduce's time at 10 Gbit/s). Eager, calls of 256-384 KiB took
- * 0.72-0.95x of that time at 1 and 10 Gbit/s and 0.56-1.20x unshaped (most
- * sets 0.56-0.86x); all-eager 448 and 512 KiB took 1.40x and 1.49x
- * unshaped, where the round trip costs less than the messages' own work
- * (docs/benchmarks.md). A pass is a whole fp32 call, or a mixed call's fp32
- * and non-finite segments after its counts (coll.c, NF_TAKE_REST): those
- * were not measured apart. */
-#define NF_PAIR_EAGER_CALL (96u * 1024u)
 #define NF_PAIR_TAG 7301
 
 /* The first error of rc and a Waitall's statuses (MPI_ERR_IN_STATUS names
@@ -438,8 +428,7 @@ static nf_status_t nf_fp32_pair(nf_comm_t *c, const float *in, float *res, size_
 {
     float *x = c->xnode;
     int me = nf_me(c), peer = 1 - me, rc = MPI_SUCCESS;
-    size_t msg = n <= NF_PAIR_EAGER_CALL ? NF_PAIR_EAGER_BYTES / sizeof(float) : NF_PAIR_MSG;
-    msg = c->fp32_chunk < msg ? c->fp32_chunk : msg;
+    size_t msg = c->fp32_chunk < NF_PAIR_MSG ? c->fp32_chunk : NF_PAIR_MSG;
     size_t depth = 2 * c->fp32_chunk / msg, nk = (n + msg - 1) / msg;
     MPI_Request rq[2 * NF_PAIR_DEPTH];
     MPI_Status st[2];

@@ -88,21 +88,23 @@ int main(int argc, char **argv)
     bad |= one(32480, NF_ROUTE_FP32, "fp32, 32480 floats", 65024, 1);
     bad |= one(32481, NF_ROUTE_FP32, "fp32, 32481 floats", 65024, 2);
     bad |= one(32768, NF_ROUTE_FP32, "fp32, 32768 floats", 65024, 2);
-    /* Larger fp32 calls follow the verdict in messages of their own: up to
-     * 384 KiB under the eager limit too (16256 floats each), past it of up
-     * to 512 KiB (lib/core/xnode.c, NF_PAIR_EAGER_CALL). */
+    /* Larger fp32 calls follow the verdict in messages of their own, under
+     * the eager limit too: 16256 floats each (lib/core/xnode.c,
+     * NF_PAIR_MSG). */
     bad |= one(32769, NF_ROUTE_FP32, "fp32, 32769 floats", 64, 3);
     bad |= one(65536, NF_ROUTE_FP32, "fp32, 65536 floats", 64, 5);
     bad |= one(98304, NF_ROUTE_FP32, "fp32, 98304 floats", 64, 7);
-    bad |= one(98305, NF_ROUTE_FP32, "fp32, 98305 floats", 64, 1);
-    bad |= one(262144, NF_ROUTE_FP32, "fp32, 262144 floats", 64, 2);
+    bad |= one(98305, NF_ROUTE_FP32, "fp32, 98305 floats", 64, 7);
+    bad |= one(113792, NF_ROUTE_FP32, "fp32, 113792 floats", 64, 7);
+    bad |= one(113793, NF_ROUTE_FP32, "fp32, 113793 floats", 64, 8);
+    bad |= one(262144, NF_ROUTE_FP32, "fp32, 262144 floats", 64, 17);
     /* With low-bit lines, 8 KiB: 16 lines of bits and a line of scale. */
     bad |= one(8192, NF_ROUTE_BINARY, "binary, 8192 elements", 64 + 17 * 64, 0);
     bad |= one(300007, NF_ROUTE_BINARY, "binary, 300007 elements", 64, -1);
     if (!bad && nft_rank() == 0)
         printf("PASS two one-rank nodes: fp32 up to 32768 floats and small binary calls "
                "cross with the verdict (past 65024 bytes, its tails), larger calls add "
-               "messages of their own (eager-sized up to 384 KiB)\n");
+               "messages of their own (eager-sized)\n");
     MPI_Finalize();
     return bad;
 }
