@@ -26,8 +26,8 @@ run 3 NFCOLL_RANKS_PER_NODE=1 ./tests/mpi/test_routes -c 2048 -c 2049 -c 65024 -
 run 2 NFCOLL_RANKS_PER_NODE=1 NFCOLL_SCALE_BLOCK=512 ./tests/mpi/test_routes -c 513 -c 70001
 run 3 NFCOLL_RANKS_PER_NODE=1 NFCOLL_SCALE_BLOCK=512 ./tests/mpi/test_routes -c 513 -c 70001
 # Two one-rank nodes' fp32 crosses point-to-point, up to 8 messages of
-# 128 Ki floats in flight (lib/core/xnode.c): past 1 Mi floats the slots
-# are used again, and the last message is short.
+# 16256 floats in flight (lib/core/xnode.c): past 130048 floats the slots
+# are used again, and the last of 1048579 floats' 65 messages is short.
 run 2 NFCOLL_RANKS_PER_NODE=1 NFCOLL_EF=off ./tests/mpi/test_routes -c 1048579
 # Their counts too, past 512 lines: the scales, then 512 lines a message,
 # each finished as it arrives; a block of 3 lines (1536 elements) spans
