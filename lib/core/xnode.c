@@ -402,12 +402,12 @@ nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len)
  * each summed as it arrives while the next ones cross. A message past the
  * eager limit waits a round trip for its rendezvous after the verdict's
  * own, and Open MPI's TCP transport delivered eager messages faster at
- * every size in three sets of 2026-12-06: against 512 KiB messages 8 deep, 448 KiB-16 MiB took
- * 0.80-1.00x the time at 1 and 10 Gbit/s and 0.63-0.72x unshaped (2
- * pretend hosts x 1 rank; docs/benchmarks.md, "fp32 between two nodes in
- * eager messages at every size"); 32 deep was no faster. Back-to-back
- * blocking exchanges of 2 MiB, the first version, left the wire idle
- * between them. */
+ * every size in three sets of 2026-12-06: against 512 KiB messages 8
+ * deep, 448 KiB-16 MiB took 0.80-1.00x the time at 1 and 10 Gbit/s and
+ * 0.63-0.72x unshaped (2 pretend hosts x 1 rank; docs/benchmarks.md, "fp32
+ * between two nodes in eager messages at every size"); 32 deep was no
+ * faster. Back-to-back blocking exchanges of 2 MiB, the first version,
+ * left the wire idle between them. */
 #define NF_PAIR_MSG (NF_PAIR_EAGER_BYTES / sizeof(float))
 #define NF_PAIR_DEPTH 8u
 #define NF_PAIR_TAG 7301
