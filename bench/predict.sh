@@ -10,11 +10,12 @@
 #
 #   -b RATES   space-separated TC[=LINK]: TC shapes the veths as tc's rate
 #              ("none": unshaped), LINK is --link's RATE[,LATENCY[,BURST]]
-#              (default with -o: half of what osu_bibw measures at 4 MiB,
-#              each way with both ways busy as in an allreduce, and the
-#              latency osu_latency measures; without -o: TC's rate, 20us and
-#              the token bucket's burst, NF_NET_BURST or 128kb, and "none"
-#              needs a LINK). Default "1gbit 10gbit none".
+#              (default with -o: what osu_bw measures one way at 4 MiB,
+#              the rate the library's eager messages get each way with
+#              both ways busy here, the latency osu_latency measures and
+#              a shaped link's burst; without -o: TC's rate, 20us and the
+#              burst. The burst is NF_NET_BURST or 128kb. "none" needs -o
+#              or a LINK). Default "1gbit 10gbit none".
 #   -m SIZES   nf_allreduce -m (default 1M:16M)
 #   -r ROUTES  nf_allreduce -r (default pmpi,fp32,binary,ternary)
 #   -i ITERS   iterations per size (default 5); -R repeats, median (default 3)
@@ -63,13 +64,14 @@ for spec in $rates; do
     bi=$(nf_hosts_mpirun "$hl" 2 "$pt/osu_bibw" -m 4194304:4194304 2>&1 | awk '$1 == 4194304 { print $2 }')
     echo "osu_latency 8 B: $l us; osu_bw 4 MiB: $w MB/s; osu_bibw 4 MiB: $bi MB/s (both ways)"
     [ -n "$l" ] && lat=${l}us
-    [ -n "$bi" ] && bw=$(awk -v w="$bi" 'BEGIN { printf "%.0fmbps", w / 2 }')
+    [ -n "$w" ] && bw=$(awk -v w="$w" 'BEGIN { printf "%.0fmbps", w }')
   fi
   if [ -z "$link" ]; then
-    if [ -n "$bw" ]; then
-      link=$bw,$lat # measured through the bucket: no burst on top
+    if [ -n "$bw" ]; then # OSU's 4 MiB rate is the bucket's sustained one;
+      link=$bw,$lat           # what the bucket lets through at once comes on top
+      [ "$tc" = none ] || link=$link,${NF_NET_BURST:-128kb}
     elif [ "$tc" = none ]; then
-      echo "predict: osu_bibw printed no rate for the unshaped link"; exit 1
+      echo "predict: osu_bw printed no rate for the unshaped link"; exit 1
     else
       link=$tc,$lat,${NF_NET_BURST:-128kb}
     fi
@@ -85,9 +87,11 @@ for spec in $rates; do
            printf "%d %d MPI_COMM_WORLD 2 float sum %d binary floats p:5 - 0 %d binary -\n",
                   r, n, $1, $1 / 4
          n++ }' "$tmp/measured" > "$tmp/trace"
-  "$replay" --policy "$tmp/binary.policy" --link "$link" --json "$tmp/trace" > "$tmp/link.json" ||
+  # Both pretend hosts are this machine: their codecs share its memory.
+  "$replay" --policy "$tmp/binary.policy" --link "$link" --codec-share 2 --json "$tmp/trace" \
+    > "$tmp/link.json" ||
     { echo "predict: nfcoll_replay --link $link failed"; exit 1; }
-  echo "nfcoll_replay --link $link; nf_allreduce -r $routes -m $sizes -i $iters -x 1 -R $reps (median)"
+  echo "nfcoll_replay --link $link --codec-share 2; nf_allreduce -r $routes -m $sizes -i $iters -x 1 -R $reps (median)"
   python3 - "$tmp/measured" "$tmp/link.json" <<'PY'
 import json, sys
 pred = {c["bytes"]: c["seconds"] for c in json.load(open(sys.argv[2]))["link"]["calls"]}

@@ -17,8 +17,8 @@
 #    replayed under another policy gives that policy's run's routes, and the
 #    counters move the expected way; binary with scale_block (a rule's, and
 #    NFCOLL_SCALE_BLOCK) counts its block scales in the run and the replay;
-#  - --link: bad rates, latencies, bursts and ranks per node are usage
-#    errors; a call traced by every rank counts once; the bytes between 2
+#  - --link: bad rates, latencies, bursts, ranks per node and codec
+#    shares are usage errors; --codec-share 2 is reported; a call traced by every rank counts once; the bytes between 2
 #    nodes of a 16 MiB call per route as computed by hand, binary the
 #    fastest; on 2 and 3 pretend nodes the predicted bytes between nodes
 #    are the run's NFCOLL_STATS "internode_bytes".
@@ -223,6 +223,10 @@ usage_bad "--ranks-per-node without --link" "^nfcoll_replay: --ranks-per-node ap
   --ranks-per-node 2 "$t0"
 usage_bad "--ranks-per-node 0" "^nfcoll_replay: --ranks-per-node 0: want a whole number" \
   --link 1gbit --ranks-per-node 0 "$t0"
+usage_bad "--codec-share without --link" "^nfcoll_replay: --codec-share applies to --link only" \
+  --codec-share 2 "$t0"
+usage_bad "--codec-share 65" "^nfcoll_replay: --codec-share 65: want a whole number from 1 to 64" \
+  --link 1gbit --codec-share 65 "$t0"
 # Calls of 1 to 16 MiB on 2 ranks, every float sum binary, each traced by
 # both ranks (one call each). Between 2 nodes of one rank a 16 MiB call
 # sends: binary the 64-byte verdict (a header line; a call too large to
@@ -250,6 +254,7 @@ elif $replay --policy "$tmp/binary.policy" --link 1gbit,20us --json "$tmp/sizes.
 import json, sys
 l = json.load(open(sys.argv[1]))["link"]
 assert l["bandwidth_bytes_per_s"] == 125e6 and l["latency_s"] == 20e-6, l
+assert l["codec_share"] == 1 and l["ranks_per_node"] == 1, l
 assert [(c["bytes"], c["calls"], c["records"]) for c in l["calls"]] == \
     [(1 << 20, 1, 2), (1 << 22, 1, 2), (1 << 24, 1, 2)], l["calls"]
 for c in l["calls"]:
@@ -265,6 +270,19 @@ then
   ok "--link 1gbit,20us: one call per size; 16 MiB sends binary 524416, ternary 1048704, fp32 16777280, pmpi 16777216 bytes; binary fastest"
 else
   fail "--link 1gbit,20us on calls of 1-16 MiB"; cat "$tmp/link.err" "$tmp/link.json"
+fi
+# The codec timed with two copies at once: its JSON says so; the text too.
+if ! command -v python3 >/dev/null 2>&1; then
+  : # said above
+elif $replay --policy "$tmp/binary.policy" --link 1gbit,20us --codec-share 2 --json "$tmp/sizes.tr" \
+     > "$tmp/share.json" 2> "$tmp/share.err" &&
+   python3 -c 'import json, sys; l = json.load(open(sys.argv[1]))["link"]; assert l["codec_share"] == 2, l' \
+     "$tmp/share.json" &&
+   $replay --policy "$tmp/binary.policy" --link 1gbit --codec-share 2 "$tmp/sizes.tr" 2>&1 |
+     grep -q "codec rates measured here, 2 at once, the reduce stage at 2 ranks$"; then
+  ok "--codec-share 2: the codec timed with two copies at once (JSON codec_share, the text)"
+else
+  fail "--codec-share 2"; cat "$tmp/share.err" "$tmp/share.json"
 fi
 if $replay --policy "$tmp/binary.policy" --link 1gbit,20us,128kb "$tmp/sizes.tr" > "$tmp/link.out" &&
    grep -q "^Predicted time per call (ms) over a link of 1 Gbit/s each way per node, 20 us a step, a token bucket of 128 KiB" "$tmp/link.out" &&

@@ -1343,19 +1343,33 @@ static void build_cases(void)
 }
 
 /* The codec's rates (nf_codec.h): arguments out of range refused; every
- * stage measured, positive and finite, bf16's finish nothing; nf_codec_ns
+ * stage measured, positive and finite, bf16's finish nothing, by one copy
+ * and by two at once; nf_codec_ns
  * the measured rate at a measured size, between its neighbours' rates
  * between them, the end rates beyond, the stages' sum for stage -1. */
 START_TEST(codec_rates)
 {
     const nf_kernels_t *K = nf_kernels_for(nf_isa_detect());
     nf_codec_rates_t r;
-    ck_assert_int_eq(nf_codec_measure(NULL, 2, 1, &r), 1);
-    ck_assert_int_eq(nf_codec_measure(K, 1, 1, &r), 1);
-    ck_assert_int_eq(nf_codec_measure(K, 65, 1, &r), 1);
-    ck_assert_int_eq(nf_codec_measure(K, 2, 0, &r), 1);
-    ck_assert_int_eq(nf_codec_measure(K, 2, 100, &r), 1);
-    ck_assert_int_eq(nf_codec_measure(K, 3, 3, &r), 0);
+    ck_assert_int_eq(nf_codec_measure(NULL, 2, 1, 1, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 1, 1, 1, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 65, 1, 1, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 2, 0, 1, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 2, NF_CODEC_SHARE_MAX + 1, 1, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 2, 1, 0, &r), 1);
+    ck_assert_int_eq(nf_codec_measure(K, 2, 1, 100, &r), 1);
+    /* two copies at once: every stage timed, as one copy's */
+    ck_assert_int_eq(nf_codec_measure(K, 2, 2, 1, &r), 0);
+    ck_assert_uint_eq(r.ranks, 2);
+    ck_assert_uint_eq(r.share, 2);
+    for (int c = 0; c < NF_CODEC_COUNT; c++)
+        for (int st = 0; st < NF_CODEC_STAGES; st++)
+            for (int z = 0; z < NF_CODEC_SIZES; z++)
+                ck_assert(c == NF_CODEC_BF16 && st == NF_CODEC_FINISH
+                              ? r.ns[c][st][z] == 0.0
+                              : isfinite(r.ns[c][st][z]) && r.ns[c][st][z] > 0.0);
+    ck_assert_int_eq(nf_codec_measure(K, 3, 1, 3, &r), 0);
+    ck_assert_uint_eq(r.share, 1);
     ck_assert_uint_eq(r.ranks, 3);
     for (int c = 0; c < NF_CODEC_COUNT; c++) {
         ck_assert_ptr_nonnull(nf_codec_name((nf_codec_t)c));

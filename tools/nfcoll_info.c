@@ -200,7 +200,7 @@ static void codec_json(const nf_codec_rates_t *r)
 static void show_codec(const nf_kernels_t *T)
 {
     nf_codec_rates_t r;
-    if (nf_codec_measure(T, INFO_CODEC_RANKS, INFO_CODEC_REPS, &r) != 0) {
+    if (nf_codec_measure(T, INFO_CODEC_RANKS, 1, INFO_CODEC_REPS, &r) != 0) {
         if (json)
             printf(", \"codec\": null");
         else

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nf_decide.h"
 #include "nf_kernels.h"
@@ -34,7 +35,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: nfcoll_replay --policy FILE [--profile FILE] [--link RATE[,LATENCY[,BURST]]]\n"
-            "                     [--ranks-per-node N] [--json] TRACE...\n"
+            "                     [--ranks-per-node N] [--codec-share N] [--json] TRACE...\n"
             "\n"
             "Replay libnfcoll traces (NFCOLL_TRACE, one file per rank) under an admission\n"
             "policy, without MPI: decisions per rule and route, and per route the calls,\n"
@@ -49,16 +50,23 @@ static void usage(FILE *f)
             "  -l, --link RATE[,LATENCY[,BURST]]\n"
             "                      also predict each call size's time per route over a\n"
             "                      link of RATE each way per node with both ways busy\n"
-            "                      (half of osu_bibw; tc units: 1gbit, 10gbit,\n"
-            "                      125mbps), LATENCY per exchange (50us, 1ms;\n"
+            "                      (what osu_bw measures one way on a full-duplex\n"
+            "                      link; tc units: 1gbit, 10gbit, 125mbps),\n"
+            "                      LATENCY per exchange (50us, 1ms;\n"
             "                      default 0) and, for a link shaped by a token bucket,\n"
             "                      its BURST (128kb; default none), from the codec rates\n"
-            "                      measured here (as nfcoll_info -b prints them); and the\n"
+            "                      measured here (as nfcoll_info -b prints them, but\n"
+            "                      for --codec-share); and the\n"
             "                      call size from which each low-bit route beats fp32\n"
             "                      and pmpi\n"
             "  -r, --ranks-per-node N\n"
             "                      ranks per node for --link (default 1: every rank a\n"
             "                      node of its own)\n"
+            "  -c, --codec-share N for --link: time the codec with N copies running at\n"
+            "                      once, 1 to 64: the ranks whose calls share one\n"
+            "                      memory's bandwidth (default: the ranks per node, at\n"
+            "                      most this machine's CPUs; pretend hosts on one\n"
+            "                      machine: all their ranks)\n"
             "  -j, --json          JSON on stdout: ranks, routes (the keys of the stats\n"
             "                      JSON's \"routes\"), rules, and with --link \"link\"\n"
             "  -h, --help          this text\n");
@@ -200,6 +208,7 @@ typedef struct rp_opts {
     const char *policy;
     const char *link;    /* --link, or NULL */
     int per_node_set;    /* --ranks-per-node given */
+    long share;          /* --codec-share, or 0 */
     replay_link_t lk;
     nf_codec_rates_t codec;
     const char *profile; /* the one loaded, or NULL */
@@ -270,13 +279,14 @@ static int rp_parse_opts(int argc, char **argv, rp_opts_t *o)
                                          {"json", no_argument, NULL, 'j'},
                                          {"link", required_argument, NULL, 'l'},
                                          {"ranks-per-node", required_argument, NULL, 'r'},
+                                         {"codec-share", required_argument, NULL, 'c'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c;
     long rpn;
     char err[256];
     o->lk.per_node = 1;
-    while ((c = getopt_long(argc, argv, "p:P:jl:r:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:P:jl:r:c:h", opts, NULL)) != -1) {
         switch (c) {
         case 'l':
             if (replay_link_parse(optarg, &o->lk, err, sizeof(err)) != 0) {
@@ -294,6 +304,13 @@ static int rp_parse_opts(int argc, char **argv, rp_opts_t *o)
             o->lk.per_node = (unsigned)rpn;
             o->per_node_set = 1;
             break;
+        case 'c':
+            if (nf_parse_long(optarg, 1, NF_CODEC_SHARE_MAX, &o->share) != NF_OK) {
+                fprintf(stderr, "nfcoll_replay: --codec-share %s: want a whole number "
+                        "from 1 to %u\n", optarg, NF_CODEC_SHARE_MAX);
+                return -1;
+            }
+            break;
         case 'p': o->policy = optarg; break;
         case 'P': o->profile = optarg; break;
         case 'j': o->json = 1; break;
@@ -307,8 +324,9 @@ static int rp_parse_opts(int argc, char **argv, rp_opts_t *o)
         usage(stderr);
         return -1;
     }
-    if (o->per_node_set && o->link == NULL) {
-        fprintf(stderr, "nfcoll_replay: --ranks-per-node applies to --link only\n");
+    if ((o->per_node_set || o->share) && o->link == NULL) {
+        fprintf(stderr, "nfcoll_replay: %s applies to --link only\n",
+                o->per_node_set ? "--ranks-per-node" : "--codec-share");
         return -1;
     }
     o->ntraces = argc - optind;
@@ -347,6 +365,19 @@ static nf_layout_t *rp_load_layout(const nf_policy_t *pol)
     return l;
 }
 
+/* The codec's copies timed at once: --codec-share, else the ranks per
+ * node, at most the CPUs here (more would share cores, not only memory). */
+static unsigned rp_share(const rp_opts_t *o)
+{
+    if (o->share > 0)
+        return (unsigned)o->share;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned n = o->lk.per_node > 0 ? o->lk.per_node : 1;
+    if (cpus >= 1 && (unsigned long)cpus < n)
+        n = (unsigned)cpus;
+    return n < NF_CODEC_SHARE_MAX ? n : NF_CODEC_SHARE_MAX;
+}
+
 int main(int argc, char **argv)
 {
     rp_opts_t o = {0};
@@ -380,9 +411,9 @@ int main(int argc, char **argv)
         replay_times_end(&rp.tm);
         nf_kernels_set_tune(set->simd_tune);
         if (nf_codec_measure(nf_kernels_tuned((nf_isa_t)set->simd_cap),
-                             replay_times_ranks(&rp.tm), 5, &o.codec) != 0) {
-            fprintf(stderr, "nfcoll_replay: no memory to measure the codec rates --link "
-                    "needs: nothing reported\n");
+                             replay_times_ranks(&rp.tm), rp_share(&o), 5, &o.codec) != 0) {
+            fprintf(stderr, "nfcoll_replay: no memory or threads to measure the codec rates "
+                    "--link needs (%u copies): nothing reported\n", rp_share(&o));
             rc = EXIT_PROBLEM;
         }
     }

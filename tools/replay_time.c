@@ -2,7 +2,8 @@
  * Predicted call times under a link (replay_time.h). A call of m elements
  * on route R over p nodes takes, as the library runs it today (one stage
  * after the other, nothing overlapped but the finish of two one-rank
- * nodes' streamed counts, which runs while the wire carries the rest):
+ * nodes' streamed counts and their fp32 sum, which run while the wire
+ * carries the rest):
  *
  *   pack_R(m) + reduce_R(m) + finish_R(m) + B/bw + s * lat
  *
@@ -304,13 +305,16 @@ static double rt_wire(const replay_link_t *l, double c, double b)
 }
 
 /* Codec seconds of a part, before the wire (pre) and, of a low-bit part,
- * the reduce and finish stages after it (fin): pmpi sums only. */
-static void rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t bytes, double *pre,
-                       double *fin)
+ * the reduce and finish stages after it (fin): pmpi sums only, and so does
+ * fp32 with one rank per node (per 1: the input goes straight into the
+ * exchange and the sum straight into the result, no copies; lib/core/coll.c,
+ * nf_fp32_direct). */
+static void rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t bytes, unsigned per,
+                       double *pre, double *fin)
 {
     size_t m = (size_t)(bytes / sizeof(float));
     nf_codec_t k = rt_codec(route);
-    if (route == NF_ROUTE_PMPI)
+    if (route == NF_ROUTE_PMPI || (route == NF_ROUTE_FP32 && per == 1))
         *pre += 1e-9 * nf_codec_ns(r, NF_CODEC_FP32, NF_CODEC_REDUCE, m);
     else if (route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY)
         *pre += 1e-9 * nf_codec_ns(r, k, NF_CODEC_PACK, m),
@@ -320,17 +324,36 @@ static void rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t byt
         *pre += 1e-9 * nf_codec_ns(r, k, -1, m);
 }
 
-/* The stages one after the other; streamed counts (w->stream lines) are
- * reduced and finished a message at a time as they arrive, so the call
- * ends with the last message's share after the wire, or with the finish
- * when that is longer than the wire. */
-static double rt_time(const replay_link_t *l, double pre, double fin, const nf_wire_t *w)
+/* The stages one after the other, but for what is done a message at a
+ * time as the messages arrive: fin, of which the share last is left when
+ * the wire ends (streamed counts: the last message's lines of w->stream;
+ * an fp32 call between two one-rank nodes too large to ride with the
+ * verdict, whose sum is all its codec: the last eager message's floats,
+ * lib/core/xnode.c's nf_fp32_pair). The
+ * call then ends that share after the wire, or with fin when that is
+ * longer than the wire. last 0: nothing streams. */
+static double rt_time(const replay_link_t *l, double pre, double fin, double last,
+                      const nf_wire_t *w)
 {
     double c = pre + w->steps * l->lat;
-    if (w->stream == 0)
+    if (last <= 0.0)
         return rt_wire(l, c + fin, (double)w->bytes);
-    double t = rt_wire(l, c, (double)w->bytes) + fin * NF_CPAIR_LINES / (double)w->stream;
+    double t = rt_wire(l, c, (double)w->bytes) + fin * last;
     return t > c + fin ? t : c + fin;
+}
+
+/* The share of a streamed codec left after the wire (rt_time), with the
+ * codec moved from pre to fin where the call's fp32 sum streams. */
+static double rt_stream(unsigned p, unsigned per, int all_fp32, uint64_t bytes,
+                        const nf_wire_t *w, double *pre, double *fin)
+{
+    if (w->stream > 0)
+        return (double)NF_CPAIR_LINES / (double)w->stream;
+    if (!all_fp32 || p != 2 || per != 1 || bytes <= NF_PAIR_INLINE_BYTES)
+        return 0.0; /* a call that rides with the verdict is summed after it */
+    double msg = (double)(NF_PAIR_EAGER_BYTES / sizeof(float) * sizeof(float));
+    *fin += *pre, *pre = 0.0;
+    return msg < (double)bytes ? msg / (double)bytes : 1.0;
 }
 
 double replay_time_route(const replay_link_t *l, const nf_codec_rates_t *r, nf_route_t route,
@@ -340,8 +363,9 @@ double replay_time_route(const replay_link_t *l, const nf_codec_rates_t *r, nf_r
     double pre = 0.0, fin = 0.0;
     unsigned per, p = rt_nodes(l, ranks, &per);
     nf_traffic_internode(route, bytes, p, per, nsc, &w);
-    rt_codec_s(r, route, bytes, &pre, &fin);
-    return rt_time(l, pre, fin, &w);
+    rt_codec_s(r, route, bytes, per, &pre, &fin);
+    double last = rt_stream(p, per, route == NF_ROUTE_FP32, bytes, &w, &pre, &fin);
+    return rt_time(l, pre, fin, last, &w);
 }
 
 /* A call as decided: its parts' codecs one after another, then what
@@ -352,11 +376,15 @@ static double rt_decided(const replay_link_t *l, const nf_codec_rates_t *r,
     unsigned per, p = rt_nodes(l, c->ranks, &per);
     double pre = 0.0, fin = 0.0;
     nf_wire_t w;
-    for (size_t i = 0; i < c->npart; i++)
-        rt_codec_s(r, c->part[i].route, c->part[i].bytes, &pre, &fin);
+    int all_fp32 = c->npart > 0;
+    for (size_t i = 0; i < c->npart; i++) {
+        rt_codec_s(r, c->part[i].route, c->part[i].bytes, per, &pre, &fin);
+        all_fp32 &= c->part[i].route == NF_ROUTE_FP32;
+    }
     nf_traffic_internode_call(c->part, c->npart, p, per, c->area, &w);
     *wire = w.bytes;
-    return rt_time(l, pre, fin, &w);
+    double last = rt_stream(p, per, all_fp32, c->bytes, &w, &pre, &fin);
+    return rt_time(l, pre, fin, last, &w);
 }
 
 static const char *rt_decided_name(const replay_tcall_t *c)
@@ -404,7 +432,8 @@ static double rt_calls(const replay_tcall_t *c)
     return (double)c->records / (double)(c->ranks ? c->ranks : 1);
 }
 
-static void rt_link_text(FILE *fp, const replay_link_t *l, unsigned ranks)
+static void rt_link_text(FILE *fp, const replay_link_t *l, unsigned ranks,
+                         const nf_codec_rates_t *r)
 {
     unsigned rpn, p = rt_nodes(l, ranks, &rpn);
     char burst[64] = "";
@@ -412,8 +441,8 @@ static void rt_link_text(FILE *fp, const replay_link_t *l, unsigned ranks)
         snprintf(burst, sizeof(burst), ", a token bucket of %.4g KiB", l->burst / 1024.0);
     fprintf(fp, "Predicted time per call (ms) over a link of %.4g Gbit/s each way per node, "
             "%.4g us a step%s; %u rank%s per node (%u nodes at %u ranks); codec rates measured "
-            "here, the reduce stage at %u ranks\n", l->bw * 8e-9, l->lat * 1e6, burst, rpn,
-            rpn == 1 ? "" : "s", p, ranks, ranks);
+            "here, %u at once, the reduce stage at %u ranks\n", l->bw * 8e-9, l->lat * 1e6,
+            burst, rpn, rpn == 1 ? "" : "s", p, ranks, r->share, ranks);
 }
 
 void replay_times_table(FILE *fp, const replay_times_t *t, const replay_link_t *l,
@@ -421,7 +450,7 @@ void replay_times_table(FILE *fp, const replay_times_t *t, const replay_link_t *
 {
     unsigned ranks = replay_times_ranks(t);
     double total[RT_NROUTES + 1] = {0};
-    rt_link_text(fp, l, ranks);
+    rt_link_text(fp, l, ranks, r);
     fprintf(fp, "%12s %5s %8s", "bytes", "ranks", "calls");
     for (size_t i = 0; i < RT_NROUTES; i++)
         fprintf(fp, " %10s", nf_route_name(rt_routes[i]));
@@ -460,8 +489,8 @@ void replay_times_json(FILE *fp, const replay_times_t *t, const replay_link_t *l
     unsigned ranks = replay_times_ranks(t);
     fprintf(fp, "\n%s\"bandwidth_bytes_per_s\": %.6g,\n%s\"latency_s\": %.6g,\n%s"
             "\"burst_bytes\": %.6g,\n%s\"ranks_per_node\": %u,\n%s\"codec_ranks\": %u,\n%s"
-            "\"calls\": [", in, l->bw, in, l->lat, in, l->burst, in,
-            l->per_node ? l->per_node : 1, in, ranks, in);
+            "\"codec_share\": %u,\n%s\"calls\": [", in, l->bw, in, l->lat, in, l->burst, in,
+            l->per_node ? l->per_node : 1, in, ranks, in, r->share, in);
     for (size_t k = 0; k < t->n; k++) {
         const replay_tcall_t *c = &t->call[k];
         unsigned per, p = rt_nodes(l, c->ranks, &per);

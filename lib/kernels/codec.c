@@ -12,10 +12,15 @@
  * size the first two come from DRAM and the others, the same addresses
  * again, from the caches, so beyond 2 ranks the stage is timed faster than
  * n distinct buffers would run.
+ * With share copies, each runs the whole measurement in a thread of its
+ * own on buffers it touched first, and a barrier starts each timed run of
+ * every copy together: their stages contend for the memory as the ranks of
+ * a node do when their calls run at once.
  */
 #include "config.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,16 +125,36 @@ static int codec_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int nf_codec_measure(const nf_kernels_t *k, unsigned ranks, int reps, nf_codec_rates_t *out)
+/* One copy of the measurement: its own buffers, every stage at every size
+ * reps times, each timed run (the second of two) started together with the
+ * other copies' at a barrier (with one copy, none). */
+typedef struct codec_worker {
+    const nf_kernels_t *k;
+    unsigned ranks, planes, share;
+    int reps;
+    pthread_barrier_t *bar;
+    struct codec_worker *all;   /* every copy's, to agree on failure */
+    double *t;                  /* reps x codecs x stages x sizes */
+    int ok;
+} codec_worker_t;
+
+#define T_AT(t, rep, c, st, z)                                                              \
+    (t)[(((size_t)(rep) * NF_CODEC_COUNT + (c)) * NF_CODEC_STAGES + (st)) * NF_CODEC_SIZES + (z)]
+
+static void codec_wait(codec_worker_t *w)
 {
+    if (w->bar != NULL)
+        pthread_barrier_wait(w->bar);
+}
+
+static void *codec_worker(void *arg)
+{
+    codec_worker_t *w = arg;
     const size_t M = nf_codec_size[NF_CODEC_SIZES - 1], L = 2 * nf_lines(M);
-    if (k == NULL || out == NULL || ranks < 2 || ranks > CODEC_RANKS_MAX || reps < 1 ||
-        reps > CODEC_REPS_MAX)
-        return 1;
-    unsigned planes = nf_count_planes(ranks);
     void *all[11];
     int na = 0, ok = 1;
     codec_bufs_t b;
+    /* each copy touches its own buffers first, on the core it runs on */
     b.x = codec_alloc(M * sizeof(float), all, &na);
     b.yprev = codec_alloc(M * sizeof(float), all, &na);
     b.ynew = codec_alloc(M * sizeof(float), all, &na);
@@ -139,56 +164,137 @@ int nf_codec_measure(const nf_kernels_t *k, unsigned ranks, int reps, nf_codec_r
         b.h[i] = codec_alloc(M * sizeof(uint16_t), all, &na);
         b.bits[i] = codec_alloc(L * NF_LINE_BYTES, all, &na);
     }
-    b.cnt = codec_alloc(L * planes * NF_LINE_BYTES, all, &na);
+    b.cnt = codec_alloc(L * w->planes * NF_LINE_BYTES, all, &na);
     for (int i = 0; i < na; i++)
         ok &= all[i] != NULL;
-    double *t = ok ? malloc(sizeof(double) * (size_t)reps * NF_CODEC_COUNT * NF_CODEC_STAGES *
-                            NF_CODEC_SIZES)
-                   : NULL;
-    if (t == NULL) {
-        for (int i = 0; i < na; i++)
-            free(all[i]);
-        return 1;
+    w->ok = ok;
+    codec_wait(w);
+    for (unsigned i = 0; i < w->share; i++)
+        ok &= w->all[i].ok;
+    if (ok) {
+        uint64_t s = 0x9E3779B97F4A7C15ull;
+        for (size_t j = 0; j < M; j++) { /* signs and magnitudes that vary */
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            b.x[j] = (float)((int64_t)(s >> 11) - (1ll << 52)) * 0x1p-52f;
+            b.in2[j] = b.x[j];
+            b.yprev[j] = 0.5f * b.x[(j * 7) % M];
+        }
+        w->k->bf16_pack(b.x, b.h[1], M);
+        for (int rep = 0; rep < w->reps; rep++)
+            for (int z = 0; z < NF_CODEC_SIZES; z++)
+                for (int c = 0; c < NF_CODEC_COUNT; c++)
+                    for (int st = 0; st < NF_CODEC_STAGES; st++) {
+                        /* the second of two runs: a call's buffers were
+                         * written just before it (the gradient, the lines) */
+                        codec_stage(w->k, &b, (nf_codec_t)c, st, nf_codec_size[z], w->ranks,
+                                    w->planes);
+                        codec_wait(w);
+                        T_AT(w->t, rep, c, st, z) = codec_stage(
+                            w->k, &b, (nf_codec_t)c, st, nf_codec_size[z], w->ranks, w->planes);
+                    }
     }
-    uint64_t s = 0x9E3779B97F4A7C15ull;
-    for (size_t j = 0; j < M; j++) { /* signs and magnitudes that vary */
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        b.x[j] = (float)((int64_t)(s >> 11) - (1ll << 52)) * 0x1p-52f;
-        b.in2[j] = b.x[j];
-        b.yprev[j] = 0.5f * b.x[(j * 7) % M];
-    }
-    k->bf16_pack(b.x, b.h[1], M);
-#define T_AT(rep, c, st, z)                                                                 \
-    t[(((size_t)(rep) * NF_CODEC_COUNT + (c)) * NF_CODEC_STAGES + (st)) * NF_CODEC_SIZES + (z)]
-    for (int rep = 0; rep < reps; rep++)
-        for (int z = 0; z < NF_CODEC_SIZES; z++)
-            for (int c = 0; c < NF_CODEC_COUNT; c++)
-                for (int st = 0; st < NF_CODEC_STAGES; st++) {
-                    /* the second of two runs: a call's buffers were written
-                     * just before it (the gradient, the packed lines) */
-                    codec_stage(k, &b, (nf_codec_t)c, st, nf_codec_size[z], ranks, planes);
-                    T_AT(rep, c, st, z) = codec_stage(k, &b, (nf_codec_t)c, st,
-                                                      nf_codec_size[z], ranks, planes);
-                }
-    out->ranks = ranks;
-    double v[CODEC_REPS_MAX];
-    for (int c = 0; c < NF_CODEC_COUNT; c++)
-        for (int st = 0; st < NF_CODEC_STAGES; st++)
-            for (int z = 0; z < NF_CODEC_SIZES; z++) {
-                for (int rep = 0; rep < reps; rep++)
-                    v[rep] = T_AT(rep, c, st, z);
-                qsort(v, (size_t)reps, sizeof(double), codec_cmp);
-                double med = reps % 2 ? v[reps / 2] : 0.5 * (v[reps / 2 - 1] + v[reps / 2]);
-                out->ns[c][st][z] = c == NF_CODEC_BF16 && st == NF_CODEC_FINISH
-                                        ? 0.0
-                                        : med / (double)nf_codec_size[z];
-            }
-#undef T_AT
-    free(t);
     for (int i = 0; i < na; i++)
         free(all[i]);
+    return NULL;
+}
+
+/* Copies 1..share-1 wait here until the first has started them all (or
+ * given up: then they return at once). */
+typedef struct codec_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state; /* 0 wait, 1 go, -1 give up */
+} codec_gate_t;
+
+typedef struct codec_start {
+    codec_gate_t *gate;
+    codec_worker_t *w;
+} codec_start_t;
+
+static void *codec_gated(void *arg)
+{
+    codec_start_t *s = arg;
+    pthread_mutex_lock(&s->gate->mu);
+    while (s->gate->state == 0)
+        pthread_cond_wait(&s->gate->cv, &s->gate->mu);
+    int go = s->gate->state > 0;
+    pthread_mutex_unlock(&s->gate->mu);
+    return go ? codec_worker(s->w) : NULL;
+}
+
+static void codec_open(codec_gate_t *g, int state)
+{
+    pthread_mutex_lock(&g->mu);
+    g->state = state;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+int nf_codec_measure(const nf_kernels_t *k, unsigned ranks, unsigned share, int reps,
+                     nf_codec_rates_t *out)
+{
+    if (k == NULL || out == NULL || ranks < 2 || ranks > CODEC_RANKS_MAX || share < 1 ||
+        share > NF_CODEC_SHARE_MAX || reps < 1 || reps > CODEC_REPS_MAX)
+        return 1;
+    const size_t nt = (size_t)reps * NF_CODEC_COUNT * NF_CODEC_STAGES * NF_CODEC_SIZES;
+    codec_worker_t w[NF_CODEC_SHARE_MAX];
+    codec_start_t st[NF_CODEC_SHARE_MAX];
+    pthread_t th[NF_CODEC_SHARE_MAX];
+    pthread_barrier_t bar;
+    codec_gate_t gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    double *t = malloc(sizeof(double) * nt * share);
+    if (t == NULL)
+        return 1;
+    if (share > 1 && pthread_barrier_init(&bar, NULL, share) != 0) {
+        free(t);
+        return 1;
+    }
+    for (unsigned i = 0; i < share; i++)
+        w[i] = (codec_worker_t){.k = k, .ranks = ranks, .planes = nf_count_planes(ranks),
+                                .share = share, .reps = reps, .bar = share > 1 ? &bar : NULL,
+                                .all = w, .t = t + nt * i};
+    unsigned started = 1;
+    for (; started < share; started++) {
+        st[started] = (codec_start_t){&gate, &w[started]};
+        if (pthread_create(&th[started], NULL, codec_gated, &st[started]) != 0)
+            break;
+    }
+    int ok = started == share;
+    codec_open(&gate, ok ? 1 : -1);
+    if (ok)
+        codec_worker(&w[0]);
+    for (unsigned i = 1; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (share > 1)
+        pthread_barrier_destroy(&bar);
+    for (unsigned i = 0; i < share; i++)
+        ok &= w[i].ok;
+    if (!ok) {
+        free(t);
+        return 1;
+    }
+    out->ranks = ranks;
+    out->share = share;
+    double v[CODEC_REPS_MAX];
+    for (int c = 0; c < NF_CODEC_COUNT; c++)
+        for (int s = 0; s < NF_CODEC_STAGES; s++)
+            for (int z = 0; z < NF_CODEC_SIZES; z++) {
+                for (int rep = 0; rep < reps; rep++) { /* the slowest copy's run */
+                    v[rep] = 0.0;
+                    for (unsigned i = 0; i < share; i++)
+                        if (T_AT(w[i].t, rep, c, s, z) > v[rep])
+                            v[rep] = T_AT(w[i].t, rep, c, s, z);
+                }
+                qsort(v, (size_t)reps, sizeof(double), codec_cmp);
+                double med = reps % 2 ? v[reps / 2] : 0.5 * (v[reps / 2 - 1] + v[reps / 2]);
+                out->ns[c][s][z] = c == NF_CODEC_BF16 && s == NF_CODEC_FINISH
+                                       ? 0.0
+                                       : med / (double)nf_codec_size[z];
+            }
+    free(t);
     return 0;
 }
+#undef T_AT
 
 static double codec_stage_ns(const nf_codec_rates_t *r, nf_codec_t codec, int stage, size_t m)
 {

@@ -38,8 +38,12 @@ enum { NF_CODEC_PACK = 0, NF_CODEC_REDUCE, NF_CODEC_FINISH, NF_CODEC_STAGES };
 #define NF_CODEC_SIZES 3
 extern const size_t nf_codec_size[NF_CODEC_SIZES];
 
+/* Most copies of the measurement run at once (nf_codec_measure's share). */
+#define NF_CODEC_SHARE_MAX 64u
+
 typedef struct nf_codec_rates {
     unsigned ranks; /* n of the reduce stage */
+    unsigned share; /* copies timed at once */
     /* ns per element of the call, median of the repeats, per size */
     double ns[NF_CODEC_COUNT][NF_CODEC_STAGES][NF_CODEC_SIZES];
 } nf_codec_rates_t;
@@ -47,9 +51,15 @@ typedef struct nf_codec_rates {
 /* Time every codec's stages with table k at each of nf_codec_size, ranks
  * contributions in the reduce stage (2..64), the median of reps (1..99)
  * repeats. Each stage is timed on its second run in a row; the largest size
- * reads from DRAM. Takes about 0.1 s per repeat here. Returns 0, or 1 when
- * the buffers cannot be allocated or an argument is out of range. */
-int nf_codec_measure(const nf_kernels_t *k, unsigned ranks, int reps, nf_codec_rates_t *out);
+ * reads from DRAM. share (1..NF_CODEC_SHARE_MAX) copies run at once, each
+ * in a thread with buffers of its own, each stage started together: the
+ * ranks whose codecs share this memory (a node's ranks, or pretend hosts on
+ * one machine), since at the largest size they share its bandwidth; a
+ * stage's time is the slowest copy's. Takes about 0.1 s per repeat here,
+ * and about 100 MiB per copy. Returns 0, or 1 when the buffers or threads
+ * cannot be had or an argument is out of range. */
+int nf_codec_measure(const nf_kernels_t *k, unsigned ranks, unsigned share, int reps,
+                     nf_codec_rates_t *out);
 
 /* A stage's (or with stage < 0, the whole codec's) time in ns for a call of
  * m elements: the rate per element interpolated linearly in log2(m)
