@@ -10,7 +10,12 @@
  */
 #include "config.h"
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* sched_getaffinity, CPU_COUNT */
+#endif
+
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,8 +70,8 @@ static void usage(FILE *f)
             "  -c, --codec-share N for --link: time the codec with N copies running at\n"
             "                      once, 1 to 64: the ranks whose calls share one\n"
             "                      memory's bandwidth (default: the ranks per node, at\n"
-            "                      most this machine's CPUs; pretend hosts on one\n"
-            "                      machine: all their ranks)\n"
+            "                      most the traces' ranks and the CPUs here; pretend\n"
+            "                      hosts on one machine: all their ranks)\n"
             "  -j, --json          JSON on stdout: ranks, routes (the keys of the stats\n"
             "                      JSON's \"routes\"), rules, and with --link \"link\"\n"
             "  -h, --help          this text\n");
@@ -366,15 +371,19 @@ static nf_layout_t *rp_load_layout(const nf_policy_t *pol)
 }
 
 /* The codec's copies timed at once: --codec-share, else the ranks per
- * node, at most the CPUs here (more would share cores, not only memory). */
-static unsigned rp_share(const rp_opts_t *o)
+ * node (at most the traces' ranks), at most the CPUs this process may run
+ * on (more would share cores, not only memory). */
+static unsigned rp_share(const rp_opts_t *o, unsigned ranks)
 {
     if (o->share > 0)
         return (unsigned)o->share;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned n = o->lk.per_node > 0 ? o->lk.per_node : 1;
-    if (cpus >= 1 && (unsigned long)cpus < n)
-        n = (unsigned)cpus;
+    cpu_set_t set;
+    n = n < ranks ? n : ranks;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) >= 1 &&
+        (unsigned)CPU_COUNT(&set) < n)
+        n = (unsigned)CPU_COUNT(&set);
+    n = n >= 1 ? n : 1;
     return n < NF_CODEC_SHARE_MAX ? n : NF_CODEC_SHARE_MAX;
 }
 
@@ -410,10 +419,11 @@ int main(int argc, char **argv)
     if (rc == EXIT_OK && o.link != NULL) {
         replay_times_end(&rp.tm);
         nf_kernels_set_tune(set->simd_tune);
-        if (nf_codec_measure(nf_kernels_tuned((nf_isa_t)set->simd_cap),
-                             replay_times_ranks(&rp.tm), rp_share(&o), 5, &o.codec) != 0) {
+        unsigned ranks = replay_times_ranks(&rp.tm), share = rp_share(&o, ranks);
+        if (nf_codec_measure(nf_kernels_tuned((nf_isa_t)set->simd_cap), ranks, share, 5,
+                             &o.codec) != 0) {
             fprintf(stderr, "nfcoll_replay: no memory or threads to measure the codec rates "
-                    "--link needs (%u copies): nothing reported\n", rp_share(&o));
+                    "--link needs (%u copies): nothing reported\n", share);
             rc = EXIT_PROBLEM;
         }
     }

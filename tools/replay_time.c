@@ -306,15 +306,13 @@ static double rt_wire(const replay_link_t *l, double c, double b)
 
 /* Codec seconds of a part, before the wire (pre) and, of a low-bit part,
  * the reduce and finish stages after it (fin): pmpi sums only, and so does
- * fp32 with one rank per node (per 1: the input goes straight into the
- * exchange and the sum straight into the result, no copies; lib/core/coll.c,
- * nf_fp32_direct). */
-static void rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t bytes, unsigned per,
+ * an fp32 call that goes direct (rt_direct). */
+static void rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t bytes, int direct,
                        double *pre, double *fin)
 {
     size_t m = (size_t)(bytes / sizeof(float));
     nf_codec_t k = rt_codec(route);
-    if (route == NF_ROUTE_PMPI || (route == NF_ROUTE_FP32 && per == 1))
+    if (route == NF_ROUTE_PMPI || (route == NF_ROUTE_FP32 && direct))
         *pre += 1e-9 * nf_codec_ns(r, NF_CODEC_FP32, NF_CODEC_REDUCE, m);
     else if (route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY)
         *pre += 1e-9 * nf_codec_ns(r, k, NF_CODEC_PACK, m),
@@ -324,12 +322,23 @@ static void rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t byt
         *pre += 1e-9 * nf_codec_ns(r, k, -1, m);
 }
 
+/* An all-fp32 call with one rank per node on two nodes, or small enough to
+ * cross whole, goes direct: the input straight into the exchange and the
+ * sum straight into the result, no copies (lib/core/coll.c,
+ * nf_fp32_direct; xnode.c, nf_xnode_fp32_direct). Mixed calls are charged
+ * the copies. */
+static int rt_direct(int all_fp32, unsigned p, unsigned per, uint64_t bytes)
+{
+    return all_fp32 && per == 1 && (p == 2 || bytes <= NF_XNODE_WHOLE_MAX);
+}
+
 /* The stages one after the other, but for what is done a message at a
  * time as the messages arrive: fin, of which the share last is left when
  * the wire ends (streamed counts: the last message's lines of w->stream;
- * an fp32 call between two one-rank nodes too large to ride with the
+ * an all-fp32 call between two one-rank nodes too large to ride with the
  * verdict, whose sum is all its codec: the last eager message's floats,
- * lib/core/xnode.c's nf_fp32_pair). The
+ * lib/core/xnode.c's nf_fp32_pair; a mixed call's fp32 sum is charged
+ * before the wire). The
  * call then ends that share after the wire, or with fin when that is
  * longer than the wire. last 0: nothing streams. */
 static double rt_time(const replay_link_t *l, double pre, double fin, double last,
@@ -363,7 +372,7 @@ double replay_time_route(const replay_link_t *l, const nf_codec_rates_t *r, nf_r
     double pre = 0.0, fin = 0.0;
     unsigned per, p = rt_nodes(l, ranks, &per);
     nf_traffic_internode(route, bytes, p, per, nsc, &w);
-    rt_codec_s(r, route, bytes, per, &pre, &fin);
+    rt_codec_s(r, route, bytes, rt_direct(route == NF_ROUTE_FP32, p, per, bytes), &pre, &fin);
     double last = rt_stream(p, per, route == NF_ROUTE_FP32, bytes, &w, &pre, &fin);
     return rt_time(l, pre, fin, last, &w);
 }
@@ -377,10 +386,11 @@ static double rt_decided(const replay_link_t *l, const nf_codec_rates_t *r,
     double pre = 0.0, fin = 0.0;
     nf_wire_t w;
     int all_fp32 = c->npart > 0;
-    for (size_t i = 0; i < c->npart; i++) {
-        rt_codec_s(r, c->part[i].route, c->part[i].bytes, per, &pre, &fin);
+    for (size_t i = 0; i < c->npart; i++)
         all_fp32 &= c->part[i].route == NF_ROUTE_FP32;
-    }
+    int direct = rt_direct(all_fp32, p, per, c->bytes);
+    for (size_t i = 0; i < c->npart; i++)
+        rt_codec_s(r, c->part[i].route, c->part[i].bytes, direct, &pre, &fin);
     nf_traffic_internode_call(c->part, c->npart, p, per, c->area, &w);
     *wire = w.bytes;
     double last = rt_stream(p, per, all_fp32, c->bytes, &w, &pre, &fin);

@@ -63,7 +63,7 @@ static void *codec_alloc(size_t bytes, void **all, int *n)
     return p;
 }
 
-static volatile double codec_sink;
+static _Thread_local volatile double codec_sink; /* one per copy: no race */
 
 /* One stage of one codec over m elements, ns. */
 static double codec_stage(const nf_kernels_t *k, const codec_bufs_t *b, nf_codec_t codec,
@@ -241,11 +241,21 @@ int nf_codec_measure(const nf_kernels_t *k, unsigned ranks, unsigned share, int 
     codec_start_t st[NF_CODEC_SHARE_MAX];
     pthread_t th[NF_CODEC_SHARE_MAX];
     pthread_barrier_t bar;
-    codec_gate_t gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    codec_gate_t gate = {.state = 0};
     double *t = malloc(sizeof(double) * nt * share);
     if (t == NULL)
         return 1;
-    if (share > 1 && pthread_barrier_init(&bar, NULL, share) != 0) {
+    int sync = pthread_mutex_init(&gate.mu, NULL) == 0;
+    if (sync && pthread_cond_init(&gate.cv, NULL) != 0) {
+        pthread_mutex_destroy(&gate.mu);
+        sync = 0;
+    }
+    if (sync && share > 1 && pthread_barrier_init(&bar, NULL, share) != 0) {
+        pthread_cond_destroy(&gate.cv);
+        pthread_mutex_destroy(&gate.mu);
+        sync = 0;
+    }
+    if (!sync) {
         free(t);
         return 1;
     }
@@ -267,6 +277,8 @@ int nf_codec_measure(const nf_kernels_t *k, unsigned ranks, unsigned share, int 
         pthread_join(th[i], NULL);
     if (share > 1)
         pthread_barrier_destroy(&bar);
+    pthread_cond_destroy(&gate.cv);
+    pthread_mutex_destroy(&gate.mu);
     for (unsigned i = 0; i < share; i++)
         ok &= w[i].ok;
     if (!ok) {
