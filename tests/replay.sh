@@ -277,6 +277,14 @@ then
 else
   fail "--link 1gbit,20us on calls of 1-16 MiB"; cat "$tmp/link.err" "$tmp/link.json"
 fi
+if $replay --policy "$tmp/binary.policy" --link 1gbit,20us,128kb "$tmp/sizes.tr" > "$tmp/link.out" &&
+   grep -q "^Predicted time per call (ms) over a link of 1 Gbit/s each way per node, 20 us a step, a token bucket of 128 KiB" "$tmp/link.out" &&
+   grep -q "^binary at 2 ranks beats fp32 from " "$tmp/link.out" &&
+   [ "$(awk '$1 == 16777216 { print $3, $NF }' "$tmp/link.out")" = "1 binary" ]; then
+  ok "--link text: the link, a line per call size, the crossovers"
+else
+  fail "--link text"; cat "$tmp/link.out"
+fi
 # The codec timed with two copies at once: the text says so, and the JSON.
 if $replay --policy "$tmp/binary.policy" --link 1gbit --codec-share 2 "$tmp/sizes.tr" \
      > "$tmp/share.out" 2>&1 &&

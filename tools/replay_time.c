@@ -323,10 +323,12 @@ static void rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t byt
 }
 
 /* An all-fp32 call with one rank per node on two nodes, or small enough to
- * cross whole, goes direct: the input straight into the exchange and the
- * sum straight into the result, no copies (lib/core/coll.c,
- * nf_fp32_direct; xnode.c, nf_xnode_fp32_direct). Mixed calls are charged
- * the copies. */
+ * cross whole, is charged its sum alone: the input goes straight into the
+ * exchange and the sum straight into the result, no copies (lib/core/coll.c,
+ * nf_fp32_direct; xnode.c, nf_xnode_fp32_direct). Not followed exactly:
+ * the library also goes direct for a mixed call whose fp32 segments are
+ * one run (charged the copies here), and a call that rides with the
+ * verdict copies its input in once (nf_inline_run; not charged). */
 static int rt_direct(int all_fp32, unsigned p, unsigned per, uint64_t bytes)
 {
     return all_fp32 && per == 1 && (p == 2 || bytes <= NF_XNODE_WHOLE_MAX);
