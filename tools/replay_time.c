@@ -355,14 +355,14 @@ static double rt_time(const replay_link_t *l, double pre, double fin, double las
 
 /* The share of a streamed codec left after the wire (rt_time), with the
  * codec moved from pre to fin where the call's fp32 sum streams. */
-static double rt_stream(unsigned p, unsigned per, int all_fp32, uint64_t bytes,
-                        const nf_wire_t *w, double *pre, double *fin)
+static double rt_stream(unsigned p, int direct, uint64_t bytes, const nf_wire_t *w,
+                        double *pre, double *fin)
 {
     if (w->stream > 0)
         return (double)NF_CPAIR_LINES / (double)w->stream;
-    if (!all_fp32 || p != 2 || per != 1 || bytes <= NF_PAIR_INLINE_BYTES)
+    if (!direct || p != 2 || bytes <= NF_PAIR_INLINE_BYTES)
         return 0.0; /* a call that rides with the verdict is summed after it */
-    double msg = (double)(NF_PAIR_EAGER_BYTES / sizeof(float) * sizeof(float));
+    double msg = (double)(NF_PAIR_MSG * sizeof(float));
     *fin += *pre, *pre = 0.0;
     return msg < (double)bytes ? msg / (double)bytes : 1.0;
 }
@@ -374,8 +374,9 @@ double replay_time_route(const replay_link_t *l, const nf_codec_rates_t *r, nf_r
     double pre = 0.0, fin = 0.0;
     unsigned per, p = rt_nodes(l, ranks, &per);
     nf_traffic_internode(route, bytes, p, per, nsc, &w);
-    rt_codec_s(r, route, bytes, rt_direct(route == NF_ROUTE_FP32, p, per, bytes), &pre, &fin);
-    double last = rt_stream(p, per, route == NF_ROUTE_FP32, bytes, &w, &pre, &fin);
+    int direct = rt_direct(route == NF_ROUTE_FP32, p, per, bytes);
+    rt_codec_s(r, route, bytes, direct, &pre, &fin);
+    double last = rt_stream(p, direct, bytes, &w, &pre, &fin);
     return rt_time(l, pre, fin, last, &w);
 }
 
@@ -395,7 +396,7 @@ static double rt_decided(const replay_link_t *l, const nf_codec_rates_t *r,
         rt_codec_s(r, c->part[i].route, c->part[i].bytes, direct, &pre, &fin);
     nf_traffic_internode_call(c->part, c->npart, p, per, c->area, &w);
     *wire = w.bytes;
-    double last = rt_stream(p, per, all_fp32, c->bytes, &w, &pre, &fin);
+    double last = rt_stream(p, direct, c->bytes, &w, &pre, &fin);
     return rt_time(l, pre, fin, last, &w);
 }
 

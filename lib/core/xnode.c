@@ -397,7 +397,7 @@ nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len)
 }
 
 /* Two nodes' fp32, point-to-point: messages under MPI's eager limit
- * (NF_PAIR_EAGER_BYTES, 16256 floats), up to NF_PAIR_DEPTH of them in flight
+ * (NF_PAIR_MSG floats, lib/util/nf_traffic.h), up to NF_PAIR_DEPTH of them in flight
  * at once (as the scratch holds: 2 x c->fp32_chunk floats, nf_xnode_bytes),
  * each summed as it arrives while the next ones cross. A message past the
  * eager limit waits a round trip for its rendezvous after the verdict's
@@ -408,7 +408,6 @@ nf_status_t nf_xnode_fp32(nf_comm_t *c, float *res, size_t len)
  * between two nodes in eager messages at every size"); 32 deep was no
  * faster. Back-to-back blocking exchanges of 2 MiB, the first version,
  * left the wire idle between them. */
-#define NF_PAIR_MSG (NF_PAIR_EAGER_BYTES / sizeof(float))
 #define NF_PAIR_DEPTH 8u
 #define NF_PAIR_TAG 7301
 

@@ -74,6 +74,9 @@ uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
  * bytes, 0.78x and 0.71x, and at 65024, 0.69x and 0.79x
  * (docs/benchmarks.md). */
 #define NF_PAIR_EAGER_BYTES (64u * 1024u - 512u)
+/* The floats of one of two nodes' fp32 eager messages (lib/core/xnode.c,
+ * nf_fp32_pair; tools/replay_time.c streams the sum by them). */
+#define NF_PAIR_MSG (NF_PAIR_EAGER_BYTES / sizeof(float))
 /* The payload past the verdict's message, at most, and the tail messages
  * that carry it (each that word and up to NF_PAIR_EAGER_BYTES - 8 bytes). */
 #define NF_PAIR_TAIL_BYTES (NF_LINE_BYTES + NF_PAIR_INLINE_BYTES - NF_PAIR_EAGER_BYTES)
