@@ -9,9 +9,12 @@
 #   nf_hosts_mpirun HOSTLIST NP [MPIRUN ARGS]... PROG [ARGS]
 #   nf_hosts_down          removes everything nf_hosts_up made
 #
-# Addresses are 10.77.X.0/24 inside namespaces this shell created; nothing
-# leaves the machine. On 2 cores, busy-polling ranks starve the softirq that
-# moves veth packets, hence mpi_yield_when_idle in nf_hosts_mpirun.
+# Addresses are 10.77.X.0/24 inside namespaces this shell created, X from
+# the shell's pid or the next that no interface here has (a setup left
+# behind by a killed run on the same X took the OOB's and TCP's routes: Open
+# MPI hung there for minutes); nothing leaves the machine. On 2 cores,
+# busy-polling ranks starve the softirq that moves veth packets, hence
+# mpi_yield_when_idle in nf_hosts_mpirun.
 nf_id=$$
 NF_NET=10.77.$((nf_id % 250 + 1))
 nf_br=nfbr$nf_id
@@ -19,6 +22,17 @@ nf_tmp=""
 nf_nhosts=0
 
 nf_ns() { echo "nfh${nf_id}h$1"; }
+
+# The first 10.77.X from this shell's that no interface here uses.
+nf_free_net() {
+  i=0
+  while [ "$i" -lt 250 ]; do
+    x=$(((nf_id + i) % 250 + 1))
+    ip -4 -o addr show | grep -q " 10\.77\.$x\." || { echo "10.77.$x"; return 0; }
+    i=$((i + 1))
+  done
+  return 1
+}
 
 nf_hosts_down() {
   h=1
@@ -47,6 +61,7 @@ nf_shape() { # DEV RATE [netns]
 
 nf_hosts_up() {
   n=$1; rate=${2:-}
+  NF_NET=$(nf_free_net) || { echo "every 10.77.X.0/24 is in use here (ip -4 addr)"; return 1; }
   nf_tmp=$(mktemp -d) || return 1
   ip link add "$nf_br" type bridge 2>/dev/null || { echo "cannot create a bridge (no CAP_NET_ADMIN?)"; return 1; }
   ip addr add "$NF_NET.254/24" dev "$nf_br" && ip link set "$nf_br" up || { echo "cannot configure the bridge"; return 1; }
