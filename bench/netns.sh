@@ -1,6 +1,7 @@
 # Pretend hosts in network namespaces, joined by a bridge, for Open MPI over
-# TCP between them. Sourced (POSIX sh) by bench/multihost.sh and
-# tests/mpi_netns.sh. Needs root and iproute2 (tc from iproute2 for -b).
+# TCP between them. Sourced (POSIX sh) by bench/multihost.sh,
+# bench/overlap.sh, bench/predict.sh and tests/mpi_netns.sh. Needs root and
+# iproute2 (tc from iproute2 for -b).
 #
 #   nf_hosts_up N [RATE]   N namespaces (hosts 1..N at $NF_NET.1..N), each
 #                          veth end shaped to RATE (tc tbf, e.g. 1gbit) when

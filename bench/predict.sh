@@ -16,9 +16,15 @@
 #              a shaped link's burst; without -o: TC's rate, 20us and the
 #              burst. The burst is NF_NET_BURST or 128kb. "none" needs -o
 #              or a LINK). Default "1gbit 10gbit none".
-#   -m SIZES   nf_allreduce -m (default 1M:16M)
+#   -m SIZES   MIN:MAX, powers of two, K/M suffixes (default 1M:16M)
 #   -r ROUTES  nf_allreduce -r (default pmpi,fp32,binary,ternary)
-#   -i ITERS   iterations per size (default 5); -R repeats, median (default 3)
+#   -i ITERS   timed iterations per size, at least (default 5); -R repeats,
+#              median (default 3). Each size runs on its own, after a
+#              warm-up that moves four 128 KiB bursts at binary's 1/32 of
+#              the call (16 MiB / size calls, at least 1), and times at
+#              least as many: a shaped link's bucket is then as drained as
+#              in a loop of such calls, which the model assumes (5 calls
+#              of 128 KiB binary would all pass in the burst)
 #   -o OSUDIR  a built OSU Micro-Benchmarks tree (c/mpi/pt2pt/standard/
 #              osu_latency, osu_bw, osu_bibw): the link's latency and rates,
 #              measured on the same pretend hosts first
@@ -29,7 +35,7 @@ while getopts b:m:r:i:R:o: opt; do
   case $opt in
     b) rates=$OPTARG ;; m) sizes=$OPTARG ;; r) routes=$OPTARG ;; i) iters=$OPTARG ;;
     R) reps=$OPTARG ;; o) osu=$OPTARG ;;
-    *) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    *) sed -n '2,32s/^# \{0,1\}//p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -44,6 +50,18 @@ pt=$osu/c/mpi/pt2pt/standard
 tmp=$(mktemp -d) || exit 1
 trap 'nf_hosts_down; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
+# MIN:MAX (or MAX, from 4 bytes) as the powers of two between, in bytes
+expand() {
+  echo "$1" | awk -F: '
+    function b(v) { u = toupper(substr(v, length(v))); n = v + 0
+      return u == "K" ? n * 1024 : u == "M" ? n * 1048576 : u == "G" ? n * 1073741824 : n }
+    { lo = NF > 1 ? b($1) : 4; hi = b($NF)
+      if (lo < 4 || hi < lo) exit 1
+      for (s = lo; s <= hi; s *= 2) print s }'
+}
+case $iters$reps in *[!0-9]*) echo "predict: -i and -R take whole numbers"; exit 2 ;; esac
+[ "$iters" -ge 1 ] && [ "$reps" -ge 1 ] || { echo "predict: -i and -R take whole numbers"; exit 2; }
+list=$(expand "$sizes") && [ -n "$list" ] || { echo "predict: -m $sizes: give MIN:MAX in bytes (K, M, G)"; exit 2; }
 printf '[policy]\nversion = 1\n\n[rule floats]\ndatatype = float\nop = sum\nroute = binary\n' \
   > "$tmp/binary.policy"
 
@@ -76,8 +94,13 @@ for spec in $rates; do
       link=$tc,$lat,${NF_NET_BURST:-128kb}
     fi
   fi
-  nf_hosts_mpirun "$hl" 2 "$bench" -r "$routes" -m "$sizes" -i "$iters" -x 1 -R "$reps" \
-    > "$tmp/run" 2>&1 || { cat "$tmp/run"; echo "predict: nf_allreduce failed"; exit 1; }
+  : > "$tmp/run"
+  for sz in $list; do # nf_allreduce times ITERS/10 iterations above 64 KiB
+    x=$(( (16777216 + sz - 1) / sz )); n=$(( x > iters ? x : iters ))
+    [ "$sz" -le 65536 ] || n=$((10 * n))
+    nf_hosts_mpirun "$hl" 2 "$bench" -r "$routes" -s "$sz" -i "$n" -x "$x" -R "$reps" \
+      >> "$tmp/run" 2>&1 || { cat "$tmp/run"; echo "predict: nf_allreduce failed"; exit 1; }
+  done
   nf_hosts_down
   awk -v tsv=1 -f "$(dirname "$0")/ratios.awk" < "$tmp/run" > "$tmp/measured"
   # The same calls as a trace: one float sum per size on 2 ranks.
@@ -91,7 +114,7 @@ for spec in $rates; do
   "$replay" --policy "$tmp/binary.policy" --link "$link" --codec-share 2 --json "$tmp/trace" \
     > "$tmp/link.json" ||
     { echo "predict: nfcoll_replay --link $link failed"; exit 1; }
-  echo "nfcoll_replay --link $link --codec-share 2; nf_allreduce -r $routes -m $sizes -i $iters -x 1 -R $reps (median)"
+  echo "nfcoll_replay --link $link --codec-share 2; nf_allreduce -r $routes -s SIZE, one run per size of $sizes, -x 16M/SIZE (at least 1), -i that or $iters (the larger) -R $reps (median)"
   python3 - "$tmp/measured" "$tmp/link.json" <<'PY'
 import json, sys
 pred = {c["bytes"]: c["seconds"] for c in json.load(open(sys.argv[2]))["link"]["calls"]}

@@ -89,8 +89,8 @@ int main(int argc, char **argv)
     bad |= one(32481, NF_ROUTE_FP32, "fp32, 32481 floats", 65024, 2);
     bad |= one(32768, NF_ROUTE_FP32, "fp32, 32768 floats", 65024, 2);
     /* Larger fp32 calls follow the verdict in messages of their own, under
-     * the eager limit too: 16256 floats each (lib/core/xnode.c,
-     * NF_PAIR_MSG). */
+     * the eager limit too: 16256 floats each (NF_PAIR_MSG,
+     * lib/util/nf_traffic.h). */
     bad |= one(32769, NF_ROUTE_FP32, "fp32, 32769 floats", 64, 3);
     bad |= one(65536, NF_ROUTE_FP32, "fp32, 65536 floats", 64, 5);
     bad |= one(98304, NF_ROUTE_FP32, "fp32, 98304 floats", 64, 7);
