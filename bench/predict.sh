@@ -20,11 +20,12 @@
 #   -r ROUTES  nf_allreduce -r (default pmpi,fp32,binary,ternary)
 #   -i ITERS   timed iterations per size, at least (default 5); -R repeats,
 #              median (default 3). Each size runs on its own, after a
-#              warm-up that moves four 128 KiB bursts at binary's 1/32 of
-#              the call (16 MiB / size calls, at least 1), and times at
-#              least as many: a shaped link's bucket is then as drained as
-#              in a loop of such calls, which the model assumes (5 calls
-#              of 128 KiB binary would all pass in the burst)
+#              warm-up that moves four bursts (NF_NET_BURST, 128kb) at
+#              binary's 1/32 of the call (4 x 32 x burst / size calls, at
+#              least 1: 16 MiB / size with 128kb), and times at least as
+#              many: a shaped link's bucket is then as drained as in a
+#              loop of such calls, which the model assumes (5 calls of
+#              128 KiB binary would all pass in the burst)
 #   -o OSUDIR  a built OSU Micro-Benchmarks tree (c/mpi/pt2pt/standard/
 #              osu_latency, osu_bw, osu_bibw): the link's latency and rates,
 #              measured on the same pretend hosts first
@@ -35,7 +36,7 @@ while getopts b:m:r:i:R:o: opt; do
   case $opt in
     b) rates=$OPTARG ;; m) sizes=$OPTARG ;; r) routes=$OPTARG ;; i) iters=$OPTARG ;;
     R) reps=$OPTARG ;; o) osu=$OPTARG ;;
-    *) sed -n '2,32s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    *) sed -n '2,33s/^# \{0,1\}//p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -59,6 +60,16 @@ expand() {
       if (lo < 4 || hi < lo) exit 1
       for (s = lo; s <= hi; s *= 2) print s }'
 }
+# tc's size (128kb, 4mb, 100000, 1mbit) in bytes; empty when it is not one
+tc_bytes() {
+  echo "$1" | awk '{ v = tolower($0); n = v + 0; u = v; sub(/^[0-9.]+/, "", u); f = 0
+    if (u == "" || u == "b") f = 1; else if (u == "k" || u == "kb") f = 1024
+    else if (u == "m" || u == "mb") f = 1048576; else if (u == "kbit") f = 128
+    else if (u == "g" || u == "gb") f = 1073741824; else if (u == "mbit") f = 131072
+    if (n > 0 && f > 0) printf "%.0f\n", n * f }'
+}
+wburst=$(tc_bytes "${NF_NET_BURST:-128kb}")
+[ -n "$wburst" ] || { echo "predict: NF_NET_BURST=$NF_NET_BURST: give a size as tc takes it (128kb)"; exit 2; }
 case $iters$reps in *[!0-9]*) echo "predict: -i and -R take whole numbers"; exit 2 ;; esac
 [ "$iters" -ge 1 ] && [ "$reps" -ge 1 ] || { echo "predict: -i and -R take whole numbers"; exit 2; }
 list=$(expand "$sizes") && [ -n "$list" ] || { echo "predict: -m $sizes: give MIN:MAX in bytes (K, M, G)"; exit 2; }
@@ -96,7 +107,7 @@ for spec in $rates; do
   fi
   : > "$tmp/run"
   for sz in $list; do # nf_allreduce times ITERS/10 iterations above 64 KiB
-    x=$(( (16777216 + sz - 1) / sz )); n=$(( x > iters ? x : iters ))
+    x=$(( (128 * wburst + sz - 1) / sz )); n=$(( x > iters ? x : iters ))
     [ "$sz" -le 65536 ] || n=$((10 * n))
     nf_hosts_mpirun "$hl" 2 "$bench" -r "$routes" -s "$sz" -i "$n" -x "$x" -R "$reps" \
       >> "$tmp/run" 2>&1 || { cat "$tmp/run"; echo "predict: nf_allreduce failed"; exit 1; }
