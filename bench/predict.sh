@@ -20,7 +20,7 @@
 #   -r ROUTES  nf_allreduce -r (default pmpi,fp32,binary,ternary)
 #   -i ITERS   timed iterations per size, at least (default 5); -R repeats,
 #              median (default 3). Each size runs on its own, after a
-#              warm-up that moves four bursts (NF_NET_BURST, 128kb) at
+#              warm-up that moves four bursts (NF_NET_BURST or 128kb) at
 #              binary's 1/32 of the call (4 x 32 x burst / size calls, at
 #              least 1: 16 MiB / size with 128kb), and times at least as
 #              many: a shaped link's bucket is then as drained as in a
@@ -66,7 +66,8 @@ tc_bytes() {
     if (u == "" || u == "b") f = 1; else if (u == "k" || u == "kb") f = 1024
     else if (u == "m" || u == "mb") f = 1048576; else if (u == "kbit") f = 128
     else if (u == "g" || u == "gb") f = 1073741824; else if (u == "mbit") f = 131072
-    if (n > 0 && f > 0) printf "%.0f\n", n * f }'
+    else if (u == "gbit") f = 134217728
+    if (n * f >= 1) printf "%.0f\n", n * f }'
 }
 wburst=$(tc_bytes "${NF_NET_BURST:-128kb}")
 [ -n "$wburst" ] || { echo "predict: NF_NET_BURST=$NF_NET_BURST: give a size as tc takes it (128kb)"; exit 2; }
@@ -98,11 +99,11 @@ for spec in $rates; do
   if [ -z "$link" ]; then
     if [ -n "$bw" ]; then # OSU's 4 MiB rate is the bucket's sustained one;
       link=$bw,$lat           # what the bucket lets through at once comes on top
-      [ "$tc" = none ] || link=$link,${NF_NET_BURST:-128kb}
+      [ "$tc" = none ] || link=$link,$wburst
     elif [ "$tc" = none ]; then
       echo "predict: osu_bw printed no rate for the unshaped link"; exit 1
     else
-      link=$tc,$lat,${NF_NET_BURST:-128kb}
+      link=$tc,$lat,$wburst
     fi
   fi
   : > "$tmp/run"
@@ -125,7 +126,7 @@ for spec in $rates; do
   "$replay" --policy "$tmp/binary.policy" --link "$link" --codec-share 2 --json "$tmp/trace" \
     > "$tmp/link.json" ||
     { echo "predict: nfcoll_replay --link $link failed"; exit 1; }
-  echo "nfcoll_replay --link $link --codec-share 2; nf_allreduce -r $routes -s SIZE, one run per size of $sizes, -x 16M/SIZE (at least 1), -i that or $iters (the larger) -R $reps (median)"
+  echo "nfcoll_replay --link $link --codec-share 2; nf_allreduce -r $routes -s SIZE, one run per size of $sizes, -x $((128 * wburst))/SIZE (four bursts of $wburst B at 1/32; at least 1), -i that or $iters (the larger) -R $reps (median)"
   python3 - "$tmp/measured" "$tmp/link.json" <<'PY'
 import json, sys
 pred = {c["bytes"]: c["seconds"] for c in json.load(open(sys.argv[2]))["link"]["calls"]}
