@@ -45,6 +45,15 @@ __attribute__((noinline)) int nf_api_raise(MPI_Comm comm, int code)
     return code;
 }
 
+/* A status as the entry point's MPI code, raised on comm's handler unless
+ * it was already. */
+static int nf_api_code(MPI_Comm comm, nf_status_t st)
+{
+    if (st == NF_OK)
+        return MPI_SUCCESS;
+    return nf_status_raised(st) ? nf_status_to_mpi(st) : nf_api_raise(comm, nf_status_to_mpi(st));
+}
+
 /* The last communicator this thread used: an attribute lookup costs more
  * than the rest of an engaged small call (docs/design.md, "Admission"). */
 static __thread struct {
@@ -53,15 +62,15 @@ static __thread struct {
     unsigned gen;
 } nf_api_last;
 
-static nf_status_t nf_api_comm(MPI_Comm comm, nf_comm_t **c, int deferred)
+static nf_status_t nf_api_comm(MPI_Comm comm, nf_comm_t **c, int lookup)
 {
     unsigned gen = atomic_load_explicit(&nf_comm_generation, memory_order_acquire);
     if (nf_api_last.c != NULL && nf_api_last.comm == comm && nf_api_last.gen == gen) {
         *c = nf_api_last.c;
         return NF_OK;
     }
-    nf_status_t st = deferred ? nf_comm_get_deferred(comm, c) : nf_comm_get(comm, c);
-    if (st == NF_OK)
+    nf_status_t st = lookup ? nf_comm_lookup(comm, c) : nf_comm_get(comm, c);
+    if (st == NF_OK && *c != NULL)
         nf_api_last.comm = comm, nf_api_last.c = *c, nf_api_last.gen = gen;
     return st;
 }
@@ -74,12 +83,23 @@ int nf_api_engaged(void)
     return nf_init() == NF_OK && nf_ctx_ready() && nf_ctx.engaged != 0;
 }
 
-nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, int deferred, nf_comm_t **c)
+/* Whether libnfcoll takes a call on `route` at all. */
+static int nf_api_wanted(int route)
+{
+    return nf_init() == NF_OK && nf_ctx_ready() && (route >= 0 || nf_ctx.engaged != 0);
+}
+
+nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, nf_comm_t **c)
 {
     *c = NULL;
-    if (nf_init() != NF_OK || !nf_ctx_ready() || (route < 0 && nf_ctx.engaged == 0))
-        return NF_OK;
-    return nf_api_comm(a->comm, c, deferred);
+    return nf_api_wanted(route) ? nf_api_comm(a->comm, c, 0) : NF_OK;
+}
+
+nf_status_t nf_api_lookup(const nf_run_args_t *a, int route, int *wanted, nf_comm_t **c)
+{
+    *c = NULL;
+    *wanted = nf_api_wanted(route);
+    return *wanted ? nf_api_comm(a->comm, c, 1) : NF_OK;
 }
 
 nf_status_t nf_api_exec(nf_comm_t *c, const nf_run_args_t *a, int route)
@@ -105,20 +125,18 @@ nf_status_t nf_api_exec(nf_comm_t *c, const nf_run_args_t *a, int route)
 static nf_status_t nf_api_run(const nf_run_args_t *a, int route)
 {
     nf_comm_t *c = NULL;
-    nf_status_t st = nf_api_resolve(a, route, 0, &c);
+    nf_status_t st = nf_api_resolve(a, route, &c);
     if (st != NF_OK)
         return st;
     if (c != NULL)
-        nf_engine_drain(c); /* the nonblocking calls issued before this one */
+        nf_engine_drain(c); /* the nonblocking calls issued before this one, then
+                               the state's setup where it is new */
     return nf_api_exec(c, a, route);
 }
 
 int nf_api_allreduce(const nf_run_args_t *a, int route)
 {
-    nf_status_t st = nf_api_run(a, route);
-    if (st == NF_OK)
-        return MPI_SUCCESS;
-    return nf_status_raised(st) ? nf_status_to_mpi(st) : nf_api_raise(a->comm, nf_status_to_mpi(st));
+    return nf_api_code(a->comm, nf_api_run(a, route));
 }
 
 NF_EXPORT int NF_Allreduce_route(const void *sendbuf, void *recvbuf, int count,
@@ -174,7 +192,7 @@ NF_EXPORT nf_status_t nf_placement_query(MPI_Comm comm, nf_placement_info_t *inf
     nf_status_t st = nf_comm_get(comm, &c);
     if (st != NF_OK)
         return st;
-    nf_engine_drain(c); /* a state set up behind nonblocking calls is complete after them */
+    nf_engine_drain(c); /* the calls before it, and the state's setup */
     if (c->is_inter || nf_comm_ready(c) != NF_OK)
         return NF_ERR_UNSUPPORTED;
     info->node = nf_place_node();
@@ -202,19 +220,41 @@ NF_EXPORT uint64_t nf_stats_fallbacks(nf_fallback_t reason)
 
 NF_EXPORT void nf_stats_reset(void) { nf_stats_zero(); }
 
-/* Residual checkpoints: collective on comm like a call, errors through its
- * handler. Before MPI_Init or after MPI_Finalize there is no handler to
- * call. */
-static int nf_api_residuals(MPI_Comm comm, const char *prefix, int load)
+/* A collective entry point's guard: MPI_SUCCESS, or its code when MPI is
+ * not running (not raised: there is no handler to call before MPI_Init or
+ * after MPI_Finalize) or comm is MPI_COMM_NULL (raised). */
+static int nf_api_collective(MPI_Comm comm)
 {
-    nf_comm_t *c = NULL;
     int up = 0, down = 0;
     PMPI_Initialized(&up);
     PMPI_Finalized(&down);
     if (!up || down)
         return MPI_ERR_OTHER;
-    if (comm == MPI_COMM_NULL)
-        return nf_api_raise(comm, MPI_ERR_COMM);
+    return comm == MPI_COMM_NULL ? nf_api_raise(comm, MPI_ERR_COMM) : MPI_SUCCESS;
+}
+
+NF_EXPORT int NF_Comm_prepare(MPI_Comm comm)
+{
+    nf_comm_t *c = NULL;
+    int rc = nf_api_collective(comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (nf_init() != NF_OK || !nf_ctx_ready())
+        return MPI_SUCCESS; /* libnfcoll is off: nothing to prepare, every call is MPI's */
+    nf_status_t st = nf_api_comm(comm, &c, 0);
+    if (st == NF_OK)
+        nf_engine_drain(c); /* the calls issued before it, then the setup */
+    return nf_api_code(comm, st);
+}
+
+/* Residual checkpoints: collective on comm like a call, errors through its
+ * handler. */
+static int nf_api_residuals(MPI_Comm comm, const char *prefix, int load)
+{
+    nf_comm_t *c = NULL;
+    int rc = nf_api_collective(comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
     nf_status_t st = nf_init() == NF_OK && nf_ctx_ready() ? NF_OK : NF_ERR_UNSUPPORTED;
     if (st == NF_OK)
         st = nf_api_comm(comm, &c, 0);
@@ -225,9 +265,7 @@ static int nf_api_residuals(MPI_Comm comm, const char *prefix, int load)
         nf_engine_drain(c);
         st = load ? nf_ckpt_load(c, prefix) : nf_ckpt_save(c, prefix);
     }
-    if (st == NF_OK)
-        return MPI_SUCCESS;
-    return nf_status_raised(st) ? nf_status_to_mpi(st) : nf_api_raise(comm, nf_status_to_mpi(st));
+    return nf_api_code(comm, st);
 }
 
 NF_EXPORT int NF_Residuals_save(MPI_Comm comm, const char *prefix)

@@ -7,13 +7,15 @@
  *
  * A call libnfcoll does not route (an intercommunicator, a broken
  * communicator, a datatype or op no route takes, one process, no progress
- * thread) is MPI's own PMPI_Iallreduce, nonblocking. The engine's PMPI
+ * thread, a communicator not set up yet) is MPI's own PMPI_Iallreduce,
+ * nonblocking. The engine's PMPI
  * calls on the user's behalf (the pmpi route) go to a duplicate of the
  * communicator, so they never meet the caller's own collectives on it.
  */
 #include "config.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "nf_api.h"
@@ -80,63 +82,80 @@ static int nf_async_pmpi(const nf_run_args_t *a, MPI_Request *request)
 
 /* The job did not start (no memory, no request): the call still runs here,
  * since the other ranks run theirs; the error is this one's. */
-static int nf_async_failed(nf_eng_queue_t *q, nf_eng_mode_t mode, const nf_run_args_t *a,
-                           int route, int rc, MPI_Request *request)
+static int nf_async_failed(nf_eng_queue_t *q, const nf_run_args_t *a, int route, int rc,
+                           MPI_Request *request)
 {
     nf_job_t j = {.a = *a, .route = route, .exec = nf_api_exec};
     nf_log_error("cannot start a nonblocking call (%s): it ran at its issue",
                  rc == MPI_ERR_NO_MEM ? "no memory" : "MPI_Grequest_start failed");
-    nf_engine_run_here(q, &j, mode);
+    nf_engine_run_here(q, &j);
     *request = MPI_REQUEST_NULL;
     return nf_api_raise(a->comm, rc);
+}
+
+/* A communicator libnfcoll has not set up (made by MPI_Comm_idup, or where
+ * libnfcoll did not see it made): its nonblocking calls are MPI's own until
+ * its first blocking collective through libnfcoll, which sets it up there
+ * (docs/design.md, "Communicator setup"). Counted; said once. */
+static int nf_async_unset(const nf_run_args_t *a, MPI_Request *request)
+{
+    static atomic_int told;
+    nf_stats_fallback(NF_FALLBACK_SETUP);
+    if (atomic_exchange(&told, 1) == 0) {
+        char name[MPI_MAX_OBJECT_NAME] = "";
+        int len = 0;
+        PMPI_Comm_get_name(a->comm, name, &len);
+        nf_log_info(1, "nonblocking calls on communicator '%s' are MPI's own PMPI_Iallreduce "
+                       "until its first blocking allreduce (libnfcoll did not see it made: "
+                       "MPI_Comm_idup, or MPI started without libnfcoll); fallback 'setup'",
+                    name);
+    }
+    return nf_async_pmpi(a, request);
 }
 
 int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request)
 {
     nf_comm_t *c = NULL;
     nf_eng_queue_t *q = NULL;
-    int agreed = nf_engine_agreement();
     if (!nf_async_routable(a, route))
         return nf_async_pmpi(a, request);
-    if (agreed == 0 && route < 0) { /* MPI_Init agreed: no worker on some rank */
+    if (nf_engine_agreement() == 0 && route < 0) { /* MPI_Init agreed: no worker on some rank */
         if (nf_api_engaged())
             nf_stats_fallback(NF_FALLBACK_PROGRESS);
         return nf_async_pmpi(a, request);
     }
-    /* The state may still be being set up by a worker (or, with no worker
-     * here, by nf_engine_settle below): its use is the job's business,
-     * which falls back inside. Not engaged: pmpi. */
-    nf_status_t st = nf_api_resolve(a, route, agreed != 0, &c);
+    /* The state as it is: a nonblocking call never starts a collective on
+     * the program's communicator (nf_comm_lookup). Not engaged: pmpi. */
+    int wanted = 0;
+    nf_status_t st = nf_api_lookup(a, route, &wanted, &c);
     if (st == NF_OK && c == NULL)
-        return nf_async_pmpi(a, request);
+        return wanted ? nf_async_unset(a, request) : nf_async_pmpi(a, request);
     if (st == NF_OK)
         st = nf_engine_queue(c, &q);
     if (st != NF_OK) {
         int rc = nf_status_to_mpi(st);
         return nf_status_raised(st) ? rc : nf_api_raise(a->comm, rc);
     }
-    nf_eng_mode_t mode = nf_engine_settle(q);
+    nf_eng_mode_t mode = nf_engine_mode(q);
     if (mode == NF_ENG_NONE && route < 0) {
         nf_stats_fallback(NF_FALLBACK_PROGRESS);
         return nf_async_pmpi(a, request);
     }
     nf_job_t *j = calloc(1, sizeof(*j));
     if (j == NULL)
-        return nf_async_failed(q, mode, a, route, MPI_ERR_NO_MEM, request);
+        return nf_async_failed(q, a, route, MPI_ERR_NO_MEM, request);
     int rc = PMPI_Grequest_start(nf_job_query, nf_job_free, nf_job_cancel, j, &j->req);
     if (rc != MPI_SUCCESS) {
         free(j);
-        return nf_async_failed(q, mode, a, route, rc, request);
+        return nf_async_failed(q, a, route, rc, request);
     }
     *request = j->req;
     j->a = *a, j->route = route, j->exec = nf_api_exec;
     atomic_init(&j->refs, 2); /* the request's and the engine's */
-    if (mode == NF_ENG_THREAD && nf_engine_submit(q, j) == 0)
+    if (mode == NF_ENG_THREAD && nf_engine_submit(q, j) == NF_OK)
         return MPI_SUCCESS;
-    /* no thread here (a forced route with none anywhere, or the first call
-     * where other ranks have them and MPI_Init did not agree), or none
-     * could start: at issue */
-    j->rc = nf_engine_run_here(q, j, mode);
+    /* no thread on some rank (a forced route), or none could start: at issue */
+    j->rc = nf_engine_run_here(q, j);
     nf_stats_fallback(NF_FALLBACK_PROGRESS);
     PMPI_Grequest_complete(*request);
     nf_job_put(j);

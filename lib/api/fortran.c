@@ -1,7 +1,7 @@
 /*
  * Fortran entry points. Open MPI's Fortran bindings call PMPI_* directly, so
- * the C shim never sees a Fortran program's MPI_INIT, MPI_ALLREDUCE or
- * MPI_FINALIZE. These are the same routines under the names Fortran calls:
+ * the C shim never sees a Fortran program's MPI_INIT, MPI_ALLREDUCE,
+ * MPI_COMM_DUP or MPI_FINALIZE. These are the same routines under the names Fortran calls:
  * mpif.h and `use mpi` in the four manglings a compiler may use (MPI_X,
  * mpi_x, mpi_x_, mpi_x__), and `use mpi_f08` as Open MPI 4.x builds it
  * (mpi_x_f08_, whose ierror is optional: NULL when absent). Each converts
@@ -155,6 +155,42 @@ static void nf_f_iallreduce(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_F
         *ierr = (MPI_Fint)rc;
 }
 
+/* The constructors a Fortran program makes its communicators with, so that
+ * each is set up inside them as from C (shim.c, "communicator
+ * constructors"): the C entry points, which are the shim's. */
+static void nf_f_comm_dup(MPI_Fint *comm, MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    MPI_Comm nc = MPI_COMM_NULL;
+    int rc = MPI_Comm_dup(PMPI_Comm_f2c(*comm), &nc);
+    if (rc == MPI_SUCCESS)
+        *newcomm = PMPI_Comm_c2f(nc);
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
+static void nf_f_comm_split(MPI_Fint *comm, MPI_Fint *color, MPI_Fint *key, MPI_Fint *newcomm,
+                            MPI_Fint *ierr)
+{
+    MPI_Comm nc = MPI_COMM_NULL;
+    int rc = MPI_Comm_split(PMPI_Comm_f2c(*comm), (int)*color, (int)*key, &nc);
+    if (rc == MPI_SUCCESS)
+        *newcomm = PMPI_Comm_c2f(nc);
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
+static void nf_f_comm_split_type(MPI_Fint *comm, MPI_Fint *type, MPI_Fint *key, MPI_Fint *info,
+                                 MPI_Fint *newcomm, MPI_Fint *ierr)
+{
+    MPI_Comm nc = MPI_COMM_NULL;
+    int rc = MPI_Comm_split_type(PMPI_Comm_f2c(*comm), (int)*type, (int)*key,
+                                 PMPI_Info_f2c(*info), &nc);
+    if (rc == MPI_SUCCESS)
+        *newcomm = PMPI_Comm_c2f(nc);
+    if (ierr != NULL)
+        *ierr = (MPI_Fint)rc;
+}
+
 /* The level MPI_INIT_THREAD reported (MPI_Query_thread, shim.c). */
 static void nf_f_query_thread(MPI_Fint *provided, MPI_Fint *ierr)
 {
@@ -187,3 +223,10 @@ NF_F_NAMES(MPI_ALLREDUCE, mpi_allreduce, nf_f_allreduce,
 NF_F_NAMES(MPI_IALLREDUCE, mpi_iallreduce, nf_f_iallreduce,
            (void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,
             MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr))
+NF_F_NAMES(MPI_COMM_DUP, mpi_comm_dup, nf_f_comm_dup,
+           (MPI_Fint * comm, MPI_Fint *newcomm, MPI_Fint *ierr))
+NF_F_NAMES(MPI_COMM_SPLIT, mpi_comm_split, nf_f_comm_split,
+           (MPI_Fint * comm, MPI_Fint *color, MPI_Fint *key, MPI_Fint *newcomm, MPI_Fint *ierr))
+NF_F_NAMES(MPI_COMM_SPLIT_TYPE, mpi_comm_split_type, nf_f_comm_split_type,
+           (MPI_Fint * comm, MPI_Fint *type, MPI_Fint *key, MPI_Fint *info, MPI_Fint *newcomm,
+            MPI_Fint *ierr))

@@ -48,6 +48,13 @@ static int nf_self_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
+static int nf_init_threads(const nf_settings_t *s)
+{
+    int level = MPI_THREAD_SINGLE;
+    return s->progress == NF_PROGRESS_THREAD && PMPI_Query_thread(&level) == MPI_SUCCESS &&
+           level == MPI_THREAD_MULTIPLE;
+}
+
 static nf_status_t nf_init_locked(void)
 {
     int rank = 0;
@@ -62,6 +69,7 @@ static nf_status_t nf_init_locked(void)
         .kernels = nf_pick_kernels(s),
         .policy_hash = nf_admit_hash(),
         .policy_cxl_node = nf_policy_cxl_node(nf_admit_policy()),
+        .threads = nf_init_threads(s),
     };
     if ((st = nf_ctx_init(&cfg)) != NF_OK)
         return st;

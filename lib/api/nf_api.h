@@ -21,12 +21,15 @@ int nf_api_check(const nf_run_args_t *a);
  * handler for a failure. */
 int nf_api_allreduce(const nf_run_args_t *a, int route);
 
-/* The state a call on a->comm runs with, resolved in the caller (its
- * first call on a communicator is collective there; deferred: it starts
- * an MPI_Comm_idup only, and the progress engine completes the state,
- * nf_comm_get_deferred): NULL when libnfcoll is not engaged for it (the
- * call is PMPI's, untouched). */
-nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, int deferred, nf_comm_t **c);
+/* The state a blocking call on a->comm runs with, made there when the
+ * communicator has none (collective on it: nf_comm_get); the caller then
+ * drains the engine (nf_engine_drain), which sets it up. NULL when
+ * libnfcoll is not engaged for the call (it is PMPI's, untouched). */
+nf_status_t nf_api_resolve(const nf_run_args_t *a, int route, nf_comm_t **c);
+/* The same for a nonblocking call, never collective: the state comm
+ * already has, or NULL; *wanted says whether libnfcoll would take the call
+ * (so NULL with *wanted set is a communicator not set up yet). */
+nf_status_t nf_api_lookup(const nf_run_args_t *a, int route, int *wanted, nf_comm_t **c);
 /* Whether admission decides calls at all (libnfcoll initialized and, where
  * MPI_Init agreed, engaged there): local, no MPI call. */
 int nf_api_engaged(void);

@@ -5,9 +5,13 @@
  * and calls PMPI_* only. With no policy, MPI_Allreduce is one branch in
  * front of PMPI_Allreduce.
  *
- * MPI_Comm_free is not wrapped: libnfcoll's state hangs off a communicator
- * attribute whose delete callback frees it, which also covers
- * MPI_Comm_disconnect and frees issued from Fortran.
+ * The communicator constructors are wrapped so that each new communicator
+ * gets its private duplicate inside the constructor, where every rank of
+ * it is (docs/design.md, "Communicator setup"): libnfcoll never starts a
+ * collective on a program's communicator anywhere else. MPI_Comm_free is
+ * not wrapped: libnfcoll's state hangs off a communicator attribute whose
+ * delete callback frees it, which also covers MPI_Comm_disconnect and
+ * frees issued from Fortran.
  *
  * The Fortran entry points (fortran.c) convert their arguments and take the
  * same steps, declared in nf_shim.h.
@@ -112,9 +116,13 @@ void nf_shim_after_init(void)
     nf_ctx.report_stats = (all & NF_WANT_STATS) != 0;
     nf_engine_agreed((all & NF_WANT_NOTHREAD) == 0);
     nf_ctx.intercept = 1;
+    /* Every rank is in MPI_Init: the two predefined communicators get their
+     * state now, and the world's setup compares the policies. */
     nf_comm_t *c;
-    if (nf_ctx_ready() && nf_ctx.engaged)
-        nf_comm_get(MPI_COMM_WORLD, &c); /* policies are compared across ranks now */
+    if (nf_ctx_ready() && nf_comm_get(MPI_COMM_WORLD, &c) == NF_OK)
+        nf_engine_drain(c);
+    if (nf_ctx_ready() && nf_comm_get(MPI_COMM_SELF, &c) == NF_OK)
+        nf_engine_drain(c);
     nf_inside = 0;
 }
 
@@ -154,6 +162,69 @@ void nf_shim_before_finalize(void)
         nf_stats_report(MPI_COMM_WORLD, nf_admit_stats_dest(nf_settings_load()));
         nf_inside = 0;
     }
+}
+
+/* ---- communicator constructors ----
+ *
+ * After MPI's own constructor succeeded, every rank of the new
+ * communicator is still inside the same call: its state and private
+ * duplicate are made there (nf_comm_get; the rest of its setup runs on the
+ * duplicate, later), once libnfcoll is initialized (an NFCOLL_ request
+ * at MPI_Init, or an NF_ call since). A rank outside the new communicator
+ * (MPI_COMM_NULL) does nothing. A failure leaves the communicator without state: its
+ * calls fall back as for one libnfcoll did not see made. */
+static int nf_shim_made(int rc, MPI_Comm newcomm)
+{
+    if (rc != MPI_SUCCESS || nf_inside || newcomm == MPI_COMM_NULL || !nf_ctx_ready())
+        return rc;
+    nf_comm_t *c;
+    nf_inside = 1;
+    nf_comm_get(newcomm, &c);
+    nf_inside = 0;
+    return rc;
+}
+
+/* MPI's constructor CALL, which sets *OUT, then the state (nf_shim_made). */
+#define NF_SHIM_MADE(call, out)                                                             \
+    do {                                                                                    \
+        int rc_ = (call);                                                                   \
+        return nf_shim_made(rc_, rc_ == MPI_SUCCESS ? *(out) : MPI_COMM_NULL);              \
+    } while (0)
+
+NF_EXPORT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    NF_SHIM_MADE(PMPI_Comm_dup(comm, newcomm), newcomm);
+}
+
+NF_EXPORT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    NF_SHIM_MADE(PMPI_Comm_dup_with_info(comm, info, newcomm), newcomm);
+}
+
+NF_EXPORT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    NF_SHIM_MADE(PMPI_Comm_split(comm, color, key, newcomm), newcomm);
+}
+
+NF_EXPORT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
+                                  MPI_Comm *newcomm)
+{
+    NF_SHIM_MADE(PMPI_Comm_split_type(comm, split_type, key, info, newcomm), newcomm);
+}
+
+NF_EXPORT int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    NF_SHIM_MADE(PMPI_Comm_create(comm, group, newcomm), newcomm);
+}
+
+NF_EXPORT int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    NF_SHIM_MADE(PMPI_Comm_create_group(comm, group, tag, newcomm), newcomm);
+}
+
+NF_EXPORT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
+{
+    NF_SHIM_MADE(PMPI_Intercomm_merge(intercomm, high, newintracomm), newintracomm);
 }
 
 NF_EXPORT int MPI_Finalize(void)

@@ -21,8 +21,6 @@
 #include "nf_xnode.h"
 
 static pthread_mutex_t nf_comm_lock = PTHREAD_MUTEX_INITIALIZER;
-/* The state whose deferred setup this thread waits for (nf_comm_complete). */
-static __thread nf_comm_t *nf_comm_setting_up;
 _Atomic unsigned nf_comm_generation = 1;
 static nf_comm_t *nf_comm_live;
 
@@ -163,12 +161,8 @@ static void nf_comm_slots_free(nf_comm_t *c)
 static void nf_comm_destroy(nf_comm_t *c)
 {
     /* MPI_Comm_free and MPI_Finalize let pending operations complete: the
-     * slots' quiesce waits for the calls queued on this state (which
-     * complete a deferred setup); one whose call never got queued still
-     * waits for its duplicate. */
+     * slots' quiesce waits for the calls queued on this state. */
     nf_comm_slots_free(c);
-    if (atomic_load(&c->pending) && PMPI_Wait(&c->setup, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-        c->priv = MPI_COMM_NULL;
     atomic_fetch_add(&nf_comm_generation, 1u); /* before the memory can be reused */
     nf_comm_unlink(c);
     nf_shm_destroy(&c->shm);
@@ -192,22 +186,12 @@ static void nf_comm_destroy(nf_comm_t *c)
 
 int nf_comm_delete_attr(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
-    nf_comm_t *c = attr;
     (void)comm, (void)keyval, (void)extra;
-    /* Freed while its deferred setup runs: MPICH deletes the attribute when
-     * the last operation on the communicator completes, the MPI_Comm_idup
-     * the setup waits for, so this can run inside that very wait, on the
-     * worker that must go on to run the communicator's calls: waiting for
-     * them here would wait for itself. The state is orphaned: its calls
-     * still run, and MPI_Finalize frees it. Anywhere else (Open MPI: in
-     * MPI_Comm_free, the idup still pending, which Open MPI 4.1 does not
-     * keep the communicator alive for) the calls are waited for first. */
-    if (c == nf_comm_setting_up) {
-        atomic_store(&c->orphan, 1);
-        atomic_fetch_add(&nf_comm_generation, 1u); /* the handle may name another soon */
-        return MPI_SUCCESS;
-    }
-    nf_comm_destroy(c);
+    /* libnfcoll starts no operation on the user's communicator that could
+     * outlive the call that started it, so MPI runs this in the program's
+     * MPI_Comm_free (or MPI_Finalize), never inside one of libnfcoll's
+     * waits: the calls queued on the state are waited for first. */
+    nf_comm_destroy(attr);
     return MPI_SUCCESS;
 }
 
@@ -224,10 +208,8 @@ void nf_comm_finalize(void)
 {
     while (nf_comm_live != NULL) {
         nf_comm_t *c = nf_comm_live;
-        /* Deleting the attribute runs nf_comm_delete_attr, which unlinks c;
-         * an orphan's communicator is gone (its handle may name another). */
-        if (atomic_load(&c->orphan) ||
-            PMPI_Comm_delete_attr(c->user, nf_ctx.comm_keyval) != MPI_SUCCESS)
+        /* Deleting the attribute runs nf_comm_delete_attr, which unlinks c. */
+        if (PMPI_Comm_delete_attr(c->user, nf_ctx.comm_keyval) != MPI_SUCCESS)
             nf_comm_destroy(c);
     }
     if (nf_ctx.comm_keyval != MPI_KEYVAL_INVALID)
@@ -393,12 +375,10 @@ static nf_status_t nf_comm_split(nf_comm_t *c)
  * is agreed before the first call: its policy (hash), the communicator's
  * name (rules match on it; MPI_Comm_set_name is local), whether the count
  * lanes fit (NFCOLL_COUNT_BITS is per process) and whether its own setup
- * worked. A difference turns the feature off for every rank. On `on`: the
- * user's communicator, inside the user's collective call, where a rank
- * whose duplicate failed still takes part, so none waits for it; or, set
- * up behind a nonblocking call, the private duplicate.
+ * worked. A difference turns the feature off for every rank. On the
+ * private duplicate, which every rank has (nf_comm_prepare agreed it).
  */
-static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok, MPI_Comm on)
+static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok)
 {
     nf_agree_comm_in_t in = {
         .policy_hash = nf_ctx.cfg.policy_hash,
@@ -407,7 +387,7 @@ static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok, MPI_Comm on)
         .alloc_ok = setup_ok && c->xv != NULL && c->ptrs != NULL,
     };
     nf_agree_comm_out_t out;
-    nf_status_t st = nf_agree_comm(on, &in, &out);
+    nf_status_t st = nf_agree_comm(c->priv, &in, &out);
     if (st != NF_OK || !out.alloc_ok) {
         if (setup_ok)
             nf_log_warn_once("cannot set up libnfcoll's state for a communicator on some "
@@ -434,7 +414,6 @@ static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok, MPI_Comm on)
 static nf_comm_t *nf_comm_alloc(MPI_Comm comm)
 {
     nf_comm_t *c = calloc(1, sizeof(*c));
-    int rl;
     if (c == NULL)
         return NULL;
     c->user = comm;
@@ -444,17 +423,20 @@ static nf_comm_t *nf_comm_alloc(MPI_Comm comm)
         c->use = NF_COMM_BROKEN;
         return c;
     }
-    if (PMPI_Comm_get_name(comm, c->name, &rl) != MPI_SUCCESS)
-        c->name[0] = '\0';
     PMPI_Comm_rank(comm, &c->rank);
     PMPI_Comm_size(comm, &c->size);
     return c;
 }
 
-/* The collective part, once c->priv is the duplicate (or failed to be):
- * split, buffers, agreement on `on`. */
-static nf_status_t nf_comm_build(nf_comm_t *c, MPI_Comm on)
+/* The collective part, on the private duplicate: split, buffers,
+ * agreement. */
+static nf_status_t nf_comm_build(nf_comm_t *c)
 {
+    int rl;
+    /* The name now, at the communicator's first use: a program names it
+     * after making it (MPI_Comm_set_name), and rules match on it. */
+    if (PMPI_Comm_get_name(c->user, c->name, &rl) != MPI_SUCCESS)
+        c->name[0] = '\0';
     int ok = nf_comm_split(c) == NF_OK;
     if (!ok)
         nf_log_warn_once("cannot split a communicator by node; libnfcoll passes its calls to PMPI");
@@ -468,19 +450,7 @@ static nf_status_t nf_comm_build(nf_comm_t *c, MPI_Comm on)
         if (nf_comm_scales(c, 1) != NF_OK || c->pcnt == NULL)
             ok = 0;
     }
-    return nf_comm_decide(c, ok, on);
-}
-
-static nf_comm_t *nf_comm_new(MPI_Comm comm, nf_status_t *st)
-{
-    nf_comm_t *c = nf_comm_alloc(comm);
-    *st = NF_OK;
-    if (c == NULL || c->is_inter)
-        return c;
-    if (PMPI_Comm_dup(comm, &c->priv) != MPI_SUCCESS)
-        c->priv = MPI_COMM_NULL; /* the agreement on comm tells the others */
-    *st = nf_comm_build(c, comm);
-    return c;
+    return nf_comm_decide(c, ok);
 }
 
 nf_status_t nf_comm_ready(nf_comm_t *c)
@@ -527,51 +497,69 @@ static nf_status_t nf_comm_find(MPI_Comm comm, nf_comm_t **out, int *found)
     return st;
 }
 
+/* Collective on comm, where every rank is in the same blocking call:
+ * the private duplicate, agreed (a rank whose duplicate failed still takes
+ * part in the agreement, so none waits for it), and the state cached as
+ * NF_COMM_NEW; an intercommunicator's, complete and unused. */
+static nf_status_t nf_comm_new(MPI_Comm comm, nf_comm_t **out)
+{
+    nf_comm_t *c = nf_comm_alloc(comm);
+    nf_status_t st = NF_OK;
+    if (c == NULL)
+        return NF_ERR_NO_MEMORY;
+    if (!c->is_inter) {
+        /* one agreement: whether every rank has its duplicate, and whether
+         * every rank can run progress threads (the engine's, nf_engine.h) */
+        enum { NF_MADE_NODUP = 1u, NF_MADE_NOTHREAD = 2u };
+        unsigned any = 0;
+        nf_status_t dup = nf_mpi_status(PMPI_Comm_dup(comm, &c->priv));
+        if (dup != NF_OK)
+            c->priv = MPI_COMM_NULL;
+        st = nf_agree_any(comm, (dup != NF_OK ? NF_MADE_NODUP : 0u) |
+                                    (nf_ctx.cfg.threads ? 0u : NF_MADE_NOTHREAD), &any);
+        c->threads_all = st == NF_OK && !(any & NF_MADE_NOTHREAD);
+        if (st == NF_OK && (any & NF_MADE_NODUP))
+            st = NF_ERR_MPI;
+        if (st != NF_OK) { /* on every rank: broken, decided once */
+            nf_log_warn_once("cannot duplicate a communicator on some rank (%s); its calls "
+                             "go to PMPI", nf_strerror(st));
+            if (c->priv != MPI_COMM_NULL)
+                PMPI_Comm_free(&c->priv);
+            c->use = NF_COMM_BROKEN;
+            st = NF_OK;
+        }
+    }
+    atomic_init(&c->setup, c->is_inter || c->use == NF_COMM_BROKEN ? NF_COMM_BUILT : NF_COMM_NEW);
+    if ((st = nf_comm_attach(comm, c, st)) == NF_OK)
+        *out = c;
+    return st;
+}
+
 nf_status_t nf_comm_get(MPI_Comm comm, nf_comm_t **out)
 {
     int found = 0;
     nf_status_t st = nf_comm_find(comm, out, &found);
     if (st != NF_OK || found)
         return st;
-    /* Collective on comm: every rank reaches this on its first call. */
-    nf_comm_t *c = nf_comm_new(comm, &st);
-    if (c == NULL)
-        return NF_ERR_NO_MEMORY;
-    if ((st = nf_comm_attach(comm, c, st)) == NF_OK)
-        *out = c;
-    return st;
+    /* Collective on comm: every rank reaches this in the same blocking call. */
+    return nf_comm_new(comm, out);
 }
 
-nf_status_t nf_comm_get_deferred(MPI_Comm comm, nf_comm_t **out)
+nf_status_t nf_comm_lookup(MPI_Comm comm, nf_comm_t **out)
 {
     int found = 0;
+    *out = NULL;
     nf_status_t st = nf_comm_find(comm, out, &found);
-    if (st != NF_OK || found)
-        return st;
-    nf_comm_t *c = nf_comm_alloc(comm);
-    if (c == NULL)
-        return NF_ERR_NO_MEMORY;
-    if (!c->is_inter) {
-        st = nf_mpi_status_raised(PMPI_Comm_idup(comm, &c->priv, &c->setup));
-        atomic_store(&c->pending, st == NF_OK);
-    }
-    if ((st = nf_comm_attach(comm, c, st)) == NF_OK)
-        *out = c;
+    if (st == NF_OK && !found)
+        *out = NULL;
     return st;
 }
 
 nf_status_t nf_comm_complete(nf_comm_t *c)
 {
-    if (!atomic_load_explicit(&c->pending, memory_order_acquire))
+    if (atomic_load_explicit(&c->setup, memory_order_acquire) == NF_COMM_BUILT)
         return NF_OK;
-    nf_comm_setting_up = c;
-    int rc = PMPI_Wait(&c->setup, MPI_STATUS_IGNORE);
-    nf_comm_setting_up = NULL;
-    if (rc != MPI_SUCCESS)
-        c->priv = MPI_COMM_NULL; /* then nobody can agree: broken, alone */
-    nf_status_t st = c->priv != MPI_COMM_NULL ? nf_comm_build(c, c->priv) : NF_ERR_MPI;
-    if (c->priv == MPI_COMM_NULL)
-        c->use = NF_COMM_BROKEN;
-    atomic_store_explicit(&c->pending, 0, memory_order_release);
+    nf_status_t st = nf_comm_build(c);
+    atomic_store_explicit(&c->setup, NF_COMM_BUILT, memory_order_release);
     return st;
 }

@@ -64,6 +64,16 @@ typedef enum nf_comm_use {
  * receives them, and a peer whose verdict failed does not): it keeps them
  * in one of two slots until they complete or the peer's header says it
  * drained them. */
+/* How far a state is set up (docs/design.md, "Communicator setup"). Its
+ * private duplicate is made where every rank is in the same blocking call
+ * on the communicator (nf_comm_get): NEW. The rest is collective on the
+ * duplicate only, run by the progress engine in the communicator's order
+ * (nf_comm_complete): BUILT. */
+typedef enum nf_comm_setup {
+    NF_COMM_NEW = 1, /* the duplicate only: no other field below is set */
+    NF_COMM_BUILT    /* split, agreed; use says whether it is usable */
+} nf_comm_setup_t;
+
 typedef struct nf_tails {
     uint64_t sent;       /* my last group posted (0: none) */
     unsigned sent_pieces; /* how many of its tails were posted */
@@ -88,13 +98,10 @@ typedef struct nf_comm {
     unsigned k;          /* count planes: nf_count_planes(size) */
     int lowbit_ok;       /* capacity: size fits the count lanes (agreed) */
     nf_comm_use_t use;   /* agreed */
+    int threads_all;     /* every rank can run progress threads (nf_config_t.threads,
+                            agreed when the state was made) */
     char name[MPI_MAX_OBJECT_NAME]; /* at first use, for policy rules */
-    /* Set up behind a nonblocking call (nf_comm_get_deferred): the
-     * duplicate's MPI_Comm_idup, and 1 until nf_comm_complete ran. */
-    MPI_Request setup;
-    atomic_int pending;
-    atomic_int orphan;   /* the communicator was freed during that setup: the
-                            state lives on for its calls, freed at MPI_Finalize */
+    _Atomic nf_comm_setup_t setup; /* written by nf_comm_complete only */
 
     nf_shm_t shm;
     uint8_t *ctl;        /* lsize control blocks (nf_flags.h) */
@@ -171,19 +178,23 @@ nf_status_t nf_comm_slots_load(nf_comm_t *c, const unsigned char *buf, size_t le
  * taken. ops must stay valid until MPI_Finalize. */
 nf_status_t nf_comm_slot_register(const nf_comm_slot_ops_t *ops, int *slot);
 
-/* State for comm, created on first use (collective on comm). NF_OK with
- * *out set; else the MPI error that prevented it (logged once). */
+/* State for comm, created here when comm has none: collective on comm,
+ * and only where every rank of comm is in the same blocking call on it
+ * (MPI_Init, a communicator constructor, a blocking allreduce): it makes
+ * the private duplicate with PMPI_Comm_dup and agrees that every rank has
+ * it. libnfcoll starts no collective on a communicator the program owns
+ * anywhere else. NF_OK with *out set (NF_COMM_NEW, or BUILT for an
+ * intercommunicator or a duplicate some rank could not make: broken);
+ * else the MPI error that prevented it (logged once). */
 nf_status_t nf_comm_get(MPI_Comm comm, nf_comm_t **out);
-
-/* State for comm without blocking: on first use, the local part and an
- * MPI_Comm_idup of comm (ordered where the caller's nonblocking call is);
- * the rest is collective on the duplicate, in nf_comm_complete, which the
- * progress engine runs before the communicator's first job. Until then
- * (c->pending) only c->user, is_inter, rank, size and name are set: any
- * other user first waits for the engine's jobs on c. */
-nf_status_t nf_comm_get_deferred(MPI_Comm comm, nf_comm_t **out);
-/* Finish a deferred setup (collective on the duplicate); NF_OK at once for
- * a complete state. On failure the state is broken, as nf_comm_get's. */
+/* The state comm has, or *out NULL: local, never collective (a
+ * nonblocking call's issue). */
+nf_status_t nf_comm_lookup(MPI_Comm comm, nf_comm_t **out);
+/* Set a NEW state up (split by node, buffers, agreement): collective on
+ * the private duplicate, so every rank must run it at the same place in
+ * the communicator's order of calls (the engine's setup step, nf_engine.h).
+ * NF_OK at once for a BUILT state; on failure the state is broken, alike
+ * on every rank. */
 nf_status_t nf_comm_complete(nf_comm_t *c);
 
 /* Changes whenever some state is freed: a cache of (MPI_Comm, nf_comm_t *)

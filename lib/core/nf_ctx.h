@@ -27,6 +27,8 @@ typedef struct nf_config {
     const nf_kernels_t *kernels;
     uint64_t policy_hash; /* what ranks compare: 0 without a policy */
     int policy_cxl_node;  /* the policy's cxl_node, -1 when unset */
+    int threads;          /* this rank can run progress threads (NFCOLL_PROGRESS,
+                             and MPI gave MPI_THREAD_MULTIPLE) */
 } nf_config_t;
 
 #define NF_ENGAGED_UNKNOWN (-1)

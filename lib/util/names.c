@@ -43,6 +43,7 @@ static const char *const nf_fallback_names[NF_FALLBACK_COUNT] = {
     [NF_FALLBACK_POLICY] = "policy-mismatch",
     [NF_FALLBACK_LAYOUT] = "layout-mismatch",
     [NF_FALLBACK_PROGRESS] = "no-progress",
+    [NF_FALLBACK_SETUP] = "setup",
 };
 
 NF_EXPORT const char *nf_fallback_name(nf_fallback_t reason)

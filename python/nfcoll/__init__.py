@@ -218,7 +218,9 @@ def allreduce_async(x, route=None, comm=None):
     issued, while this thread computes (NF_Iallreduce(3): without
     MPI_THREAD_MULTIPLE, or with NFCOLL_PROGRESS=off, it runs here, now).
     Collective: every rank of comm issues the same calls in the same order,
-    blocking and nonblocking alike. Until the request is done, x must be
+    blocking and nonblocking alike. On a communicator libnfcoll did not see
+    made (mpi4py's Dup() without the preload), calls before its first
+    blocking allreduce are MPI's own exact sums: see prepare(). Until the request is done, x must be
     neither read nor written (nor a region bound in it rebound); the Request
     keeps x alive. A failure at issue raises nfcoll.Error here; a failure of
     the call itself raises it from wait().
@@ -355,6 +357,18 @@ def health_report(loss):
     """Tell libnfcoll's health monitor this step's loss (policy health = on):
     NF_Health_report. RuntimeError when the library predates it."""
     _check("NF_Health_report", _lib.later("NF_Health_report")(float(loss)))
+
+
+def prepare(comm=None):
+    """Set libnfcoll up for comm now (collective and blocking, on every rank
+    of comm): NF_Comm_prepare. A communicator libnfcoll did not see made
+    (mpi4py's comm.Dup() or Split() without the preload) is set up at its
+    first blocking allreduce; until then its allreduce_async calls are
+    MPI's own exact sums (stats: fallback "setup"). The world is set up when
+    nfcoll starts MPI. Call it once after making such a communicator, or
+    let a blocking allreduce come first. RuntimeError when the library
+    predates it."""
+    _check("NF_Comm_prepare", _lib.later("NF_Comm_prepare")(_comm(comm)))
 
 
 def _residuals(name, prefix, comm):

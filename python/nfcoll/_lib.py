@@ -175,6 +175,7 @@ _LATER = {
     "NF_Iallreduce": (_i, [_p, _p, _i, handle_t, handle_t, handle_t, ctypes.POINTER(handle_t)]),
     "NF_Iallreduce_route": (_i, [_p, _p, _i, handle_t, handle_t, handle_t, _i,
                                  ctypes.POINTER(handle_t)]),
+    "NF_Comm_prepare": (_i, [handle_t]),
     "NF_Residuals_save": (_i, [handle_t, _s]),
     "NF_Residuals_load": (_i, [handle_t, _s]),
 }

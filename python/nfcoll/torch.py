@@ -226,7 +226,8 @@ def ddp_hook(model, route=None, comm=None, sync=False):
     per-region stats; the residual restarts when DDP rebuilds the bucket
     (binding its regions there marks it, NF_Region_bind(3)), wherever the
     new buffer lands. comm: the mpi4py communicator (default COMM_WORLD),
-    whose ranks must be DDP's.
+    whose ranks must be DDP's. Collective: every rank calls it (the
+    asynchronous hook sets libnfcoll up for comm here, nfcoll.prepare).
 
     The hook starts each bucket's allreduce (NF_Iallreduce, on libnfcoll's
     progress thread) and returns a torch.futures.Future that a waiter thread
@@ -240,6 +241,10 @@ def ddp_hook(model, route=None, comm=None, sync=False):
     if dist.is_initialized() and dist.get_world_size() != state.size:
         raise RuntimeError("nfcoll.torch: DDP has %d ranks, the communicator %d"
                            % (dist.get_world_size(), state.size))
+    if not sync and nfcoll._lib.has("NF_Comm_prepare"):
+        # collective, as this call is on every rank: the first bucket's
+        # nonblocking call then takes libnfcoll's route, not MPI's own
+        nfcoll.prepare(comm)
 
     def nfcoll_hook(state: HookState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
         buf = bucket.buffer()

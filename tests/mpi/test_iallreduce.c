@@ -522,6 +522,11 @@ int main(int argc, char **argv)
             return 2;
         MPI_Comm_dup(MPI_COMM_WORLD, &X);
         MPI_Comm_dup(MPI_COMM_WORLD, &Y);
+        /* Without an NFCOLL_ request libnfcoll was not initialized when Y was
+         * made, so it did not set Y up then: NF_Comm_prepare does, or Y's
+         * first calls would be MPI's own (fallback 'setup'). */
+        if (NF_Comm_prepare(Y) != MPI_SUCCESS)
+            printf("FAIL rank %d: NF_Comm_prepare\n", rank), bad = 1;
         bad |= same(X, Y);
         MPI_Comm_free(&X);
         MPI_Comm_free(&Y);
