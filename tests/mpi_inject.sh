@@ -12,7 +12,9 @@
 # by MPI_Comm_dup, MPI_Comm_idup, MPI_Ibarrier, an int MPI_Iallreduce,
 # MPI_Ibcast, MPI_Comm_split, MPI_Comm_split_type; 10 rounds of mixed
 # nonblocking collectives and a ring under MPI_Waitsome (also with a late
-# rank); 12 mixed calls with an Ibarrier outstanding; two threads at once.
+# rank, and under a 1 ms SIGALRM timer whose handler never runs on a
+# libnfcoll worker); 12 mixed calls with an Ibarrier outstanding; two
+# threads at once.
 # Every result exact. Then NFCOLL_STALL_WARN reports a first job that waits.
 # Fast tier: 2 ranks; full tier: 3 ranks too, and 3 rounds of every case
 # with two CPU-bound processes beside the run.

@@ -3,13 +3,18 @@
  * jobs, no MPI: order per queue, workers >= busy queues (a job that waits
  * for a late peer holds only its own queue), the setup step once and
  * first, drains and their wake-ups, running at issue, the stall report of
- * a first job, idle workers leaving, teardown with jobs in flight.
+ * a first job, idle workers leaving, teardown with jobs in flight, the
+ * workers' signal mask and name.
  * Check forks each test, so each starts with a fresh scheduler.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* pthread_getname_np */
+#endif
 #include "config.h"
 
 #include <check.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,6 +383,44 @@ START_TEST(test_teardown_in_flight)
 }
 END_TEST
 
+/* A worker runs with every signal blocked and under its name. */
+static atomic_int sig_blocked, named;
+
+static void probe_run(nf_sched_job_t *s)
+{
+    sigset_t now;
+    char name[16] = "";
+    (void)s;
+    pthread_sigmask(SIG_BLOCK, NULL, &now);
+    atomic_store(&sig_blocked, sigismember(&now, SIGALRM) && sigismember(&now, SIGINT) &&
+                                   sigismember(&now, SIGUSR1));
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    atomic_store(&named, strcmp(name, "nfcoll-worker") == 0);
+}
+
+START_TEST(test_worker_signals)
+{
+    nf_sched_queue_t q;
+    nf_sched_job_t j = {.run = probe_run};
+    flog_t log;
+    sigset_t none;
+    sigemptyset(&none);
+    pthread_sigmask(SIG_SETMASK, &none, NULL); /* the submitter blocks nothing */
+    flog_init(&log);
+    config(0, NULL);
+    queue_init(&q, &log);
+    ck_assert_int_eq(nf_sched_submit(&q, &j), NF_OK);
+    nf_sched_drain(&q);
+    ck_assert(atomic_load(&sig_blocked));
+    ck_assert(atomic_load(&named));
+    sigset_t after;
+    pthread_sigmask(SIG_BLOCK, NULL, &after);
+    ck_assert(!sigismember(&after, SIGALRM)); /* the caller's mask is back */
+    nf_sched_queue_remove(&q);
+    nf_sched_finalize();
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -391,6 +434,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_find);
     tcase_add_test(tc, test_stall_first_job);
     tcase_add_test(tc, test_teardown_in_flight);
+    tcase_add_test(tc, test_worker_signals);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
@@ -146,6 +147,7 @@ static void nf_sched_hold(nf_sched_queue_t *q)
 static void *nf_sched_worker(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), "nfcoll-worker"); /* top -H, gdb, ps -L */
     if (nf_sched.cfg.worker_start != NULL)
         nf_sched.cfg.worker_start();
     pthread_mutex_lock(&nf_sched.lock);
@@ -176,12 +178,18 @@ static nf_status_t nf_sched_spawn(void)
 {
     pthread_attr_t attr;
     pthread_t t;
+    sigset_t all, old;
+    /* A worker starts with every signal blocked (it inherits the mask), so
+     * the program's handlers run on the program's own threads only. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     int e = pthread_attr_init(&attr);
     if (e == 0) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         e = pthread_create(&t, &attr, nf_sched_worker, NULL);
         pthread_attr_destroy(&attr);
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e == 0) {
         if (nf_sched.workers++ == 0 && nf_sched.cfg.first_worker != NULL)
             nf_sched.cfg.first_worker();

@@ -9,7 +9,7 @@
  *     test_inject CASE MAKE [ROUNDS]
  *
  * CASE: dup, idup, ibarrier, iint, ibcast, split, splittype, rounds, mixed,
- * threads, late, stall, all (every case but stall, in turn). MAKE: how the
+ * threads, late, signals, stall, all (every case but stall, in turn). MAKE: how the
  * fresh communicator C each case starts on is made: dup, split, idup,
  * create_group (of MPI_COMM_WORLD), world (MPI_COMM_WORLD itself). ROUNDS:
  * repeat the case on a new C (default 1).
@@ -21,9 +21,12 @@
  */
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 enum { M = 262144 }; /* floats: 1 MiB, the policy's binary threshold */
@@ -209,7 +212,8 @@ static void case_mixed(MPI_Comm c, float *x)
     MPI_Iallreduce(MPI_IN_PLACE, fill(x, 44), M, MPI_FLOAT, MPI_SUM, c, &rq[10]);
     MPI_Iallreduce(MPI_IN_PLACE, &iv, 1, MPI_INT, MPI_PROD, c, &rq[11]);
     rq[12] = MPI_REQUEST_NULL;
-    CHECK(MPI_Waitall(13, rq, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "mixed: MPI_Waitall");
+    MPI_Status st[13]; /* not MPI_STATUSES_IGNORE: gcc 12 under MPICH's mpi.h */
+    CHECK(MPI_Waitall(13, rq, st) == MPI_SUCCESS, "mixed: MPI_Waitall");
     for (int k = 0; k < 4; k++) {
         check_sum(xs[k], 40 + k, "mixed");
         free(xs[k]);
@@ -267,8 +271,38 @@ static void case_stall(MPI_Comm c, float *x)
     check_sum(x, 0, "stall");
 }
 
-static const char *const all_cases[] = {"dup", "idup", "ibarrier", "iint", "ibcast", "split",
-                                        "splittype", "rounds", "mixed", "threads", "late", NULL};
+/* The rounds under a 1 ms SIGALRM timer: the program's handler runs, and
+ * never on one of libnfcoll's workers (named "nfcoll-worker"). */
+static volatile sig_atomic_t alarms, on_worker;
+
+static void on_alarm(int sig)
+{
+    char name[16] = "";
+    (void)sig;
+    alarms++;
+    if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0 && strcmp(name, "nfcoll-worker") == 0)
+        on_worker++;
+}
+
+static void case_signals(MPI_Comm c, float *x, float *y)
+{
+    struct sigaction sa;
+    struct itimerval it = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    alarms = on_worker = 0;
+    setitimer(ITIMER_REAL, &it, NULL);
+    case_rounds(c, x, y, 0);
+    setitimer(ITIMER_REAL, &off, NULL);
+    CHECK(alarms > 0 && on_worker == 0, "signals: %d alarms, %d of them on a libnfcoll worker",
+          (int)alarms, (int)on_worker);
+}
+
+static const char *const all_cases[] = {"dup",   "idup",  "ibarrier", "iint",    "ibcast",
+                                        "split", "splittype", "rounds", "mixed", "threads",
+                                        "late",  "signals", NULL};
 
 static void run(const char *name, const char *how, float *x, float *y)
 {
@@ -279,6 +313,8 @@ static void run(const char *name, const char *how, float *x, float *y)
     MPI_Comm c = make(how);
     if (strcmp(name, "rounds") == 0 || strcmp(name, "late") == 0)
         case_rounds(c, x, y, name[0] == 'l');
+    else if (strcmp(name, "signals") == 0)
+        case_signals(c, x, y);
     else if (strcmp(name, "mixed") == 0)
         case_mixed(c, x);
     else if (strcmp(name, "stall") == 0)
