@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # libnfcoll quickstart for a fresh Debian 12 machine (run as root).
 #   ./quickstart.sh          install packages, build, run the 2-rank demo
 #   ./quickstart.sh check    install packages, build, run the whole test suite
@@ -8,7 +9,7 @@ set -eu
 cmd=${1:-demo}
 case $cmd in
   demo|check) ;;
-  -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+  -h|--help) sed -n '3,7p' "$0"; exit 0 ;;
   *) echo "usage: $0 [demo|check]" >&2; exit 2 ;;
 esac
 top=$(cd "$(dirname "$0")" && pwd)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Command-line pieces the osu-style benchmarks share (bench_args.h). */
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Command-line pieces the osu-style benchmarks share (bench_args.c). */
 #ifndef BENCH_ARGS_H
 #define BENCH_ARGS_H

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """DDP step time: how much gradient communication a step exposes, with
 gloo DDP, nfcoll's synchronous hook, its asynchronous hook, and no
 communication at all (compute only), all in one run, one process per rank:

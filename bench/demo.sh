@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The quickstart demo: where the aggregation buffer goes, then an osu-style
 # sweep of pmpi, fp32, binary, ternary and bf16 on 2 ranks with their traffic.
 # Usage: demo.sh BUILDDIR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Kernel bandwidth benchmark: every kernel of every available ISA on the same
  * buffers, each next to a memcpy of the FP32 buffer timed alternately with it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mpi_allreduce_lat: a plain osu_allreduce-style MPI program that does not
  * know libnfcoll, built without it, to measure interposition overhead:

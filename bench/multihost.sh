@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # multihost: nf_allreduce across pretend hosts on one machine. N network
 # namespaces x R ranks, Open MPI over TCP between them, every link shaped
 # with tc to a given rate; then the inter-node bytes per element as the
@@ -29,7 +30,7 @@ while getopts H:p:b:m:r:i:R:a:s:h o; do
     H) hosts=$OPTARG ;; p) rpn=$OPTARG ;; b) rates=$OPTARG ;; m) sizes=$OPTARG ;;
     r) routes=$OPTARG ;; i) iters=$OPTARG ;; R) reps=$OPTARG ;; a) algs=$OPTARG ;;
     s) nodes=$OPTARG ;;
-    *) sed -n '2,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '3,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Pretend hosts in network namespaces, joined by a bridge, for Open MPI over
 # TCP between them. Sourced (POSIX sh) by bench/multihost.sh,
 # bench/overlap.sh, bench/predict.sh and tests/mpi_netns.sh. Needs root and

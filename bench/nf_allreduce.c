@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nf_allreduce: osu_allreduce-style latency of NF_Allreduce_route per route.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What cutting a call into regions costs. Run it with a policy that sends
  * float sums to one route, e.g. bench/fused_binary.policy:

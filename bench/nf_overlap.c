@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nf_overlap: how much of a nonblocking allreduce hides behind computation,
  * in osu_iallreduce's convention (OSU Micro-Benchmarks 7.x).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # overlap: nonblocking allreduce against computation (issue 16), one node
 # and across pretend hosts: bench/nf_overlap (osu_iallreduce's columns for
 # MPI's own Iallreduce and libnfcoll's routes), OSU's own osu_iallreduce
@@ -29,7 +30,7 @@ while getopts H:b:m:i:R:o:sdD:h o; do
   case $o in
     H) hosts=$OPTARG ;; b) rate=$OPTARG ;; m) sizes=$OPTARG ;; i) iters=$OPTARG ;;
     R) reps=$OPTARG ;; o) osu=$OPTARG ;; s) sleep=1 ;; d) ddp=1 ;; D) ddp_args=$OPTARG ;;
-    *) sed -n '2,/^# Timing/p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '3,/^# Timing/p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Cost of an engaged policy on a small call: MPI_Allreduce of 8 B (one
 # double, so no rule routes it off pmpi) plain, preloaded without a policy,
 # and preloaded with a policy engaged.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # predict: nfcoll_replay --link's predicted times against measured ones, in
 # the same run. For each link rate, 2 pretend hosts x 1 rank (bench/netns.sh,
 # Open MPI over TCP), nf_allreduce times every route; the same call sizes,
@@ -36,7 +37,7 @@ while getopts b:m:r:i:R:o: opt; do
   case $opt in
     b) rates=$OPTARG ;; m) sizes=$OPTARG ;; r) routes=$OPTARG ;; i) iters=$OPTARG ;;
     R) reps=$OPTARG ;; o) osu=$OPTARG ;;
-    *) sed -n '2,33s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    *) sed -n '3,34s/^# \{0,1\}//p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Interposition overhead: the plain benchmark with and without
 # LD_PRELOAD=libnfcoll.so (no policy), alternated REPEATS times in one run;
 # prints the median latency of each and their ratio.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # protocol: the single-node figures of the protocol on 2 ranks, repeated,
 # with medians of same-run ratios (README, "Benchmarks").
 #
@@ -22,7 +23,7 @@ runs=5 small=1 large=1 algs="2 3 4 5 6"
 while getopts n:sla:h o; do
   case $o in
     n) runs=$OPTARG ;; s) large=0 ;; l) small=0 ;; a) algs=$OPTARG ;;
-    *) sed -n '2,/^# route is faster/p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '3,/^# route is faster/p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))

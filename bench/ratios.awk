@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Same-run ratios from nf_allreduce output (bench/multihost.sh,
 # bench/protocol.sh). Reads "# Route: NAME [algorithm N]" headers and
 # "SIZE AVG ..." rows; prints, per size, each route's time in ms and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # NF_CHECK_CHECK: the Check unit-test framework; without it make check fails loudly.
 AC_DEFUN([NF_CHECK_CHECK], [
   AC_ARG_WITH([check], [AS_HELP_STRING([--with-check], [Check unit tests (default: guess)])], [], [with_check=guess])

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # NF_CHECK_FORTRAN: an MPI Fortran compiler for the Fortran test
 # (tests/mpi_fortran.sh). The library is C: its Fortran entry points
 # (lib/api/fortran.c) need no Fortran compiler. --with-mpifort=PATH names

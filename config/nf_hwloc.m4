@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # NF_CHECK_HWLOC: hwloc >= 2.0 (memory attributes need 2.3), required.
 AC_DEFUN([NF_CHECK_HWLOC], [
   AC_ARG_WITH([hwloc], [AS_HELP_STRING([--with-hwloc], [hwloc (required)])], [], [with_hwloc=guess])

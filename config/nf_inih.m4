@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # NF_CHECK_INIH: libinih parses the admission policy file, required.
 AC_DEFUN([NF_CHECK_INIH], [
   AC_ARG_WITH([inih], [AS_HELP_STRING([--with-inih], [libinih INI parser (required)])], [], [with_inih=guess])

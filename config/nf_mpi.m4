@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # NF_MPI_CC: use mpicc as the compiler so every object sees mpi.h. Must run
 # before anything expands AC_PROG_CC.
 AC_DEFUN([NF_MPI_CC], [

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # NF_CHECK_NUMA: libnuma, required (binding and move_pages verification).
 AC_DEFUN([NF_CHECK_NUMA], [
   AC_ARG_WITH([numa], [AS_HELP_STRING([--with-numa], [libnuma (required)])], [], [with_numa=guess])

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # NF_CHECK_PYTHON: the interpreter the Python package (python/nfcoll) is
 # installed for and tested with. Debian's /usr/bin/python3 is the one that
 # sees python3-numpy, python3-mpi4py and python3-torch, so it is preferred

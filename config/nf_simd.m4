@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # NF_CHECK_SIMD: probe each ISA's compiler flags separately; kernels for an
 # ISA are built in their own convenience library with only those flags.
 AC_DEFUN([NF_CHECK_SIMD], [

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # NF_CHECK_WARNINGS: the project builds clean under these.
 AC_DEFUN([NF_CHECK_WARNINGS], [
   AC_ARG_ENABLE([werror], [AS_HELP_STRING([--enable-werror], [treat warnings as errors])], [], [enable_werror=no])

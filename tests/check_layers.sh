@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The library's layers (docs/design.md, "Modules and layers"):
 #
 #   kernels  <-  util  <-  place, policy  <-  core  <-  admit  <-  api

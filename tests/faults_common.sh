@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the tests/*faults*.sh scripts: verdicts, an MPI run kept in
 # $tmp/out, and fields of an NFCOLL_STATS JSON file.
 . "${srcdir:-.}/tests/mpi_common.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A policy path that names a FIFO, a directory or a device is refused at
 # once, with one error naming the file and what it is: by nfcoll_policy
 # check (exit 1), and at MPI_Init, where opening a FIFO used to block every

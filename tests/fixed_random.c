@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * LD_PRELOAD for tests/mpi_faults_shm.sh: the first NF_FIXED_RANDOM calls
  * getrandom(buf, 8, GRND_NONBLOCK) in the process ("all": every one) get

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer harness for the policy layer's parsers (make fuzz): every input
  * goes to the policy parser and matcher, the layout parser and the profile

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Calibration finds which region low-bit serves (tests/mpi/test_calib.c):
 # a calibration run returns exact sums and writes a profile that admits the
 # dense shared signal and refuses the sparse private spikes, with every

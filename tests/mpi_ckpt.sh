@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Residual checkpoints (tests/mpi/test_ckpt.c): in one process on 2 and 3
 # ranks; saved by one run and resumed by another (also with scale_block,
 # inside a warm-up and inside a health cool-down);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the tests/mpi_*.sh tests: run() one MPI program, finish() verdict,
 # out()/same() to run one and compare outputs, field()/fallback() for stats,
 # nf_tier() to leave a case to make check-full.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A rule for every datatype the policy language accepts decides a real call
 # of that datatype, relinked and preloaded: the trace names the rule.
 . "${srcdir:-.}/tests/mpi_common.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The progress engine (docs/design.md, "The progress engine"): legal MPI
 # programs that mix MPI_Iallreduce with other requests, communicators and
 # threads never hang, and each nonblocking result is bit for bit the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # NFCOLL_CXL=require with a full CXL node: node 0 is named the CXL node and
 # tests/libnf_node_free (preloaded) says it has 2 MiB free, so placing a
 # residual buffer of 4 MiB is refused. Each of 20 steps reduces 1 Ki

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Files libnfcoll writes (NFCOLL_TRACE per rank, NFCOLL_STATS=path.json)
 # where someone planted symlinks to a victim file: the victims keep their
 # content, mode and inode; each path becomes a regular file of mode 0600

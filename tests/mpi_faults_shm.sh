@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The shared segments in /dev/shm (lib/core/shm.c), with hostile neighbours:
 #  - kill: a rank killed (SIGKILL) while local rank 0 fills a large segment
 #    (the first binary call, 64 Mi floats: a 65 MiB segment) leaves no

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A run that dies leaves a usable trace (NFCOLL_TRACE): records reach the
 # file within 64 KiB or a second, whole lines only.
 #  - idle: K calls, 1.5 s without a call, one call, J calls, then rank 0

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The Fortran entry points (lib/api/fortran.c) with tests/mpi/test_fortran,
 # a Fortran program in the three styles (use mpi, mpif.h, use mpi_f08) that
 # starts MPI in three ways (MPI_INIT, MPI_INIT_THREAD, mpi_f08's MPI_Init),

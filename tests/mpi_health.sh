@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Health monitoring (tests/mpi/test_health.c): a NaN, a repeated NaN, a loss
 # spike and error-feedback growth each send the buffer to fp32 for its
 # cool-down on every rank in the same call, then back to binary; a repeat

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Nonblocking calls (NF_Iallreduce, MPI_Iallreduce) and the progress thread
 # (docs/design.md, "The progress engine"):
 #  - test_iallreduce same ROUTE: binary, ternary, fp32 and admission with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Issue 55: libnfcoll starts no collective on a program's communicator
 # outside a blocking call every rank is in (docs/design.md, "Communicator
 # setup"), so a legal program's own collectives that follow its first

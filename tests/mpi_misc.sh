@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Bad input, NaN/Inf fallback, residual reset, capacity fallback, memory,
 # MPI error codes.
 . "${srcdir:-.}/tests/mpi_common.sh"

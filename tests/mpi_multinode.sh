@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The inter-node path: NFCOLL_RANKS_PER_NODE splits one machine into
 # pretend nodes, so leaders exchange node counts and sums over PMPI.
 . "${srcdir:-.}/tests/mpi_common.sh"

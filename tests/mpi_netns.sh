@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Real multi-node runs: pretend hosts in network namespaces, joined by a
 # bridge, with Open MPI over TCP between them (bench/netns.sh: an rsh agent
 # enters each namespace with its own hostname). MPI_COMM_TYPE_SHARED then

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Fused buffers cut by bound regions, each part on its own route, on 2-4
 # ranks (tests/mpi/test_regions.c), and the same with pretend nodes; the
 # registry's and a fused call's cost at scale (test_regions --scale); more

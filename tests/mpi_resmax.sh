@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The residual bound (tests/mpi/test_resmax.c): a fresh 1 MiB buffer every
 # step stays within NFCOLL_RESIDUAL_MAX with one warning per process (5000
 # steps on one rank, 300 on two: a 1 MiB binary call takes milliseconds on

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Every route on 1-4 ranks (4 is oversubscribed on 2 cores), error feedback on.
 . "${srcdir:-.}/tests/mpi_common.sh"
 for np in 1 2 3 4; do

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Routes with error feedback off, a non-default ternary gate, and error
 # feedback decayed (ef_decay: NFCOLL_EF_DECAY, and the policy's rules).
 . "${srcdir:-.}/tests/mpi_common.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Run an MPI test program: mpi_run.sh NP [VAR=VALUE]... PROGRAM [ARGS]...
 # Adds what root, oversubscription and a 2-core machine need, exports the
 # VAR=VALUE settings to every rank (not to the launcher itself: LD_PRELOAD), and kills a run that takes over

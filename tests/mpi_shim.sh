@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # PMPI interposition, relinked and preloaded:
 #  - no policy: an ordinary MPI program prints exactly what it prints
 #    without libnfcoll (float, double, int, in place, derived + user op);

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared memory per communicator (tests/mpi/test_shm.c): 200 communicators
 # (split and dup) each making 16 KiB and 64 B fp32 and binary calls keep at
 # most L * 64 KiB + 64 KiB of segment each (L local ranks); a 1 Mi-float

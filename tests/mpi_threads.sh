@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI_THREAD_MULTIPLE: two threads on two communicators, fp32 and binary
 # at the same time through the shim, checked bit for bit; stats must count
 # exactly the calls each thread made on its route.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * LD_PRELOAD for tests/mpi_faults_cxl.sh: numa_node_size64 reports
  * NF_NODE_FREE bytes free on every node (its total stays the real one),

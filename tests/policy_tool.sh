@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # nfcoll_policy check: the layout and profile a policy names are loaded
 # with their file:line problems, counted, and fail the check when they do
 # not load or lose lines; relative paths are taken from the policy's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The nfcoll package on 2 ranks (tests/python/test_nfcoll.py): every route
 # bit-exact against numpy references, torch tensors, errors as exceptions,
 # stats; a fused buffer of bound regions under a region policy, each part on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the tests/python_*.sh tests after tests/mpi_common.sh: the
 # interpreter configure chose (NF_PYTHON, exported by make), the package from
 # the source tree and the library just built.

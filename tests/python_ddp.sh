@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # nfcoll.torch.ddp_hook under PyTorch DDP on 2 ranks (tests/python/test_ddp.py):
 # forced fp32 gives the weights DDP's own allreduce gives, bit for bit; under
 # a region policy (head.* fp32, the rest binary) all ranks end identical and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The training check, shortened (bench/train/compare.py --check): the CNN on
 # 2 ranks, a subset of Fashion-MNIST, one epoch, fixed seed, twice.
 # 1. Plain SGD (lr 0.1): fp32, head-fp32 and auto (a calibration run, then

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # nfcoll_replay (tools/nfcoll_replay.c):
 #  - a written trace (names with spaces, a fused call) replays as the policy
 #    says, route = auto as the profile says;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/admit's per-segment state, driven with synthetic segments (no MPI
  * call): the segment table and its keys, the warm-up's counts, health's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/core's error model (nf_ctx.h; docs/design.md, "Errors"): a failed
  * MPI call's status, and the MPI error code the API returns for it. Every

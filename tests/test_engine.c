@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The progress engine's scheduler (lib/api/nf_sched.h) driven with fake
  * jobs, no MPI: order per queue, workers >= busy queues (a job that waits

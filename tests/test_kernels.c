@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Kernel unit tests: the scalar reference against hand-computed cases, then
  * every kernel of every available ISA against the reference, bit for bit, on

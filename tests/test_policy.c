@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Policy parser and matcher: malformed files (each with the file:line message
  * it must give) and matching semantics. Table-driven; no MPI.

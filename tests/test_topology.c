@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The CXL node choice (lib/topology.c) against hwloc XML fixtures, and the
  * placement modes (lib/placement.c) on this machine. Table-driven.

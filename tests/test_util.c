@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/util's shared helpers (nf_util.h): the parsers, table-driven, then
  * the number parsers again under a comma-decimal LC_NUMERIC, and the

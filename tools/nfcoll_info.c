@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nfcoll_info: version, build configuration, NFCOLL_* settings, and the NUMA
  * topology with the CXL node libnfcoll would use and why. A front end to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nfcoll_policy: check an admission policy file (and the layout and profile
  * files it names), or explain the route it gives one call. A thin front end

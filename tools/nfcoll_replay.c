@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nfcoll_replay: replay NFCOLL_TRACE files offline under a policy, without
  * MPI: the decisions per rule and route, and per route the calls and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nfcoll_replay's decisions per rule (replay_rules.h). */
 #include "config.h"
 

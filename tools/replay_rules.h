@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nfcoll_replay's decisions per rule (replay_rules.c): how many calls and
  * segments each rule sent to each route, and the bytes it decided; as a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Predicted call times under a link (replay_time.h). A call of m elements
  * on route R over p nodes takes, as the library runs it today (one stage

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nfcoll_replay --link (replay_time.c): each traced call's time predicted
  * per route under a link, from the codec rates measured on this machine

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nfcoll_replay's per-region reasons (replay_why.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nfcoll_replay's record of why each region ran where it ran
  * (replay_why.c): per region, the last reason the decision function gave,

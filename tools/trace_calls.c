@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Gathering a trace's records into calls (trace_calls.h). */
 #include "config.h"
 

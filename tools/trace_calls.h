@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A trace's records gathered into calls (trace_calls.c): one record, or
  * the segments of a fused call, each handed whole to a callback; the ranks

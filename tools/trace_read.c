@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NFCOLL_TRACE reader (trace_read.h). Lines are read whole and split
  * on single spaces; a communicator name or a policy path may hold spaces,
  * so those two fields are found between the fields around them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Reading NFCOLL_TRACE files (trace_read.c), the format of nf_tracefmt.h:
  * one record per admitted call, or per segment of a fused call. Errors are

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The libnfcoll training check: Fashion-MNIST and a byte-level language
 model under PyTorch DDP with nfcoll's comm hook, one mpirun per
 configuration, then a table and a plot.

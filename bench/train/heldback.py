@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Held-back models: the training check's kinds of model, with other shapes,
 trained as an unmodified MPI program would be: every gradient copied into one
 buffer, reduced by mpi4py's comm.Allreduce, libnfcoll preloaded

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Does libnfcoll's health monitor catch a run made to diverge, and let it
 back? The CNN under SGD (momentum 0.9 unless --momentum) on 2 ranks, run
 as a user runs it: a calibration run (policies/calibrate.policy, naming no

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The training check's data, models and optimizer settings, shared by
 train.py (one run under MPI and libnfcoll) and simulate.py (the routes'
 formulas in one process). Importing this starts nothing."""

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The low-bit routes' formulas, simulated in one process on the training
 check's models and optimizers: a quick way to try an error-feedback rule
 before building it into libnfcoll (docs/training.md, "Methods tried").

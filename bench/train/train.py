@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """One run of the libnfcoll training check: PyTorch DDP with nfcoll's comm
 hook on Fashion-MNIST (cnn, mlp, vit) or on WordNet's glosses (lm, a
 byte-level language model), one process per rank, launched by mpirun:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Admission (nf_admit.h) and its per-communicator decision cache. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Calibration (nf_calib.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The decision cache (nf_dcache.h). */
 #include "config.h"
 

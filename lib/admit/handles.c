@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI handles to nf_types.h enums. A handle that is not a compile-time
  * constant (Open MPI's are addresses of globals) cannot index an array, so
  * the table is searched; admission caches the result per communicator. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Training-health monitoring (nf_health.h). */
 #include "config.h"
 

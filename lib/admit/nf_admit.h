@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Admission (admission.c): which route a call takes and why. Asks the
  * policy (loaded once at init), applies what only libnfcoll knows (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Calibration (calib.c): a run that reduces every float-sum segment exactly
  * while it computes binary and ternary in shadow (with shadow residuals, as

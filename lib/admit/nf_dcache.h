@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A communicator's decision cache (dcache.c), without MPI: decisions
  * (nf_decide_t, with the cut's segments as a plan) kept under one packed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI handles to the small enums of nf_types.h, from that one table
  * (handles.c): what admission, the policy and the trace match on. */
 #ifndef NF_HANDLES_H

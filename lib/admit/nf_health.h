@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Training-health monitoring (health.c): per communicator and low-bit
  * segment, signals agreed across ranks (a NaN or Inf, error-feedback

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fused calls (plan.c): a float-sum call whose buffer holds bound regions
  * (or regions of the policy's layout file) is cut into segments, one per

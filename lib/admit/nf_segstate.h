@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A communicator's per-segment state (segstate.c): one record per segment,
  * owned by admission, holding what each feature keeps of the segment

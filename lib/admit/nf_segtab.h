@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Per-communicator records of segments (segtab.c), for the state admission
  * keeps per segment across calls: health's cool-downs, the warm-up's

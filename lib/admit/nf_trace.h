@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NFCOLL_TRACE (trace.c): one buffered line per admitted call and rank,
  * carrying what the policy matched on, so a trace can be replayed against
  * another policy. Format in nfcoll-policy(5). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Warm-up (warmup.c): per communicator and segment (its count in the
  * segment's record, nf_segstate.h), a rule's `warmup = N`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Cutting fused calls into segments (nf_plan.h). */
 #include "config.h"
 

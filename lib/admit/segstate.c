@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A communicator's per-segment state (nf_segstate.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-communicator records of segments (nf_segtab.h). */
 #include "config.h"
 

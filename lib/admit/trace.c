@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The admission trace (nf_trace.h). Buffered, with a bound on what a crash
  * can lose: the stdio buffer is 64 KiB, and a record written a second or
  * more after the last flush flushes. Only whole lines are written, so a

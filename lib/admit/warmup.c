@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Warm-up on fp32 (nf_warmup.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Public entry points: argument checks, then down the layers (admission
  * decides, the runner runs). Errors inside are nf_status_t; they become MPI

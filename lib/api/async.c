@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Nonblocking calls (NF_Iallreduce, MPI_Iallreduce): each is a generalized
  * request (MPI_Grequest_start) that the progress engine (nf_engine.h)

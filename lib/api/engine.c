@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The progress engine (nf_engine.h): the MPI side of the scheduler
  * (nf_sched.h). Per communicator, a queue whose setup step sets the

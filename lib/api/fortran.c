@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fortran entry points. Open MPI's Fortran bindings call PMPI_* directly, so
  * the C shim never sees a Fortran program's MPI_INIT, MPI_ALLREDUCE,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Process-wide setup, the composition root: settings, kernel choice,
  * admission's policy, then the process context below it, and a
  * MPI_COMM_SELF attribute whose deletion at MPI_Finalize tears it all down. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The API layer's own entry points (init.c, api.c), for the shim. */
 #ifndef NF_API_H
 #define NF_API_H

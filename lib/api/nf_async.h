@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Nonblocking calls (async.c): issue, and the requests MPI holds for them;
  * the progress engine runs them (nf_engine.h). docs/design.md, "The
  * progress engine". */

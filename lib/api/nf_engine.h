@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The progress engine (engine.c): runs nonblocking calls in the background,
  * one queue per communicator. docs/design.md, "The progress engine".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The progress engine's scheduler (sched.c): queues of jobs, worker
  * threads, the ready list, the setup step each queue runs once, and the one

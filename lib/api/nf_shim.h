@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The steps of the PMPI shim (shim.c), for its C MPI_* entry points and the
  * Fortran ones (fortran.c): both ways in take the same checks, the same
  * re-entry guard and the same route. */

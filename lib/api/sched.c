@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The progress engine's scheduler (nf_sched.h): queues, workers, the ready
  * list, each queue's setup step and the one wait. No MPI call: the engine

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * PMPI interposition: the MPI_* entry points libnfcoll defines, so that an
  * unmodified program uses it by relinking (-lnfcoll before -lmpi) or with

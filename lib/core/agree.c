@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Agreement across ranks (nf_agree.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Residual checkpoints (nf_checkpoint.h): the file format, its reader, and
  * the collective save and load around them. docs/design.md, "Checkpoints".
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The allreduce protocol over the node-shared segment. No arithmetic here:
  * kernels do the math, this file moves lines between ranks.

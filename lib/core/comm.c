@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-communicator state: private duplicate, node/leader split, the shared
  * segment and its layout. Cached on the communicator with an attribute, so
  * it is freed with the communicator or at MPI_Finalize. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The process context (nf_ctx.h) and the status <-> MPI error mapping. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Flag waits for the node-local synchronization (nf_flags.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Every decision ranks must take identically is agreed here, and only here,
  * so it can be audited on its own: each function is collective over the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Residual checkpoints (checkpoint.c): a communicator's error-feedback
  * residuals saved to one file per rank, PREFIX.RANK, and loaded back all or

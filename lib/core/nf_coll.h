@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The allreduce protocol over the node-shared segment (coll.c): moves lines
  * between ranks, the kernels do the arithmetic. docs/design.md, "Protocol". */
 #ifndef NF_COLL_H

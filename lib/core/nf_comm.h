@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Per-communicator state (comm.c): private duplicate, node and leader
  * split, the shared segment and its layout. Cached on the communicator with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The process context: everything libnfcoll keeps per process, in one place,
  * with an explicit state. The API layer fills in the configuration at init

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Node-local synchronization through flags in the shared segment (flags.c),
  * the way Open MPI's coll/sm and coll/xhc do it: no PMPI call between the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Bound regions (region.c): names for address ranges of float gradients, so
  * that a fused buffer (a DDP bucket holding several layers) is cut into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-region counters (regstats.c): calls, elements and traffic per route
  * for every bound region a call reduced, for the stats report. Bounded:
  * past NF_REGSTATS_MAX names, further regions are counted under "(other)". */

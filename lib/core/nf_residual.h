@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Error-feedback residuals, one per (communicator, buffer, count)
  * (residual.c). docs/design.md, "Error feedback". */
 #ifndef NF_RESIDUAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The route runner (run.c): runs one call on a route admission already
  * chose, on an already-resolved communicator, with the fallbacks only this
  * layer can see (the call does not fit the route, capacity, NaN/Inf). */

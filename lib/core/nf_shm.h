@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The node-shared segment the aggregation buffer lives in (shm.c). */
 #ifndef NF_SHM_H
 #define NF_SHM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-route traffic counters and the report at MPI_Finalize (stats.c).
  * The public getters are in the API layer. */
 #ifndef NF_STATS_H

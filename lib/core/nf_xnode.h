@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What node leaders exchange across nodes over PMPI (xnode.c): the call's
  * verdict, fp32 node sums and low-bit node counts. Only local rank 0 of a

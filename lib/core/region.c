@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The region registry (nf_region.h): the bound ranges in a treap ordered
  * by address (O(log n) bind, unbind and lookup in any order, expected),
  * under a read-write lock; names interned to ids at bind. Calls only read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-region counters (nf_regstats.h). A small open-addressed table by
  * name under a mutex, found from a call by the region's interned id through
  * an array of entries (no name is hashed per call). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Error-feedback residuals, one per (communicator, buffer address, count).
  * Placed like the aggregation buffer (they are what CXL memory is for).
  * Forms and double buffering: see nf_residual.h. A region's residual is

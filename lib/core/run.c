@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The route runner (nf_run.h). Admission has chosen the route; this file
  * checks what only the call can tell (datatype, op, communicator kind,
  * capacity), falls back with a reason, and hands the call to the protocol. */

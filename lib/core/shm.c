@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The node-shared aggregation segment: a POSIX shm object created by local
  * rank 0 under an unpredictable name, opened by the other local ranks,
  * unlinked as soon as every one has it, and only then bound to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-route traffic counters. Relaxed atomics: calls on different
  * communicators may run on different threads. */
 #include "config.h"

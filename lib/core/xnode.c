@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Node leaders' exchanges across nodes (nf_xnode.h). Small payloads go
  * whole through one PMPI_Allgather and every leader reduces all copies (so

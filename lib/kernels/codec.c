@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The codecs' cost per element (nf_codec.h): each route's stages run with
  * a kernel table on buffers of three sizes, as the library runs them for a

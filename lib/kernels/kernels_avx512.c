@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * AVX-512 (F/BW/VL/DQ) kernels. Built only with this ISA's flags; reached only
  * through nf_kernels_for() after cpuid said yes. Bit-exact with the scalar

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Kernel dispatch: what the CPU and the OS allow (cpuid + xgetbv), capped by
  * the ISAs this build compiled. Tables of unbuilt ISAs are never referenced.

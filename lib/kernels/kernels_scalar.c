@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Scalar kernels: the specification every ISA must match bit for bit.
  * Written for obviousness, not speed; see nf_kernels.h for the contract.

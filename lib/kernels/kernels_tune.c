@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Kernel choice by measurement. Which ISA runs a kernel fastest is a property
  * of the CPU, not of the ISA's name: one EPYC ran four AVX-512 kernels at half

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What each route's codec costs on this machine, in ns per element of the
  * call, measured with a kernel table (codec.c). nfcoll_info prints it and

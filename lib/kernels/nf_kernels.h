@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Low-bit, bf16 and FP32 kernels over 512-bit lines. Plain C over arrays: nothing
  * here knows MPI, hwloc or the policy, so the unit tests and bench/nf_kernels

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The Linux CXL bus in sysfs (nf_cxlbus.h). What kernel 6.1 shows for an
  * expander onlined the persistent-memory way (and 6.3+ the volatile way):

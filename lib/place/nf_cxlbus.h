@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The Linux CXL driver stack as sysfs shows it: which NUMA nodes are CXL
  * memory, by the chain memdev -> region -> DAX device -> node. Reads files

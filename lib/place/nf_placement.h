@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Topology and placement: which NUMA node is the CXL memory node, binding
  * memory to it, verifying where pages landed, and running the reducer near

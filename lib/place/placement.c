@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Placement: bind the aggregation buffer and the residuals to the CXL node,
  * first-touch them, verify where the pages landed, and run the reducer on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Which NUMA node is the CXL memory node: a pure function of an hwloc
  * topology (plus, for Linux memory tiers, a sysfs tree), so XML fixtures

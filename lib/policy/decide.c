@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The routing decision (nf_decide.h): the steps of admission that depend
  * only on what a call looks like, shared by admission and nfcoll_replay. */
 #include "config.h"

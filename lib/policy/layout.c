@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Layout files (`[policy] regions`): named regions inside the buffers of an
  * unmodified program, by message size. Format and rules in nf_layout.h and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Policy linter and explainer: what a loaded policy does with its rules,
  * said in words. Warnings about rules that can never apply (at load), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Policy matcher: the per-call hot path. No allocation, system call, I/O,
  * locale or string work beyond the glob patterns a rule names; a loaded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The routing decision (decide.c), without MPI: what a call's policy,
  * region layout, calibration profile, calibration flag and count lanes make

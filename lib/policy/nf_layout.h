@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Layout files (layout.c; format also in nfcoll-policy(5)). No MPI calls.
  * The file `[policy] regions` names binds regions in the buffers of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Admission policy file: parser, matcher and linter. No MPI calls: the
  * checker tool, the unit tests and the fuzzer link this alone (with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Inside the policy layer: what its modules share. parse.c builds a policy
  * from text (and hashes it), match.c decides per call from it, lint.c warns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Profile files (profile.c; format also in nfcoll-policy(5)). No MPI calls.
  * What a calibration run measured per segment, written by it (to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The NFCOLL_TRACE format, defined once: written by lib/admit/trace.c,
  * read by tools/trace_read.c (nfcoll_replay). One line per admitted call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Admission policy parser (libinih underneath), its diagnostics with
  * file:line, and the policy hash. No MPI calls.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Profile files: what a calibration run measured per segment, and the route
  * it chose (format in nf_profile.h and nfcoll-policy(5)). Written by the

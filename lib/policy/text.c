@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The policy layer's line-oriented data files (layout, profile): reading a
  * file whole, cutting it into lines and whitespace-separated fields, and

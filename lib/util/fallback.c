@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The runner's fallbacks as far as a call tells (nf_fallback.h). */
 #include "config.h"
 

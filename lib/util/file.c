@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Safe reading and creation of the files libnfcoll reads and writes
  * (nf_file.h). */
 #include "config.h"

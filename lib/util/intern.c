@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Interned names and integer-keyed maps (nf_intern.h). */
 #include "config.h"
 

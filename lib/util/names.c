@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Names of public enums and error strings; no MPI calls (the policy parser
  * and the tools link this alone). */
 #include "config.h"

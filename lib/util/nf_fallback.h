@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The runner's fallbacks as far as a call tells (fallback.c): where a
  * route the decision gave runs, from what the call is, not from resources

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Files libnfcoll reads and writes, safely. No MPI calls.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Interned names (intern.c): each distinct region name gets a small dense
  * id once, when it is bound (or a layout, profile or checkpoint names it);

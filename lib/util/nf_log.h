@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Logging: one prefix, rank-aware, with warn-once support. No MPI calls. */
 #ifndef NF_LOG_H
 #define NF_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Every NFCOLL_* environment setting, in one table: name, default, accepted
  * values and a one-line doc. nfcoll_info -c and libnfcoll.7 are written from

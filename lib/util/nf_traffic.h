@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What one allreduce call moves per rank, by route (traffic.c): the model
  * the stats count and nfcoll_replay recomputes. docs/design.md,
  * "Observability". No MPI. */

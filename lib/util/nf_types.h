@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The one table of MPI predefined datatypes and reduction ops libnfcoll
  * names: the policy language (`datatype =`, `op =`), admission (MPI handle

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers every layer needs, written once: the FNV-1a hash the ranks compare
  * policies and communicator names with, and parsers for the values users

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The traffic model (nf_traffic.h). No MPI: nfcoll_replay uses it too. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Names of the datatypes and ops in nf_types.h; no MPI calls. */
 #include "config.h"
 

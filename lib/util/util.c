@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* FNV-1a hashing and locale-free parsing (nf_util.h). No MPI calls. */
 #include "config.h"
 

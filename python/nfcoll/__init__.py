@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """libnfcoll from Python: a thin ctypes layer over libnfcoll.so.
 
     import nfcoll                            # first: it starts MPI (see below)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Finding libnfcoll.so, starting MPI through it, and declaring its C
 functions for ctypes.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """PyTorch DistributedDataParallel through libnfcoll.
 
 Launch with mpirun, one process per rank; gloo carries DDP's own traffic

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # make check-cxl (and make check-full): prove CXL placement.
 #  1. On this machine: if it has no CXL node, NFCOLL_CXL=require must fail
 #     with a clear message.

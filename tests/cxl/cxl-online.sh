@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Inside a guest with the emulated CXL device (tests/cxl/cxl-vm.sh, machines
 # cxl and cxl2): turn the device into a NUMA node the way a site onlines a
 # CXL memory expander, with the ndctl package's tools: a region on the

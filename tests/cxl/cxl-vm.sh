@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Boot an emulated CXL machine under QEMU (TCG) and run one command inside it.
 #
 #   cxl-vm.sh prepare CACHE              build CACHE/vmlinuz and CACHE/initrd.gz

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One NF_Allreduce on a forced route, checked against a reference computed
  * here, then where its memory lives: the buffer's node and resident fraction

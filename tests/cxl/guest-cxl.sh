@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs inside the emulated CXL machine (tests/cxl/cxl-vm.sh cxl): the HMAT
 # node 1 (CPU-less, slower, not CXL) and a CXL type-3 device that
 # tests/cxl/cxl-online.sh turns into node 2. The library must choose node 2

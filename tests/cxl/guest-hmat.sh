@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs inside the emulated HMAT machine (tests/cxl/cxl-vm.sh hmat): node 1 is
 # CPU-less memory that NUMA attributes describe as slower, and there is no
 # CXL device. The library takes node 1 as a guess under prefer, refuses it

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the guest scripts (tests/cxl/guest-*.sh): run from BUILDDIR
 # inside a guest of tests/cxl/cxl-vm.sh. check NAME STATUS [DETAIL] prints
 # PASS or FAIL and counts failures in $fails.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs inside the emulated two-CPU-node machine (tests/cxl/cxl-vm.sh cxl2):
 # CPU 0 on node 0, CPU 1 on node 1, the CXL device's host bridge on node 1,
 # its memory onlined as node 2 (CPU-less). The reducer must run on CPU 1,

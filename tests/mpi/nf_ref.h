@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * An independent, deliberately naive implementation of docs/design.md, "Routes"
  * for the multi-rank tests: every rank rebuilds all ranks' inputs and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the PMPI stand-ins of the tests share (tests/mpi/test_errcode.c,
  * test_iallreduce.c, test_wire.c; tests/python/fail_pmpi.c): a program or
  * preload that defines PMPI_Xxx itself, so that libnfcoll's calls reach it

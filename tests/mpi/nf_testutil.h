@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Small helpers shared by the multi-rank tests (plain MPI programs run
  * under mpirun by tests/mpi_run.sh; Check's fork mode and MPI do not mix). */
 #ifndef NF_TESTUTIL_H

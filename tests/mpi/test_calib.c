@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Calibration on synthetic data (tests/mpi_calib.sh): a fused buffer with
  * a region "dense" where every rank holds the same dense signal (plus a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Residual checkpoints (NF_Residuals_save/load), run under
  * tests/policy_shim/ckpt.policy on a duplicate of MPI_COMM_WORLD, so that

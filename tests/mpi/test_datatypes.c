@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Every datatype the policy language accepts decides a real call of that
  * datatype: with --policy FILE, write a policy with one rule per datatype

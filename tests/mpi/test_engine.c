@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Legal MPI programs that mix MPI_Iallreduce with other requests,
  * communicators and threads (docs/design.md, "The progress engine"). A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * MPI error codes through the API unchanged (docs/design.md, "Errors"),
  * whatever their size: MPICH-family MPIs return large codes with class and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Runs that end badly on purpose, for the tests/mpi_faults_*.sh scripts.
  * Relinked with libnfcoll (MPI_Init and MPI_Allreduce through the shim).

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! The Fortran entry points of libnfcoll (lib/api/fortran.c), run by
 ! tests/mpi_fortran.sh plain, preloaded and relinked:
 !

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! The `use mpi_f08` part of tests/mpi/test_fortran.f90. Open MPI 4 calls
 ! these mpi_init_f08_, mpi_finalize_f08_ and mpi_allreduce_f08_; f08_init
 ! and f08_sum_in_place leave out the optional ierror (NULL in C).

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! MPI_IALLREDUCE from Fortran (tests/mpi_iallreduce.sh): the same REAL sums
 ! on two duplicates of MPI_COMM_WORLD, X with MPI_ALLREDUCE and Y with
 ! MPI_IALLREDUCE, in the three styles (use mpi with MPI_WAIT, mpif.h in

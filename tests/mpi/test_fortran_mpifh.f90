@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! The mpif.h half of tests/mpi/test_fortran.f90: MPI_INIT_THREAD,
 ! MPI_FINALIZE and REAL sums through mpif.h's implicit interfaces. The
 ! MPI_IN_PLACE call is in test_fortran_mpifh_ip.f90: gfortran rejects calls

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! mpif.h's MPI_IN_PLACE (see test_fortran_mpifh.f90).
 subroutine h_sum_in_place(y, n, ierr)
   implicit none

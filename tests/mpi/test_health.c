@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Health monitoring (tests/mpi_health.sh, policy tests/policy_shim/
  * health.policy: binary, cooldown 3, cap 6). One buffer, one call per step;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * NF_Iallreduce against the blocking NF_Allreduce (tests/mpi_iallreduce.sh).
  * Relinked with libnfcoll.

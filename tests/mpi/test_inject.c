@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Legal programs that start another collective on a communicator right
  * after their first MPI_Iallreduce on it (issue 55; tests/mpi_inject.sh).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * An ordinary MPI program with nonblocking allreduces, for the shim
  * (tests/mpi_iallreduce.sh): built plain (run with LD_PRELOAD) and relinked.

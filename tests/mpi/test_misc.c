@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Multi-rank checks around the routes: argument errors, calls a route
  * cannot take, NaN/Inf fallback, residual reset on a count change, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fused buffers (run under tests/policy_shim/regions.policy): a buffer
  * bound as body (binary) | gap (binary, unbound) | mid (ternary) |

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The residual bound (NFCOLL_RESIDUAL_MAX, set by tests/mpi_resmax.sh):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Multi-rank check of every route against nf_ref.h: exact bits, identical on
  * every rank, error feedback over several calls, MPI_IN_PLACE, counts 0 to

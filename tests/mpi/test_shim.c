@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * An ordinary MPI program: it knows nothing of libnfcoll. tests/mpi_shim.sh
  * builds it plain and relinked against libnfcoll, runs it plain, relinked

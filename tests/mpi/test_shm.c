@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Shared memory per communicator (docs/design.md, "Files and memory"): many
  * communicators doing small calls each keep a small segment, and a later

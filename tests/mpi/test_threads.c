@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * MPI_THREAD_MULTIPLE: two threads, each with its own communicator, call
  * MPI_Allreduce at the same time through the interposed shim. The policy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What two one-rank nodes put on the wire per call (docs/design.md, "The
  * wire"): a call that fits its verdict's area crosses in the verdict's one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * LD_PRELOAD for the Python tests' failures (tests/python_api.sh,
  * tests/python_ddp.sh): PMPI_Allreduce, PMPI_Allgather and PMPI_Sendrecv

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """numpy versions of tests/mpi/nf_ref.h (docs/design.md, "Routes") for the
 Python tests: every rank rebuilds all ranks' inputs and computes the
 expected result itself. All ranks on one node (no NFCOLL_RANKS_PER_NODE)."""

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """nfcoll.torch.ddp_hook under DistributedDataParallel on 2 ranks.
 
     test_ddp.py policy           route from the policy (NFCOLL_POLICY); the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """mpi4py started MPI, not libnfcoll (imported second, not preloaded), so the
 ranks never agreed at MPI_Init which of them run progress threads
 (docs/design.md, "The progress engine"): rank 0 at thread level L0, the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The nfcoll package on 2+ ranks: routes against numpy references, torch
 tensors, errors as exceptions, stats, bound regions under a region policy,
 and the functions newer libraries add (residual files, health, bf16).
