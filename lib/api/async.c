@@ -107,8 +107,9 @@ static int nf_async_unset(const nf_run_args_t *a, MPI_Request *request)
         int len = 0;
         PMPI_Comm_get_name(a->comm, name, &len);
         nf_log_info(1, "nonblocking calls on communicator '%s' are MPI's own PMPI_Iallreduce "
-                       "until its first blocking allreduce (libnfcoll did not see it made: "
-                       "MPI_Comm_idup, or MPI started without libnfcoll); fallback 'setup'",
+                       "until its first blocking allreduce or NF_Comm_prepare (libnfcoll did "
+                       "not see it made: MPI_Comm_idup, or MPI started without libnfcoll); "
+                       "fallback 'setup'",
                     name);
     }
     return nf_async_pmpi(a, request);
@@ -131,6 +132,8 @@ int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request)
     nf_status_t st = nf_api_lookup(a, route, &wanted, &c);
     if (st == NF_OK && c == NULL)
         return wanted ? nf_async_unset(a, request) : nf_async_pmpi(a, request);
+    if (st == NF_OK && c->priv == MPI_COMM_NULL) /* broken when made, on every rank */
+        return nf_async_pmpi(a, request);
     if (st == NF_OK)
         st = nf_engine_queue(c, &q);
     if (st != NF_OK) {

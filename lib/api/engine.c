@@ -80,6 +80,8 @@ static void nf_eng_dup(nf_eng_queue_t *q)
     nf_comm_t *c = q->c;
     if (c->priv != MPI_COMM_NULL && c->use != NF_COMM_BROKEN) {
         nf_status_t dup = nf_mpi_status(PMPI_Comm_dup(c->priv, &q->comm));
+        if (dup != NF_OK)
+            q->comm = MPI_COMM_NULL;
         if (nf_agree_status(c->priv, dup) != NF_OK && q->comm != MPI_COMM_NULL)
             PMPI_Comm_free(&q->comm);
     }
@@ -261,8 +263,9 @@ nf_status_t nf_engine_queue(nf_comm_t *c, nf_eng_queue_t **out)
 
 nf_eng_mode_t nf_engine_mode(nf_eng_queue_t *q)
 {
-    int all = nf_eng.agreed >= 0 ? nf_eng.agreed : q->c->threads_all;
-    return all ? NF_ENG_THREAD : NF_ENG_NONE;
+    /* agreed on c itself when it was made: also right for a communicator
+     * that spans worlds (MPI_Intercomm_merge), whose MPI_Init agreements differ */
+    return q->c->threads_all ? NF_ENG_THREAD : NF_ENG_NONE;
 }
 
 int nf_engine_local(void) { return nf_ctx.cfg.threads; }

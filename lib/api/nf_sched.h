@@ -16,7 +16,8 @@
  * would break it, and a worker leaves only when it holds (one always stays
  * until nf_sched_finalize). So a queue never waits for a worker stuck on
  * another queue's job. Workers, named "nfcoll-worker", run with
- * every signal blocked: the program's handlers run on its own threads.
+ * every asynchronous signal blocked (not SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGABRT, SIGTRAP, SIGSYS): the program's handlers run on its threads.
  *
  * Each queue has a setup step (nf_sched_queue_t.setup), run once, in the
  * queue's order: by the worker before the queue's first job, or by

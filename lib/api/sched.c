@@ -173,6 +173,9 @@ static void *nf_sched_worker(void *arg)
     return NULL;
 }
 
+static const int nf_sched_sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP,
+                                            SIGSYS};
+
 /* Start one worker (lock held). NF_OK, or NF_ERR_IO when the thread cannot
  * be made (warned once). */
 static nf_status_t nf_sched_spawn(void)
@@ -180,9 +183,13 @@ static nf_status_t nf_sched_spawn(void)
     pthread_attr_t attr;
     pthread_t t;
     sigset_t all, old;
-    /* A worker starts with every signal blocked (it inherits the mask), so
-     * the program's handlers run on the program's own threads only. */
+    /* A worker starts with the asynchronous signals blocked (it inherits the
+     * mask), so the program's handlers run on the program's own threads. */
     sigfillset(&all);
+    /* but not the synchronous ones: a fault on a worker must still reach the
+     * handlers that report it (ASan, MPI's backtrace, Python's faulthandler) */
+    for (size_t i = 0; i < sizeof(nf_sched_sync_signals) / sizeof(int); i++)
+        sigdelset(&all, nf_sched_sync_signals[i]);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int e = pthread_attr_init(&attr);
     if (e == 0) {

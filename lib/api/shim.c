@@ -170,13 +170,16 @@ void nf_shim_before_finalize(void)
  * After MPI's own constructor succeeded, every rank of the new
  * communicator is still inside the same call: its state and private
  * duplicate are made there (nf_comm_get; the rest of its setup runs on the
- * duplicate, later), once libnfcoll is initialized (an NFCOLL_ request
- * at MPI_Init, or an NF_ call since). A rank outside the new communicator
- * (MPI_COMM_NULL) does nothing. A failure leaves the communicator without state: its
+ * duplicate, later), when the ranks agreed at MPI_Init to engage
+ * libnfcoll (some rank set an NFCOLL_ request): a rank's own later
+ * initialization (its first NF_ call) is not agreed, and would start the
+ * duplicate on some ranks of the new communicator only. A rank outside the
+ * new communicator (MPI_COMM_NULL) does nothing. A failure leaves the communicator without state: its
  * calls fall back as for one libnfcoll did not see made. */
 static int nf_shim_made(int rc, MPI_Comm newcomm)
 {
-    if (rc != MPI_SUCCESS || nf_inside || newcomm == MPI_COMM_NULL || !nf_ctx_ready())
+    if (rc != MPI_SUCCESS || !nf_ctx.intercept || nf_inside || newcomm == MPI_COMM_NULL ||
+        !nf_ctx_ready())
         return rc;
     nf_comm_t *c;
     nf_inside = 1;

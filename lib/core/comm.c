@@ -499,41 +499,56 @@ static nf_status_t nf_comm_find(MPI_Comm comm, nf_comm_t **out, int *found)
 }
 
 /* Collective on comm, where every rank is in the same blocking call:
- * the private duplicate, agreed (a rank whose duplicate failed still takes
- * part in the agreement, so none waits for it), and the state cached as
- * NF_COMM_NEW; an intercommunicator's, complete and unused. */
+ * the private duplicate, agreed, and the state cached as NF_COMM_NEW. */
 static nf_status_t nf_comm_new(MPI_Comm comm, nf_comm_t **out)
 {
+    /* One agreement: whether every rank has its duplicate and its state
+     * (a rank out of memory still takes part, so none waits for it), and
+     * whether every rank can run progress threads (the engine's,
+     * nf_engine.h). An intercommunicator's state is complete and unused:
+     * no collective. */
+    enum { NF_MADE_FAILED = 1u, NF_MADE_NOTHREAD = 2u };
+    int inter = 1;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        inter = 1; /* MPI reports a bad handle its own way, in the caller's call */
     nf_comm_t *c = nf_comm_alloc(comm);
-    nf_status_t st = NF_OK;
-    if (c == NULL)
+    if (c == NULL && inter)
         return NF_ERR_NO_MEMORY;
-    if (!c->is_inter) {
-        /* one agreement: whether every rank has its duplicate, and whether
-         * every rank can run progress threads (the engine's, nf_engine.h) */
-        enum { NF_MADE_NODUP = 1u, NF_MADE_NOTHREAD = 2u };
-        unsigned any = 0;
-        nf_status_t dup = nf_mpi_status(PMPI_Comm_dup(comm, &c->priv));
-        if (dup != NF_OK)
-            c->priv = MPI_COMM_NULL;
-        st = nf_agree_any(comm, (dup != NF_OK ? NF_MADE_NODUP : 0u) |
-                                    (nf_ctx.cfg.threads ? 0u : NF_MADE_NOTHREAD), &any);
-        c->threads_all = st == NF_OK && !(any & NF_MADE_NOTHREAD);
-        if (st == NF_OK && (any & NF_MADE_NODUP))
-            st = NF_ERR_MPI;
-        if (st != NF_OK) { /* on every rank: broken, decided once */
-            nf_log_warn_once("cannot duplicate a communicator on some rank (%s); its calls "
-                             "go to PMPI", nf_strerror(st));
-            if (c->priv != MPI_COMM_NULL)
-                PMPI_Comm_free(&c->priv);
-            c->use = NF_COMM_BROKEN;
-            st = NF_OK;
-        }
+    if (inter) {
+        atomic_init(&c->setup, NF_COMM_BUILT);
+        nf_status_t st = nf_comm_attach(comm, c, NF_OK);
+        if (st == NF_OK)
+            *out = c;
+        return st;
     }
-    atomic_init(&c->setup, c->is_inter || c->use == NF_COMM_BROKEN ? NF_COMM_BUILT : NF_COMM_NEW);
-    if ((st = nf_comm_attach(comm, c, st)) == NF_OK)
-        *out = c;
-    return st;
+    MPI_Comm priv = MPI_COMM_NULL;
+    nf_status_t dup = nf_mpi_status(PMPI_Comm_dup(comm, &priv));
+    if (dup != NF_OK)
+        priv = MPI_COMM_NULL;
+    /* attached (locally) before the agreement, so a failure is agreed too */
+    nf_status_t att = c == NULL ? NF_ERR_NO_MEMORY : nf_comm_attach(comm, c, NF_OK);
+    unsigned any = 0;
+    nf_status_t st = nf_agree_any(comm, (dup != NF_OK || att != NF_OK ? NF_MADE_FAILED : 0u) |
+                                            (nf_ctx.cfg.threads ? 0u : NF_MADE_NOTHREAD), &any);
+    if (att != NF_OK) { /* no state here (the others' is broken): every call pmpi */
+        if (priv != MPI_COMM_NULL)
+            PMPI_Comm_free(&priv);
+        return att;
+    }
+    c->priv = priv;
+    c->threads_all = st == NF_OK && !(any & NF_MADE_NOTHREAD);
+    if (st == NF_OK && (any & NF_MADE_FAILED))
+        st = NF_ERR_MPI;
+    if (st != NF_OK) { /* on every rank: broken, decided once */
+        nf_log_warn_once("cannot set up libnfcoll's state for a communicator on some rank "
+                         "(%s); its calls go to PMPI", nf_strerror(st));
+        if (c->priv != MPI_COMM_NULL)
+            PMPI_Comm_free(&c->priv);
+        c->use = NF_COMM_BROKEN;
+    }
+    atomic_init(&c->setup, c->use == NF_COMM_BROKEN ? NF_COMM_BUILT : NF_COMM_NEW);
+    *out = c;
+    return NF_OK;
 }
 
 nf_status_t nf_comm_get(MPI_Comm comm, nf_comm_t **out)
