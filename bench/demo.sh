@@ -19,4 +19,4 @@ case ${NF_MPIEXEC_STYLE:-ompi} in
   hydra) set -- ;;
   *) set -- --oversubscribe ;;
 esac
-"${MPIEXEC:-mpirun}" "$@" ${MPIEXEC_NP:--np} 2 "$b/bench/nf_allreduce" -r all -m 4:16M -i 200 -x 5 -c
+"${MPIEXEC:-mpirun}" "$@" ${MPIEXEC_NP:--np} 2 "$b/bench/nfcoll_allreduce" -r all -m 4:16M -i 200 -x 5 -c

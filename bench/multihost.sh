@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# multihost: nf_allreduce across pretend hosts on one machine. N network
+# multihost: nfcoll_allreduce across pretend hosts on one machine. N network
 # namespaces x R ranks, Open MPI over TCP between them, every link shaped
 # with tc to a given rate; then the inter-node bytes per element as the
 # number of (pretend) nodes grows, against the protocol's formulas.
@@ -12,8 +12,8 @@
 #   -p RANKS   ranks per host (default 2)
 #   -b RATES   link rates, tc syntax, space-separated; "none" for unshaped
 #              veths (default "1gbit 10gbit")
-#   -m SIZES   nf_allreduce -m (default 16M:16M)
-#   -r ROUTES  nf_allreduce -r (default all)
+#   -m SIZES   nfcoll_allreduce -m (default 16M:16M)
+#   -r ROUTES  nfcoll_allreduce -r (default all)
 #   -i ITERS   iterations per size (default 5); -R repeats, median (default 3)
 #   -a ALGS    also time pmpi with Open MPI's coll_tuned allreduce algorithm
 #              N for each N listed (e.g. "1 2 3 4 5 6"; default none)
@@ -21,7 +21,7 @@
 #              rank each on this host (NFCOLL_RANKS_PER_NODE=1), 4 MiB calls,
 #              internode_bytes per element from NFCOLL_STATS (default 16;
 #              0 skips it)
-# Needs root, iproute2 and tc. Prints nf_allreduce's tables, then per size
+# Needs root, iproute2 and tc. Prints nfcoll_allreduce's tables, then per size
 # each route's time over pmpi's and over the fp32 route's.
 set -u
 hosts=2 rpn=2 rates="1gbit 10gbit" sizes=16M:16M routes=all iters=5 reps=3 algs="" nodes=16
@@ -35,7 +35,7 @@ while getopts H:p:b:m:r:i:R:a:s:h o; do
 done
 shift $((OPTIND - 1))
 b=$(cd "${1:-.}" && pwd)
-bench=$b/bench/nf_allreduce
+bench=$b/bench/nfcoll_allreduce
 [ -x "$bench" ] || { echo "multihost: no $bench (give the build directory)"; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "multihost: network namespaces need root"; exit 2; }
 . "$(dirname "$0")/netns.sh"

@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * nf_allreduce: osu_allreduce-style latency of NF_Allreduce_route per route.
+ * nfcoll_allreduce: osu_allreduce-style latency of NF_Allreduce_route per route.
  *
- *   mpirun -np 2 nf_allreduce [-r ROUTES] [-m [MIN:]MAX | -s SIZE,...] [-i ITERS]
- *                             [-x WARMUP] [-R REPEATS] [-c] [-F] [-h]
+ *   mpirun -np 2 nfcoll_allreduce [-r ROUTES] [-m [MIN:]MAX | -m SIZE,...] [-i ITERS]
+ *                                 [-x WARMUP] [-R REPEATS] [-c] [-F] [-h] [-V]
  *
- * Sizes are bytes of float data, powers of two from MIN to MAX, or those
- * -s lists (a protocol's bounds fall between powers of two). Each row is
- * OSU's: the per-rank average latency over the iterations, then the average,
- * minimum and maximum of that over the ranks; with -R the row is the repeat
- * whose average latency is the median. With -F, each size first times its
- * first call (new residuals, perhaps a larger segment) and its second (a
+ * OSU's options keep OSU's letters and long names (--message-size,
+ * --iterations, --warmup, --validation, --help, --version); the letters
+ * mean the same in nfcoll_overlap (bench_args.h). Sizes are bytes of float
+ * data, powers of two from MIN to MAX, or the list -m gives (a protocol's
+ * bounds fall between powers of two). Each row is OSU's: the per-rank
+ * average latency over the iterations, then the average, minimum and
+ * maximum of that over the ranks; with -R the row is the repeat whose
+ * average latency is the median. With -F, each size first times its first
+ * call (new residuals, perhaps a larger segment) and its second (a
  * residual's other buffer is first written then) and prints them next to
- * the steady row, with the largest peak RSS over the ranks.
+ * the steady row, with the largest peak RSS over the ranks. The command
+ * line is read before MPI_Init: --help, --version and a usage error need
+ * no launcher (under one, rank 0 prints them).
  */
 #include <getopt.h>
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,14 +30,12 @@
 
 #include "bench_args.h"
 
+#define PROG "nfcoll_allreduce"
 #define LARGE_MESSAGE (64 * 1024)
-#define MAX_SIZES 64
 
 typedef struct opts {
     int routes[NF_ROUTE_COUNT];
-    size_t min, max;
-    size_t sizes[MAX_SIZES]; /* -s: these instead of MIN..MAX */
-    int nsizes;
+    bench_sizes_t sizes;
     int iters, iters_large, warmup, repeats, validate, first;
 } opts_t;
 
@@ -42,23 +44,35 @@ static int rank, nranks;
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "Usage: mpirun -np N nf_allreduce [options]\n"
-            "  -r ROUTES    pmpi,fp32,binary,ternary,bf16 or all (default all)\n"
-            "  -m [MIN:]MAX message sizes in bytes, powers of two; K/M/G suffixes\n"
-            "               (default 4:4M)\n"
-            "  -s SIZE,...  these message sizes in bytes instead (multiples of 4, up to 64\n"
-            "               of them; K/M/G suffixes)\n"
-            "  -i ITERS     iterations per size (default 1000; sizes > 64K: ITERS/10, at least 10)\n"
-            "  -x WARMUP    warm-up iterations per size (default 10)\n"
-            "  -R REPEATS   repeat each size, report the median repeat (default 1)\n"
-            "  -c           validate results before timing (identical on all ranks,\n"
-            "               exact sums for pmpi/fp32, sums of bf16-rounded inputs for bf16,\n"
-            "               signs for binary/ternary)\n"
-            "  -F           time each size's first and second calls (new residuals; one route\n"
-            "               per run), print them and the peak RSS (largest over ranks)\n"
-            "               after its row\n"
-            "  -h           this help\n"
-            "Environment: NFCOLL_EF, NFCOLL_SIMD, NFCOLL_CXL... (see libnfcoll(7)).\n");
+            "Usage: mpirun -np N " PROG " [OPTION]...\n"
+            "NF_Allreduce latency per libnfcoll route, as osu_allreduce measures it\n"
+            "(MPI_FLOAT, MPI_SUM; OSU's options keep OSU's letters and long names).\n"
+            "\n"
+            "  -r, --routes ROUTES        pmpi,fp32,binary,ternary,bf16 or all (default all)\n"
+            "  -m, --message-size [MIN:]MAX\n"
+            "                             message sizes in bytes, powers of two from MIN to\n"
+            "                             MAX (default 4:4M); K/M/G suffixes\n"
+            "  -m, --message-size SIZE,...\n"
+            "                             these sizes instead (a comma makes a list: SIZE,\n"
+            "                             for one; multiples of 4, up to %d of them)\n"
+            "  -i, --iterations ITERS     iterations per size (default 1000; sizes > 64K:\n"
+            "                             ITERS/10, at least 10)\n"
+            "  -x, --warmup WARMUP        warm-up iterations per size (default 10)\n"
+            "  -R, --repeats REPEATS      repeat each size, report the median repeat\n"
+            "                             (default 1)\n"
+            "  -c, --validation           validate results before timing (identical on all\n"
+            "                             ranks, exact sums for pmpi/fp32, sums of\n"
+            "                             bf16-rounded inputs for bf16, signs for\n"
+            "                             binary/ternary)\n"
+            "  -F, --first-calls          time each size's first and second calls (new\n"
+            "                             residuals; one route per run), print them and the\n"
+            "                             peak RSS (largest over ranks) after its row\n"
+            "  -h, --help                 this text\n"
+            "  -V, -v, --version          the libnfcoll version and the MPI it was built with\n"
+            "\n"
+            "Exit status: 0 done, 1 a validation failed, 2 usage error.\n"
+            "Environment: NFCOLL_EF, NFCOLL_SIMD, NFCOLL_CXL... (see libnfcoll(7)).\n",
+            BENCH_MAX_SIZES);
 }
 
 static int parse_routes(char *s, opts_t *o)
@@ -78,65 +92,69 @@ static int parse_routes(char *s, opts_t *o)
     return 0;
 }
 
-/* -s's list into o->sizes, o->max its largest. */
-static int parse_sizes(char *s, opts_t *o)
-{
-    o->nsizes = 0, o->max = 0;
-    for (char *tok = strtok(s, ","); tok != NULL; tok = strtok(NULL, ",")) {
-        size_t b;
-        if (o->nsizes == MAX_SIZES || bench_size(tok, &b) != 0 || b == 0 || b % sizeof(float) ||
-            b / sizeof(float) > INT32_MAX)
-            return -1;
-        o->sizes[o->nsizes++] = b;
-        o->max = b > o->max ? b : o->max;
-    }
-    return o->nsizes > 0 ? 0 : -1;
-}
-
+/* Before MPI_Init (rank: the launcher's). 0: run; 1: done (help,
+ * version); -1: usage error, said on rank 0. */
 static int parse_args(int argc, char **argv, opts_t *o)
 {
+    static const struct option longopts[] = {
+        {"routes", required_argument, NULL, 'r'},     {"message-size", required_argument, NULL, 'm'},
+        {"iterations", required_argument, NULL, 'i'}, {"warmup", required_argument, NULL, 'x'},
+        {"repeats", required_argument, NULL, 'R'},    {"validation", no_argument, NULL, 'c'},
+        {"first-calls", no_argument, NULL, 'F'},      {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},          {NULL, 0, NULL, 0}};
+    const char *bad = NULL;
     int c;
-    *o = (opts_t){.min = 4, .max = 4 << 20, .iters = 1000, .warmup = 10, .repeats = 1};
+    *o = (opts_t){.sizes = {.min = 4, .max = 4 << 20}, .iters = 1000, .warmup = 10, .repeats = 1};
     for (int i = 0; i < NF_ROUTE_COUNT; i++)
         o->routes[i] = 1;
-    while ((c = getopt(argc, argv, "r:m:s:i:x:R:cFh")) != -1) {
+    opterr = rank == 0;
+    while (bad == NULL && (c = getopt_long(argc, argv, "r:m:i:x:R:cFhVv", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
             if (parse_routes(optarg, o) != 0)
-                return rank == 0 ? fprintf(stderr, "nf_allreduce: bad route list '%s'\n", optarg), -1 : -1;
+                bad = "bad route list for -r (want pmpi,fp32,binary,ternary,bf16 or all)";
             break;
         case 'm':
-            o->nsizes = 0;
-            if (bench_range(optarg, &o->min, &o->max) != 0) {
-                if (rank == 0)
-                    fprintf(stderr, "nf_allreduce: bad size range for -m\n");
-                return -1;
-            }
+            if (bench_sizes_parse(optarg, &o->sizes) != 0)
+                bad = "bad sizes for -m (want [MIN:]MAX, or up to 64 byte counts, multiples "
+                      "of 4, with a comma)";
             break;
-        case 's':
-            if (parse_sizes(optarg, o) != 0) {
-                if (rank == 0)
-                    fprintf(stderr, "nf_allreduce: bad size list for -s (want up to %d byte "
-                                    "counts, multiples of 4)\n", MAX_SIZES);
-                return -1;
-            }
+        case 'i':
+            if (bench_count(optarg, 1, &o->iters) != 0)
+                bad = "-i wants a whole number >= 1";
             break;
-        case 'i': o->iters = atoi(optarg); break;
-        case 'x': o->warmup = atoi(optarg); break;
-        case 'R': o->repeats = atoi(optarg); break;
+        case 'x':
+            if (bench_count(optarg, 0, &o->warmup) != 0)
+                bad = "-x wants a whole number >= 0";
+            break;
+        case 'R':
+            if (bench_count(optarg, 1, &o->repeats) != 0)
+                bad = "-R wants a whole number >= 1";
+            break;
         case 'c': o->validate = 1; break;
         case 'F': o->first = 1; break;
         case 'h': if (rank == 0) usage(stdout); return 1;
-        default: if (rank == 0) usage(stderr); return -1;
+        case 'V': case 'v': if (rank == 0) bench_version(stdout, PROG); return 1;
+        default:
+            if (rank == 0 && optopt == 's')
+                fprintf(stderr, PROG ": the size list nf_allreduce took with -s is -m's now "
+                                "(-m 4K,8K)\n");
+            bad = "";
+            break;
         }
     }
-    if (o->iters < 1 || o->warmup < 0 || o->repeats < 1) {
+    if (bad == NULL && optind < argc) {
         if (rank == 0)
-            fprintf(stderr, "nf_allreduce: -i and -R must be >= 1, -x >= 0\n");
+            fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
+        bad = "";
+    }
+    if (bad != NULL) {
+        if (rank == 0 && *bad != '\0')
+            fprintf(stderr, PROG ": %s\n", bad);
+        if (rank == 0)
+            usage(stderr);
         return -1;
     }
-    if (o->min < sizeof(float))
-        o->min = sizeof(float);
     o->iters_large = o->iters / 10 > 10 ? o->iters / 10 : 10;
     return 0;
 }
@@ -189,38 +207,17 @@ static int cmp_avg(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Integer-valued inputs make every summation order exact; all ranks send
- * the same signs, so low-bit results must carry those signs. */
-/* x rounded to bfloat16, nearest with ties to even (the inputs here are
- * finite). */
-static float bf16_of(float x)
-{
-    uint32_t u, lo;
-    memcpy(&u, &x, sizeof(u));
-    lo = u & 0xffff0000u;
-    u = (u & 0xffffu) > 0x8000u || ((u & 0xffffu) == 0x8000u && (lo & 0x10000u)) ? lo + 0x10000u
-                                                                                  : lo;
-    memcpy(&x, &u, sizeof(x));
-    return x;
-}
-
+/* One call on bench_input's data, checked on every rank (bench_args.h):
+ * 1 if any rank's result is wrong. */
 static int validate(nf_route_t route, int count)
 {
     float *s = malloc((size_t)count * sizeof(float)), *r = malloc((size_t)count * sizeof(float));
-    int bad = 0, anybad = 0;
-    for (int j = 0; j < count; j++)
-        s[j] = (float)(j % 7 - 3) * (float)(rank + 1) + (j % 7 == 3 ? 0.5f : 0.0f);
-    NF_Allreduce_route(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, route);
-    for (int j = 0; j < count && !bad; j++) {
-        float sum = 0.0f;
-        for (int i = 0; i < nranks; i++) {
-            float v = (float)(j % 7 - 3) * (float)(i + 1) + (j % 7 == 3 ? 0.5f : 0.0f);
-            sum += route == NF_ROUTE_BF16 ? bf16_of(v) : v;
-        }
-        if (route == NF_ROUTE_PMPI || route == NF_ROUTE_FP32 || route == NF_ROUTE_BF16)
-            bad = r[j] != sum;
-        else
-            bad = !isfinite(r[j]) || (s[j] > 0 && r[j] < 0) || (s[j] < 0 && r[j] > 0);
+    int bad = s == NULL || r == NULL, anybad = 0;
+    for (int j = 0; j < count && !bad; j++)
+        s[j] = bench_input((size_t)j, rank);
+    if (!bad) {
+        NF_Allreduce_route(s, r, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, route);
+        bad = bench_check(r, (size_t)count, rank, nranks, bench_check_of(route));
     }
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     free(s);
@@ -283,8 +280,8 @@ static int run_route(nf_route_t route, const opts_t *o, float *s, float *r)
     header(route);
     nf_stats_get(route, &before);
     for (int si = 0;; si++) {
-        size_t bytes = o->nsizes ? o->sizes[si] : o->min << si;
-        if (o->nsizes ? si == o->nsizes : bytes > o->max)
+        size_t bytes = bench_sizes_at(&o->sizes, si);
+        if (bytes == 0)
             break;
         int count = (int)(bytes / sizeof(float));
         int iters = bytes > LARGE_MESSAGE ? o->iters_large : o->iters;
@@ -319,15 +316,14 @@ int main(int argc, char **argv)
 {
     opts_t o;
     int rc = 0;
+    rank = bench_launch_rank();
+    int pr = parse_args(argc, argv, &o);
+    if (pr != 0)
+        return pr > 0 ? BENCH_OK : BENCH_USAGE;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    int pr = parse_args(argc, argv, &o);
-    if (pr != 0) {
-        MPI_Finalize();
-        return pr > 0 ? 0 : 2;
-    }
-    size_t maxc = o.max / sizeof(float);
+    size_t maxc = o.sizes.max / sizeof(float);
     float *s = malloc(maxc * sizeof(float)), *r = malloc(maxc * sizeof(float));
     for (size_t j = 0; j < maxc; j++)
         s[j] = sinf((float)j * 0.001f + (float)rank) * 0.01f;

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * nf_overlap: how much of a nonblocking allreduce hides behind computation,
- * in osu_iallreduce's convention (OSU Micro-Benchmarks 7.x).
+ * nfcoll_overlap: how much of a nonblocking allreduce hides behind
+ * computation, in osu_iallreduce's convention (OSU Micro-Benchmarks 7.x).
  *
- *   mpirun -np 2 nf_overlap [-r ROUTES] [-m [MIN:]MAX] [-i ITERS] [-x WARMUP]
- *                           [-R REPEATS] [-s] [-h]
+ *   mpirun -np 2 nfcoll_overlap [-r ROUTES] [-m [MIN:]MAX | -m SIZE,...] [-i ITERS]
+ *                               [-x WARMUP] [-R REPEATS] [-c] [-s] [-h] [-V]
  *
- * Per size and route, each rank times, averaged over the iterations:
+ * OSU's options keep OSU's letters and long names (--message-size,
+ * --iterations, --warmup, --validation, --help, --version); the letters
+ * mean the same in nfcoll_allreduce (bench_args.h). Per size and route,
+ * each rank times, averaged over the iterations:
  *   pure     start + wait with nothing between (pure communication);
  *   overall  start, compute for `pure` microseconds, wait;
  *   compute  the compute phase alone, inside `overall`;
@@ -24,7 +27,9 @@
  *
  * Routes: mpi (PMPI_Iallreduce: MPI's own, which Open MPI 4.1 advances
  * only inside MPI calls), auto (NF_Iallreduce: the policy's admission), or
- * a libnfcoll route (NF_Iallreduce_route).
+ * a libnfcoll route (NF_Iallreduce_route). The command line is read before
+ * MPI_Init: --help, --version and a usage error need no launcher (under
+ * one, rank 0 prints them).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -36,13 +41,16 @@
 
 #include "bench_args.h"
 
+#define PROG "nfcoll_overlap"
+
 enum { ROUTE_MPI = -2, ROUTE_AUTO = -1, MAX_ROUTES = NF_ROUTE_COUNT + 2 };
 
 typedef struct opts {
     int routes[MAX_ROUTES], nroutes;
-    size_t min, max;
+    bench_sizes_t sizes;
     int iters, warmup, repeats;
-    int sleep;  /* -s: the compute phase sleeps */
+    int validate; /* -c: check one call per route and size first */
+    int sleep;    /* -s: the compute phase sleeps */
 } opts_t;
 
 static int rank, nranks;
@@ -50,25 +58,44 @@ static int rank, nranks;
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "Usage: mpirun -np N nf_overlap [options]\n"
-            "  -r ROUTES    comma list of mpi (PMPI_Iallreduce), auto (NF_Iallreduce, the\n"
-            "               policy decides) and libnfcoll routes (pmpi,fp32,binary,...);\n"
-            "               default mpi,fp32,binary\n"
-            "  -m [MIN:]MAX message sizes in bytes, powers of two; K/M/G suffixes (default 1M:16M)\n"
-            "  -i ITERS     iterations per size (default 20)\n"
-            "  -x WARMUP    warm-up iterations per size (default 3)\n"
-            "  -R REPEATS   repeat each size, report the median repeat (default 1)\n"
-            "  -s           the compute phase sleeps instead of busy-looping (the core free)\n"
-            "  -h           this help\n"
-            "Columns as osu_iallreduce's: Overall, Compute, Pure Comm. (us), Overlap (%%).\n");
+            "Usage: mpirun -np N " PROG " [OPTION]...\n"
+            "How much of a nonblocking allreduce hides behind computation, as\n"
+            "osu_iallreduce measures it (OSU's options keep OSU's letters and long names).\n"
+            "\n"
+            "  -r, --routes ROUTES        comma list of mpi (PMPI_Iallreduce), auto\n"
+            "                             (NF_Iallreduce, the policy decides) and libnfcoll\n"
+            "                             routes (pmpi,fp32,binary,...); default\n"
+            "                             mpi,fp32,binary\n"
+            "  -m, --message-size [MIN:]MAX\n"
+            "                             message sizes in bytes, powers of two from MIN to\n"
+            "                             MAX (default 1M:16M); K/M/G suffixes\n"
+            "  -m, --message-size SIZE,...\n"
+            "                             these sizes instead (a comma makes a list: SIZE,\n"
+            "                             for one; multiples of 4, up to %d of them)\n"
+            "  -i, --iterations ITERS     iterations per size (default 20)\n"
+            "  -x, --warmup WARMUP        warm-up iterations per size (default 3)\n"
+            "  -R, --repeats REPEATS      repeat each size, report the median repeat\n"
+            "                             (default 1)\n"
+            "  -c, --validation           check one call per route and size before timing\n"
+            "                             (exact sums for mpi/pmpi/fp32, sums of bf16-rounded\n"
+            "                             inputs for bf16, signs for binary/ternary/auto)\n"
+            "  -s, --sleep                the compute phase sleeps instead of busy-looping\n"
+            "                             (the core free)\n"
+            "  -h, --help                 this text\n"
+            "  -V, -v, --version          the libnfcoll version and the MPI it was built with\n"
+            "\n"
+            "Columns as osu_iallreduce's: Overall, Compute, Pure Comm. (us), Overlap (%%).\n"
+            "Exit status: 0 done, 1 a call or a validation failed, 2 usage error.\n",
+            BENCH_MAX_SIZES);
 }
 
 static int parse_routes(char *s, opts_t *o)
 {
     o->nroutes = 0;
-    for (char *tok = strtok(s, ","); tok != NULL && o->nroutes < MAX_ROUTES;
-         tok = strtok(NULL, ",")) {
+    for (char *tok = strtok(s, ","); tok != NULL; tok = strtok(NULL, ",")) {
         nf_route_t r;
+        if (o->nroutes == MAX_ROUTES)
+            return -1;
         if (strcmp(tok, "mpi") == 0)
             o->routes[o->nroutes++] = ROUTE_MPI;
         else if (strcmp(tok, "auto") == 0)
@@ -81,43 +108,66 @@ static int parse_routes(char *s, opts_t *o)
     return o->nroutes > 0 ? 0 : -1;
 }
 
+/* Before MPI_Init (rank: the launcher's). 0: run; 1: done (help,
+ * version); -1: usage error, said on rank 0. */
 static int parse_args(int argc, char **argv, opts_t *o)
 {
-    int c;
+    static const struct option longopts[] = {
+        {"routes", required_argument, NULL, 'r'},     {"message-size", required_argument, NULL, 'm'},
+        {"iterations", required_argument, NULL, 'i'}, {"warmup", required_argument, NULL, 'x'},
+        {"repeats", required_argument, NULL, 'R'},    {"validation", no_argument, NULL, 'c'},
+        {"sleep", no_argument, NULL, 's'},            {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},          {NULL, 0, NULL, 0}};
+    const char *bad = NULL;
     char def[] = "mpi,fp32,binary";
-    *o = (opts_t){.min = 1 << 20, .max = 16 << 20, .iters = 20, .warmup = 3, .repeats = 1};
+    int c;
+    *o = (opts_t){.sizes = {.min = 1 << 20, .max = 16 << 20}, .iters = 20, .warmup = 3,
+                  .repeats = 1};
     parse_routes(def, o);
-    while ((c = getopt(argc, argv, "r:m:i:x:R:sh")) != -1) {
+    opterr = rank == 0;
+    while (bad == NULL && (c = getopt_long(argc, argv, "r:m:i:x:R:cshVv", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
-            if (parse_routes(optarg, o) != 0) {
-                if (rank == 0)
-                    fprintf(stderr, "nf_overlap: bad route list '%s'\n", optarg);
-                return -1;
-            }
+            if (parse_routes(optarg, o) != 0)
+                bad = "bad route list for -r (want mpi, auto or libnfcoll routes, comma "
+                      "separated)";
             break;
         case 'm':
-            if (bench_range(optarg, &o->min, &o->max) != 0) {
-                if (rank == 0)
-                    fprintf(stderr, "nf_overlap: bad size range for -m\n");
-                return -1;
-            }
+            if (bench_sizes_parse(optarg, &o->sizes) != 0)
+                bad = "bad sizes for -m (want [MIN:]MAX, or up to 64 byte counts, multiples "
+                      "of 4, with a comma)";
             break;
-        case 'i': o->iters = atoi(optarg); break;
-        case 'x': o->warmup = atoi(optarg); break;
-        case 'R': o->repeats = atoi(optarg); break;
+        case 'i':
+            if (bench_count(optarg, 1, &o->iters) != 0)
+                bad = "-i wants a whole number >= 1";
+            break;
+        case 'x':
+            if (bench_count(optarg, 0, &o->warmup) != 0)
+                bad = "-x wants a whole number >= 0";
+            break;
+        case 'R':
+            if (bench_count(optarg, 1, &o->repeats) != 0)
+                bad = "-R wants a whole number >= 1";
+            break;
+        case 'c': o->validate = 1; break;
         case 's': o->sleep = 1; break;
         case 'h': if (rank == 0) usage(stdout); return 1;
-        default: if (rank == 0) usage(stderr); return -1;
+        case 'V': case 'v': if (rank == 0) bench_version(stdout, PROG); return 1;
+        default: bad = ""; break;
         }
     }
-    if (o->iters < 1 || o->warmup < 0 || o->repeats < 1) {
+    if (bad == NULL && optind < argc) {
         if (rank == 0)
-            fprintf(stderr, "nf_overlap: -i and -R must be >= 1, -x >= 0\n");
+            fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
+        bad = "";
+    }
+    if (bad != NULL) {
+        if (rank == 0 && *bad != '\0')
+            fprintf(stderr, PROG ": %s\n", bad);
+        if (rank == 0)
+            usage(stderr);
         return -1;
     }
-    if (o->min < sizeof(float))
-        o->min = sizeof(float);
     return 0;
 }
 
@@ -205,6 +255,32 @@ static int time_size(int route, float *x, int count, const opts_t *o, double out
     return 0;
 }
 
+/* --validation: one call of route on bench_input's data (a buffer of its
+ * own, as nfcoll_allreduce's), checked on every rank: 1 if any rank's
+ * result is wrong, -1 if a call failed. */
+static int validate(int route, int count)
+{
+    MPI_Request req;
+    float *x = malloc((size_t)count * sizeof(float));
+    int bad = x == NULL, anybad = 0;
+    bench_check_t how = route == ROUTE_MPI ? BENCH_EXACT : route == ROUTE_AUTO
+                                                            ? BENCH_SIGNS
+                                                            : bench_check_of((nf_route_t)route);
+    for (int j = 0; j < count && !bad; j++)
+        x[j] = bench_input((size_t)j, rank);
+    if (!bad) {
+        if (start(route, x, count, &req) != MPI_SUCCESS ||
+            MPI_Wait(&req, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            free(x);
+            return -1;
+        }
+        bad = bench_check(x, (size_t)count, rank, nranks, how);
+    }
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    free(x);
+    return anybad;
+}
+
 static int cmp_overall(const void *a, const void *b)
 {
     double x = ((const double *)a)[0], y = ((const double *)b)[0];
@@ -213,26 +289,38 @@ static int cmp_overall(const void *a, const void *b)
 
 static int run(const opts_t *o)
 {
-    float *x = malloc(o->max);
+    float *x = malloc(o->sizes.max);
     double(*rep)[4] = calloc((size_t)o->repeats, sizeof(*rep));
     if (x == NULL || rep == NULL) {
-        fprintf(stderr, "nf_overlap: rank %d: cannot allocate %zu bytes\n", rank, o->max);
-        return 1;
+        fprintf(stderr, PROG ": rank %d: cannot allocate %zu bytes\n", rank, o->sizes.max);
+        free(x), free(rep);
+        return BENCH_FAILED;
     }
     if (rank == 0)
-        printf("# nf_overlap: %d ranks, %d iterations (+%d warm-up), median of %d repeats\n"
+        printf("# " PROG ": %d ranks, %d iterations (+%d warm-up), median of %d repeats\n"
                "# %-8s %12s %12s %12s %15s %11s\n",
                nranks, o->iters, o->warmup, o->repeats, "route", "Size", "Overall(us)",
                "Compute(us)", "Pure Comm.(us)", "Overlap(%)");
     for (int k = 0; k < o->nroutes; k++) {
-        for (size_t size = o->min; size <= o->max; size *= 2) {
-            int count = (int)(size / sizeof(float));
+        size_t size;
+        for (int si = 0; (size = bench_sizes_at(&o->sizes, si)) != 0; si++) {
+            int count = (int)(size / sizeof(float)), v;
+            if (o->validate && (v = validate(o->routes[k], count)) != 0) {
+                if (v < 0)
+                    fprintf(stderr, PROG ": rank %d: %s, %zu bytes: a call failed\n", rank,
+                            route_name(o->routes[k]), size);
+                else if (rank == 0)
+                    printf("# VALIDATION FAILED: route %s size %zu\n", route_name(o->routes[k]),
+                           size);
+                free(x), free(rep);
+                return BENCH_FAILED;
+            }
             for (int r = 0; r < o->repeats; r++) {
                 if (time_size(o->routes[k], x, count, o, rep[r]) != 0) {
-                    fprintf(stderr, "nf_overlap: rank %d: %s, %zu bytes: a call failed\n", rank,
+                    fprintf(stderr, PROG ": rank %d: %s, %zu bytes: a call failed\n", rank,
                             route_name(o->routes[k]), size);
                     free(x), free(rep);
-                    return 1;
+                    return BENCH_FAILED;
                 }
             }
             qsort(rep, (size_t)o->repeats, sizeof(*rep), cmp_overall);
@@ -244,23 +332,24 @@ static int run(const opts_t *o)
         }
     }
     free(x), free(rep);
-    return 0;
+    return BENCH_OK;
 }
 
 int main(int argc, char **argv)
 {
     int provided, rc;
     opts_t o;
+    rank = bench_launch_rank();
+    rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        return rc > 0 ? BENCH_OK : BENCH_USAGE;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    rc = parse_args(argc, argv, &o);
-    if (rc == 0) {
-        if (rank == 0 && provided != MPI_THREAD_MULTIPLE)
-            printf("# MPI provided thread level %d, not MPI_THREAD_MULTIPLE: libnfcoll's calls "
-                   "run at their issue (no progress thread)\n", provided);
-        rc = run(&o);
-    }
+    if (rank == 0 && provided != MPI_THREAD_MULTIPLE)
+        printf("# MPI provided thread level %d, not MPI_THREAD_MULTIPLE: libnfcoll's calls "
+               "run at their issue (no progress thread)\n", provided);
+    rc = run(&o);
     MPI_Finalize();
-    return rc < 0 ? 1 : rc;
+    return rc;
 }

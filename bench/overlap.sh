@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # overlap: nonblocking allreduce against computation (issue 16), one node
-# and across pretend hosts: bench/nf_overlap (osu_iallreduce's columns for
+# and across pretend hosts: bench/nfcoll_overlap (osu_iallreduce's columns for
 # MPI's own Iallreduce and libnfcoll's routes), OSU's own osu_iallreduce
 # plain and preloaded with a float-sum binary policy when given, and the
 # DDP step times of bench/ddp_step.py.
@@ -12,12 +12,12 @@
 #   -H HOSTS   0: one node, 2 ranks (default); N: N pretend hosts x 1 rank
 #              (network namespaces; needs root, iproute2 and tc)
 #   -b RATE    link rate across hosts, tc syntax (default 1gbit)
-#   -m SIZES   nf_overlap -m (default 16M:16M)
+#   -m SIZES   nfcoll_overlap -m (default 16M:16M)
 #   -i ITERS   iterations per size (default 10); -R repeats, median (default 3)
 #   -o PATH    an osu_iallreduce built outside this tree (OSU 7.4: configure
 #              CC=mpicc CXX=mpicxx); run with -T mpi_float at the largest size,
 #              plain and preloaded with bench/float_binary.policy
-#   -s         nf_overlap once more with a compute phase that sleeps (the
+#   -s         nfcoll_overlap once more with a compute phase that sleeps (the
 #              core left to the progress engine)
 #   -d         also bench/ddp_step.py (python3 with torch and mpi4py)
 #   -D ARGS    its arguments (default "--routes binary,fp32 --repeats 5")
@@ -36,7 +36,7 @@ done
 shift $((OPTIND - 1))
 b=$(cd "${1:-.}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
-bench=$b/bench/nf_overlap lib=$b/lib/.libs/libnfcoll.so pol=$src/bench/float_binary.policy
+bench=$b/bench/nfcoll_overlap lib=$b/lib/.libs/libnfcoll.so pol=$src/bench/float_binary.policy
 [ -x "$bench" ] || { echo "overlap: no $bench (give the build directory)"; exit 2; }
 [ -z "$osu" ] || [ -x "$osu" ] || { echo "overlap: no osu_iallreduce at $osu"; exit 2; }
 max=${sizes#*:}

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # predict: nfcoll_replay --link's predicted times against measured ones, in
 # the same run. For each link rate, 2 pretend hosts x 1 rank (bench/netns.sh,
-# Open MPI over TCP), nf_allreduce times every route; the same call sizes,
+# Open MPI over TCP), nfcoll_allreduce times every route; the same call sizes,
 # written as a trace, are replayed with --link; per size and route it prints
 # the measured and predicted ms and their ratio.
 #
@@ -18,7 +18,7 @@
 #              burst. The burst is NF_NET_BURST or 128kb. "none" needs -o
 #              or a LINK). Default "1gbit 10gbit none".
 #   -m SIZES   MIN:MAX, powers of two, K/M suffixes (default 1M:16M)
-#   -r ROUTES  nf_allreduce -r (default pmpi,fp32,binary,ternary)
+#   -r ROUTES  nfcoll_allreduce -r (default pmpi,fp32,binary,ternary)
 #   -i ITERS   timed iterations per size, at least (default 5); -R repeats,
 #              median (default 3). Each size runs on its own, after a
 #              warm-up that moves four bursts (NF_NET_BURST or 128kb) at
@@ -42,7 +42,7 @@ while getopts b:m:r:i:R:o: opt; do
 done
 shift $((OPTIND - 1))
 b=$(cd "${1:-.}" && pwd)
-bench=$b/bench/nf_allreduce replay=$b/tools/nfcoll_replay
+bench=$b/bench/nfcoll_allreduce replay=$b/tools/nfcoll_replay
 [ -x "$bench" ] && [ -x "$replay" ] || { echo "predict: no $bench or $replay (give the build directory)"; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "predict: network namespaces need root"; exit 2; }
 command -v python3 > /dev/null || { echo "predict: needs python3"; exit 2; }
@@ -108,11 +108,11 @@ for spec in $rates; do
     fi
   fi
   : > "$tmp/run"
-  for sz in $list; do # nf_allreduce times ITERS/10 iterations above 64 KiB
+  for sz in $list; do # nfcoll_allreduce times ITERS/10 iterations above 64 KiB
     x=$(( (128 * wburst + sz - 1) / sz )); n=$(( x > iters ? x : iters ))
     [ "$sz" -le 65536 ] || n=$((10 * n))
-    nf_hosts_mpirun "$hl" 2 "$bench" -r "$routes" -s "$sz" -i "$n" -x "$x" -R "$reps" \
-      >> "$tmp/run" 2>&1 || { cat "$tmp/run"; echo "predict: nf_allreduce failed"; exit 1; }
+    nf_hosts_mpirun "$hl" 2 "$bench" -r "$routes" -m "$sz:$sz" -i "$n" -x "$x" -R "$reps" \
+      >> "$tmp/run" 2>&1 || { cat "$tmp/run"; echo "predict: nfcoll_allreduce failed"; exit 1; }
   done
   nf_hosts_down
   awk -v tsv=1 -f "$(dirname "$0")/ratios.awk" < "$tmp/run" > "$tmp/measured"
@@ -127,7 +127,7 @@ for spec in $rates; do
   "$replay" --policy "$tmp/binary.policy" --link "$link" --codec-share 2 --json "$tmp/trace" \
     > "$tmp/link.json" ||
     { echo "predict: nfcoll_replay --link $link failed"; exit 1; }
-  echo "nfcoll_replay --link $link --codec-share 2; nf_allreduce -r $routes -s SIZE, one run per size of $sizes, -x $((128 * wburst))/SIZE (four bursts of $wburst B at 1/32; at least 1), -i that or $iters (the larger) -R $reps (median)"
+  echo "nfcoll_replay --link $link --codec-share 2; nfcoll_allreduce -r $routes -m SIZE:SIZE, one run per size of $sizes, -x $((128 * wburst))/SIZE (four bursts of $wburst B at 1/32; at least 1), -i that or $iters (the larger) -R $reps (median)"
   python3 - "$tmp/measured" "$tmp/link.json" <<'PY'
 import json, sys
 pred = {c["bytes"]: c["seconds"] for c in json.load(open(sys.argv[2]))["link"]["calls"]}

@@ -12,8 +12,8 @@
 #            calls (default "2 3 4 5 6": nonoverlapping, recursive doubling,
 #            ring, segmented ring, rabenseifner)
 # Each round:
-#   small: nf_allreduce -r pmpi,fp32,binary,ternary -m 64:4K -i 20000 -x 200 -R 3
-#   large: nf_allreduce -r pmpi,fp32,binary,ternary -m 16M:64M -i 10 -x 2 -R 3,
+#   small: nfcoll_allreduce -r pmpi,fp32,binary,ternary -m 64:4K -i 20000 -x 200 -R 3
+#   large: nfcoll_allreduce -r pmpi,fp32,binary,ternary -m 16M:64M -i 10 -x 2 -R 3,
 #          with NFCOLL_EF=on and again with NFCOLL_EF=off (binary, ternary)
 # and prints, per size and route, the median over rounds of the time and of
 # the time ratios route/pmpi and route/fp32 taken within one run (< 1: the
@@ -28,7 +28,7 @@ while getopts n:sla:h o; do
 done
 shift $((OPTIND - 1))
 b=$(cd "${1:-.}" && pwd)
-bench=$b/bench/nf_allreduce
+bench=$b/bench/nfcoll_allreduce
 [ -x "$bench" ] || { echo "protocol: no $bench (give the build directory)"; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

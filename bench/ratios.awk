@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Same-run ratios from nf_allreduce output (bench/multihost.sh,
+# Same-run ratios from nfcoll_allreduce output (bench/multihost.sh,
 # bench/protocol.sh). Reads "# Route: NAME [algorithm N]" headers and
 # "SIZE AVG ..." rows; prints, per size, each route's time in ms and the
 # ratios pmpi/route and fp32/route (> 1: the route is faster).

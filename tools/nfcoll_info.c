@@ -3,7 +3,8 @@
  * nfcoll_info: version, build configuration, NFCOLL_* settings, and the NUMA
  * topology with the CXL node libnfcoll would use and why. A front end to the
  * library (settings table, kernel dispatch, topology/placement); it makes no
- * MPI call, so it runs without mpirun.
+ * MPI call, so it runs without mpirun. With no option nothing is timed (the
+ * output changes only with the machine); -b times the kernels and codecs.
  */
 #include "config.h"
 
@@ -23,7 +24,11 @@
 #include "nf_settings.h"
 #include "nfcoll.h"
 
-enum { SHOW_VERSION = 1, SHOW_BUILD = 2, SHOW_CONFIG = 4, SHOW_TOPO = 8, SHOW_ALL = 15 };
+/* SHOW_TIMED: -b, the build with the kernels and codec timed (seconds,
+ * about 100 MB); with no option the build is shown without them. */
+enum { SHOW_VERSION = 1, SHOW_BUILD = 2, SHOW_CONFIG = 4, SHOW_TOPO = 8, SHOW_TIMED = 16,
+       SHOW_DEFAULT = 15 };
+enum { EXIT_OK = 0, EXIT_PROBLEM = 1, EXIT_USAGE = 2 };
 
 static int json;
 static int first; /* no comma before the next JSON member */
@@ -31,17 +36,19 @@ static int first; /* no comma before the next JSON member */
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: nfcoll_info [-v] [-b] [-c] [-t] [--json]\n"
+            "Usage: nfcoll_info [-b] [-c] [-t] [--json]\n"
             "       nfcoll_info --checkpoint FILE [--json]\n"
+            "       nfcoll_info -h | --help | -V | --version\n"
             "\n"
             "Show how libnfcoll was built and what it would do on this machine.\n"
-            "With no option, show everything.\n"
+            "With no option: the version, the build (nothing timed: see -b), the\n"
+            "settings and the topology.\n"
             "\n"
-            "  -v, --version   libnfcoll version\n"
             "  -b, --build     build configuration: MPI, hwloc, libnuma, SIMD kernels, and\n"
-            "                  per kernel the ISA chosen by timing (as at initialization),\n"
-            "                  and each route's codec rate in ns per element (what\n"
-            "                  nfcoll_replay --link predicts from)\n"
+            "                  timed here (1 to 3 s, about 100 MB): per kernel the ISA\n"
+            "                  chosen by timing (as at initialization), and each route's\n"
+            "                  codec rate in ns per element (what nfcoll_replay --link\n"
+            "                  predicts from)\n"
             "  -c, --config    every NFCOLL_* setting: default, current value, meaning\n"
             "  -t, --topology  NUMA nodes (size, CPUs, latency, bandwidth), the CXL bus\n"
             "                  (memdev -> region -> DAX device -> node), the CXL memory\n"
@@ -53,7 +60,18 @@ static void usage(FILE *f)
             "                  check a residual checkpoint file (NF_Residuals_save) whole and\n"
             "                  describe it: header and every residual's key, count and form;\n"
             "                  exit status 1 and the reason when it is not valid\n"
-            "  -h, --help      this text\n");
+            "  -h, --help      this text\n"
+            "  -V, -v, --version\n"
+            "                  the libnfcoll version and the MPI it was built with\n"
+            "\n"
+            "Exit status: 0 shown, 1 a checkpoint not valid or no topology, 2 usage error.\n");
+}
+
+/* --version: as every nfcoll program and benchmark says it. */
+static void print_version(void)
+{
+    printf("nfcoll_info (libnfcoll) %s\nbuilt with %s\n", nf_version(NULL, NULL, NULL),
+           NF_MPI_VERSION_STRING);
 }
 
 static void jstr(const char *s)
@@ -231,7 +249,7 @@ static void show_kernels(void)
     show_codec(T);
 }
 
-static void show_build(void)
+static void show_build(int timed)
 {
     char hw_api[32], hw_run[32];
     nf_isa_t isa = nf_isa_detect();
@@ -244,7 +262,11 @@ static void show_build(void)
                "  SIMD kernels      %s (built), %s (this CPU)\n",
                NF_MPI_VERSION_STRING, hw_run, hw_api, NF_NUMA_VERSION_STRING,
                NF_SIMD_BUILT, nf_isa_name(isa));
-        show_kernels();
+        if (timed)
+            show_kernels();
+        else
+            printf("  kernel choice     not timed (nfcoll_info -b times each kernel's ISAs, as "
+                   "at initialization,\n                    and each route's codec rate)\n");
         return;
     }
     jkey("build");
@@ -258,7 +280,8 @@ static void show_build(void)
     jstr(NF_SIMD_BUILT);
     printf(", \"simd_detected\": ");
     jstr(nf_isa_name(isa));
-    show_kernels();
+    if (timed)
+        show_kernels();
     printf("}");
 }
 
@@ -546,33 +569,33 @@ static int show_checkpoint(const char *path)
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"version", no_argument, NULL, 'v'}, {"build", no_argument, NULL, 'b'},
+        {"version", no_argument, NULL, 'V'}, {"build", no_argument, NULL, 'b'},
         {"config", no_argument, NULL, 'c'},  {"topology", no_argument, NULL, 't'},
         {"json", no_argument, NULL, 'j'},    {"help", no_argument, NULL, 'h'},
         {"checkpoint", required_argument, NULL, 'k'}, {NULL, 0, NULL, 0}};
     int mask = 0, opt, rc = 0;
     const char *ckpt = NULL;
-    while ((opt = getopt_long(argc, argv, "vbcthk:", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "bcthk:Vv", longopts, NULL)) != -1) {
         switch (opt) {
         case 'k': ckpt = optarg; break;
-        case 'v': mask |= SHOW_VERSION; break;
-        case 'b': mask |= SHOW_BUILD; break;
+        case 'b': mask |= SHOW_BUILD | SHOW_TIMED; break;
         case 'c': mask |= SHOW_CONFIG; break;
         case 't': mask |= SHOW_TOPO; break;
         case 'j': json = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': usage(stdout); return EXIT_OK;
+        case 'V': case 'v': print_version(); return EXIT_OK;
+        default: usage(stderr); return EXIT_USAGE;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "nfcoll_info: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
-        return 2;
+        return EXIT_USAGE;
     }
     if (ckpt != NULL)
         return show_checkpoint(ckpt);
     if (mask == 0)
-        mask = SHOW_ALL;
+        mask = SHOW_DEFAULT;
     /* The library takes the policy's cxl_node (NFCOLL_CXL_NODE still wins):
      * so does the answer here. A policy that does not load is reported. */
     nf_policy_t *pol = NULL;
@@ -588,7 +611,7 @@ int main(int argc, char **argv)
     if (mask & SHOW_VERSION)
         show_version();
     if (mask & SHOW_BUILD)
-        show_build();
+        show_build(mask & SHOW_TIMED);
     if (mask & SHOW_CONFIG)
         show_config();
     if (json || (mask & SHOW_TOPO))

@@ -27,6 +27,7 @@ static void usage(FILE *f)
             "Usage: nfcoll_policy check FILE...\n"
             "       nfcoll_policy explain FILE --bytes N --comm-size P [--datatype T] [--op OP]\n"
             "                     [--comm-name NAME] [--region NAME] [--call K]\n"
+            "       nfcoll_policy -h | --help | -V | --version\n"
             "\n"
             "Check or explain a libnfcoll admission policy file (see nfcoll-policy(5)).\n"
             "\n"
@@ -46,7 +47,33 @@ static void usage(FILE *f)
             "  --comm-name NAME communicator name (default MPI_COMM_WORLD)\n"
             "  --region NAME    bound region name (default: none)\n"
             "  --call K         0-based call index on the communicator (default 0)\n"
-            "  -h, --help       this text\n");
+            "  -h, --help       this text\n"
+            "  -V, -v, --version\n"
+            "                   the libnfcoll version and the MPI it was built with\n"
+            "\n"
+            "A FILE that begins with '-' is given as ./-FILE or after --.\n"
+            "Exit status: 0 loads, 1 a problem (see above), 2 usage error.\n");
+}
+
+/* --version: as every nfcoll program and benchmark says it. */
+static void print_version(void)
+{
+    printf("nfcoll_policy (libnfcoll) %s\nbuilt with %s\n", PACKAGE_VERSION,
+           NF_MPI_VERSION_STRING);
+}
+
+/* -h/--help, -V/-v/--version: 1 (and answered), else 0. */
+static int help_or_version(const char *a)
+{
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        usage(stdout);
+        return 1;
+    }
+    if (strcmp(a, "-V") == 0 || strcmp(a, "-v") == 0 || strcmp(a, "--version") == 0) {
+        print_version();
+        return 1;
+    }
+    return 0;
 }
 
 typedef struct tally { int errors, dropped, warnings; } tally_t;
@@ -142,15 +169,29 @@ static int check_one(const char *file)
     return rc;
 }
 
+/* check [-h|-V] [--] FILE...: an option-like FILE is a usage error. */
 static int cmd_check(int argc, char **argv)
 {
-    int rc = EXIT_OK;
+    int rc = EXIT_OK, i = 0;
 
-    if (argc < 1) {
+    if (argc >= 1 && help_or_version(argv[0]))
+        return EXIT_OK;
+    if (argc >= 1 && strcmp(argv[0], "--") == 0)
+        i = 1;
+    else
+        for (int k = 0; k < argc; k++)
+            if (argv[k][0] == '-' && argv[k][1] != '\0') {
+                fprintf(stderr, "nfcoll_policy: check: unknown option '%s' (a file named so: "
+                        "./%s, or after --)\n", argv[k], argv[k]);
+                usage(stderr);
+                return EXIT_USAGE;
+            }
+    if (argc - i < 1) {
+        fprintf(stderr, "nfcoll_policy: check: no policy file\n");
         usage(stderr);
         return EXIT_USAGE;
     }
-    for (int i = 0; i < argc; i++)
+    for (; i < argc; i++)
         if (check_one(argv[i]) != EXIT_OK)
             rc = EXIT_PROBLEM;
     return rc;
@@ -237,14 +278,22 @@ static int parse_explain_opts(int argc, char **argv, nf_policy_query_t *q)
         {"datatype", required_argument, NULL, 't'}, {"op", required_argument, NULL, 'o'},
         {"comm-name", required_argument, NULL, 'c'}, {"region", required_argument, NULL, 'r'},
         {"call", required_argument, NULL, 'k'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
     unsigned have = 0;
     int c;
 
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hVv", opts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
             exit(EXIT_OK);
+        }
+        if (c == 'V' || c == 'v') {
+            print_version();
+            exit(EXIT_OK);
+        }
+        if (c == '?') {
+            usage(stderr);
+            return -1;
         }
         if (explain_opt(c, optarg, q, &have) != 0)
             return -1;
@@ -317,6 +366,8 @@ static int cmd_explain(int argc, char **argv)
     size_t n;
     int loaded;
 
+    if (argc >= 1 && help_or_version(argv[0]))
+        return EXIT_OK;
     if (argc < 1 || argv[0][0] == '-') {
         usage(stderr);
         return EXIT_USAGE;
@@ -356,8 +407,9 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
-        usage(stdout);
+    if (strcmp(argv[1], "help") == 0 || help_or_version(argv[1])) {
+        if (argv[1][0] != '-')
+            usage(stdout);
         return EXIT_OK;
     }
     if (strcmp(argv[1], "check") == 0)

@@ -41,6 +41,7 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: nfcoll_replay --policy FILE [--profile FILE] [--link RATE[,LATENCY[,BURST]]]\n"
             "                     [--ranks-per-node N] [--codec-share N] [--json] TRACE...\n"
+            "       nfcoll_replay -h | --help | -V | --version\n"
             "\n"
             "Replay libnfcoll traces (NFCOLL_TRACE, one file per rank) under an admission\n"
             "policy, without MPI: decisions per rule and route, and per route the calls,\n"
@@ -74,7 +75,17 @@ static void usage(FILE *f)
             "                      hosts on one machine: all their ranks)\n"
             "  -j, --json          JSON on stdout: ranks, routes (the keys of the stats\n"
             "                      JSON's \"routes\"), rules, and with --link \"link\"\n"
-            "  -h, --help          this text\n");
+            "  -h, --help          this text\n"
+            "  -V, -v, --version   the libnfcoll version and the MPI it was built with\n"
+            "\n"
+            "Exit status: 0 replayed, 1 a file does not load or read, 2 usage error.\n");
+}
+
+/* --version: as every nfcoll program and benchmark says it. */
+static void print_version(void)
+{
+    printf("nfcoll_replay (libnfcoll) %s\nbuilt with %s\n", PACKAGE_VERSION,
+           NF_MPI_VERSION_STRING);
 }
 
 /* ---- what a replay counts ---- */
@@ -286,12 +297,13 @@ static int rp_parse_opts(int argc, char **argv, rp_opts_t *o)
                                          {"ranks-per-node", required_argument, NULL, 'r'},
                                          {"codec-share", required_argument, NULL, 'c'},
                                          {"help", no_argument, NULL, 'h'},
+                                         {"version", no_argument, NULL, 'V'},
                                          {NULL, 0, NULL, 0}};
     int c;
     long rpn;
     char err[256];
     o->lk.per_node = 1;
-    while ((c = getopt_long(argc, argv, "p:P:jl:r:c:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:P:jl:r:c:hVv", opts, NULL)) != -1) {
         switch (c) {
         case 'l':
             if (replay_link_parse(optarg, &o->lk, err, sizeof(err)) != 0) {
@@ -320,6 +332,7 @@ static int rp_parse_opts(int argc, char **argv, rp_opts_t *o)
         case 'P': o->profile = optarg; break;
         case 'j': o->json = 1; break;
         case 'h': usage(stdout); exit(EXIT_OK);
+        case 'V': case 'v': print_version(); exit(EXIT_OK);
         default: usage(stderr); return -1;
         }
     }
