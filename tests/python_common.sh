@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the tests/python_*.sh tests after tests/mpi_common.sh: the
 # interpreter configure chose (NF_PYTHON, exported by make), the package from
-# the source tree and the library just built.
+# the source tree (PYTHONPATH=$pypath) and the library just built
+# (NFCOLL_LIBRARY=$lib, or LD_PRELOAD=$lib): the package takes NFCOLL_LIBRARY
+# before its configured libdir and the loader's path and tries nothing else,
+# so a libnfcoll installed elsewhere is never the one tested
+# (tests/python/test_nfcoll.py checks the library and package in use).
 py=${NF_PYTHON:-/usr/bin/python3}
 top=$(cd "$srcdir" && pwd)
 lib=$PWD/lib/.libs/libnfcoll.so

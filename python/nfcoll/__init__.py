@@ -34,25 +34,55 @@ included) go through libnfcoll's admission too. When MPI was initialized
 first and nothing was preloaded, libnfcoll starts at its first call: the
 ranks compare their policies per communicator, and NFCOLL_STATS is not
 written.
+
+Which libnfcoll: the first of, in this order (nfcoll._lib has the details)
+
+  1. one already in the process (LD_PRELOAD, -lnfcoll)      how "preloaded"
+  2. the file NFCOLL_LIBRARY names (only it, if set)        how "NFCOLL_LIBRARY"
+  3. libnfcoll.so.0 in the configured libdir, if there      how "libdir"
+  4. libnfcoll.so.0 on the loader's path (ld.so.cache)      how "loader"
+
+nfcoll.library() returns (path, how) of the one in use. The configured
+libdir is the one make install put the library in, or, for a package
+installed by pip install ./python, the one recorded then: NFCOLL_LIBDIR=DIR
+pip install ./python, else the libdir of a tree configured in place, else
+pkg-config's for nfcoll (none: NFCOLL_LIBRARY, or the loader's path).
+nfcoll.__version__ is the package's version, configure.ac's, which a
+library of the same release also reports (nfcoll.version()).
 """
 
+import collections
 import ctypes
 import os
 import threading
 import warnings
 
+from . import _version
 from . import _lib  # first: it may initialize MPI
 
 from mpi4py import MPI  # noqa: E402,I100
 
 __all__ = ["Error", "allreduce", "allreduce_async", "Request", "bind", "unbind", "stats", "stats_reset", "routes",
-           "health_report", "save_residuals", "load_residuals", "version", "library_path",
-           "preloaded", "finalize"]
+           "health_report", "save_residuals", "load_residuals", "version", "library",
+           "library_path", "preloaded", "finalize"]
 
+__version__ = _version.version()
+"""The package's version (configure.ac's AC_INIT)."""
 library_path = _lib.path
-"""The libnfcoll.so in use."""
+"""The libnfcoll.so in use (library().path)."""
 preloaded = _lib.preloaded
 """True when that library was in the process before nfcoll (LD_PRELOAD)."""
+
+Library = collections.namedtuple("Library", ["path", "how"])
+Library.__doc__ = """The libnfcoll in use: path, the file; how, how it was found:
+"preloaded", "NFCOLL_LIBRARY", "libdir" or "loader" (see the module's help)."""
+
+
+def library():
+    """(path, how) of the libnfcoll in use, a Library: how is "preloaded"
+    (in the process before nfcoll: LD_PRELOAD, -lnfcoll), "NFCOLL_LIBRARY",
+    "libdir" (the configured libdir) or "loader" (the loader's path)."""
+    return Library(_lib.path, _lib.how)
 
 _IN_PLACE = ctypes.c_void_p(int(MPI.IN_PLACE))
 _FLOAT = MPI._handleof(MPI.FLOAT)

@@ -2,11 +2,29 @@
 """Finding libnfcoll.so, starting MPI through it, and declaring its C
 functions for ctypes.
 
-Which library: a libnfcoll already in the process wins (LD_PRELOAD, or a
-program linked with -lnfcoll), so there is never a second copy with state
-of its own; otherwise NFCOLL_LIBRARY=path; otherwise libnfcoll.so.0 through
-the dynamic loader's path (LD_LIBRARY_PATH, ld.so.cache); otherwise the
-libdir `make install` put it in.
+Which library, in this order; the first that applies decides, and
+nfcoll.library() says which (path, how):
+
+  1. "preloaded": a libnfcoll already in the process (LD_PRELOAD, or a
+     program linked with -lnfcoll). It always wins: one process uses one
+     copy, never a second with state of its own (NFCOLL_LIBRARY naming
+     another file is then ignored, with a warning).
+  2. "NFCOLL_LIBRARY": the file that variable names, when it is set and not
+     empty. Only that file: if it cannot be loaded, import fails (OSError);
+     nothing else is tried, so a library installed elsewhere can never stand
+     in for the one asked for.
+  3. "libdir": libnfcoll.so.0 in the configured libdir (_build.LIBDIR: the
+     libdir configure gave make install, or the one pip install recorded:
+     NFCOLL_LIBDIR, else the source tree's configured libdir, else
+     pkg-config's for nfcoll), when that file exists. If it exists but
+     cannot be loaded, import fails.
+  4. "loader": libnfcoll.so.0 through the dynamic loader's path
+     (LD_LIBRARY_PATH, then ld.so.cache: a system-wide install), with a
+     warning when a configured libdir was known but held no library.
+
+So the package's own library (3) comes before one the loader happens to
+know (4), and an explicit NFCOLL_LIBRARY before both: the in-tree tests set
+it to the build's lib/.libs/libnfcoll.so.
 
 MPI_Init: when MPI is not initialized yet, nfcoll initializes it through
 libnfcoll's own MPI_Init_thread (the one LD_PRELOAD would interpose), so the
@@ -60,42 +78,68 @@ def _path_of(fn):
     return os.fsdecode(info.dli_fname)
 
 
-def _installed_libdir():
+SONAME = "libnfcoll.so.0"
+# how the library in use was found: library().how
+PRELOADED, ENV, LIBDIR, LOADER = "preloaded", "NFCOLL_LIBRARY", "libdir", "loader"
+
+
+def _configured_libdir():
+    """_build.LIBDIR (written by make, or by pip install), or None."""
     try:
-        from . import _build  # written by make install
-        return _build.LIBDIR
+        from . import _build
     except ImportError:
         return None
+    return getattr(_build, "LIBDIR", None) or None
+
+
+def _load(name):
+    lib = ctypes.CDLL(name)
+    if not hasattr(lib, "nf_version"):
+        raise OSError("%s: not a libnfcoll (no nf_version)" % name)
+    return lib, _path_of(lib.nf_version) or name
 
 
 def _open():
-    """(CDLL, path, preloaded) of the libnfcoll to use; OSError when none."""
+    """(CDLL, path, how) of the libnfcoll to use, found in the order the
+    module's docstring gives; OSError when none."""
     glob = ctypes.CDLL(None)  # the process's global scope: LD_PRELOAD, -lnfcoll
+    asked = os.environ.get("NFCOLL_LIBRARY")
     if hasattr(glob, "nf_version") and hasattr(glob, "NF_Region_bind"):
         path = _path_of(glob.nf_version)
-        asked = os.environ.get("NFCOLL_LIBRARY")
         if asked and path and os.path.realpath(asked) != os.path.realpath(path):
             warnings.warn("NFCOLL_LIBRARY=%s ignored: libnfcoll is already loaded from %s "
                           "(LD_PRELOAD); one process uses one copy" % (asked, path))
         # dlopen of the loaded file returns that same copy, not a new one
-        return (ctypes.CDLL(path) if path else glob), path, True
-    tried = []
-    asked = os.environ.get("NFCOLL_LIBRARY")
-    candidates = [asked] if asked else ["libnfcoll.so.0", "libnfcoll.so"]
-    libdir = _installed_libdir()
-    if not asked and libdir:
-        candidates.append(os.path.join(libdir, "libnfcoll.so.0"))
-    for name in candidates:
+        return (ctypes.CDLL(path) if path else glob), path, PRELOADED
+    if asked:
         try:
-            lib = ctypes.CDLL(name)
+            return _load(asked) + (ENV,)
+        except OSError as e:
+            raise OSError("nfcoll: NFCOLL_LIBRARY=%s cannot be loaded (nothing else is tried): %s"
+                          % (asked, e)) from None
+    libdir = _configured_libdir()
+    own = os.path.join(libdir, SONAME) if libdir else None
+    if own and os.path.exists(own):
+        try:
+            return _load(own) + (LIBDIR,)
+        except OSError as e:
+            raise OSError("nfcoll: %s, in the configured libdir, cannot be loaded: %s "
+                          "(NFCOLL_LIBRARY=path chooses another)" % (own, e)) from None
+    tried = []
+    for name in (SONAME, "libnfcoll.so"):
+        try:
+            lib, path = _load(name)
         except OSError as e:
             tried.append(str(e))
             continue
-        return lib, _path_of(lib.nf_version) or name, False
-    hint = ("NFCOLL_LIBRARY=%s cannot be loaded" % asked) if asked else \
-        "libnfcoll.so.0 is not on the loader path (set LD_LIBRARY_PATH, run ldconfig after " \
-        "make install, or set NFCOLL_LIBRARY=/path/to/libnfcoll.so)"
-    raise OSError("nfcoll: %s: %s" % (hint, "; ".join(tried)))
+        if own:
+            warnings.warn("nfcoll: no %s in the configured libdir %s: loaded %s from the "
+                          "loader's path instead" % (SONAME, libdir, path))
+        return lib, path, LOADER
+    where = ("neither in the configured libdir %s nor " % libdir) if libdir else "not "
+    raise OSError("nfcoll: %s is %son the loader path (set NFCOLL_LIBRARY=/path/to/%s, or "
+                  "LD_LIBRARY_PATH, or run ldconfig after make install): %s"
+                  % (SONAME, where, SONAME, "; ".join(tried)))
 
 
 _THREAD_LEVELS = {"single": 0, "funneled": 1, "serialized": 2, "multiple": 3}
@@ -139,7 +183,8 @@ def finalize():
         lib.MPI_Finalize()
 
 
-lib, path, preloaded = _open()
+lib, path, how = _open()
+preloaded = how == PRELOADED
 started_mpi = False if preloaded else _init_mpi()
 
 # MPI handles are what mpi4py's MPI._handleof() gives: a pointer in Open MPI

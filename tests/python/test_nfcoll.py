@@ -33,8 +33,9 @@ def delta(before, route, key="calls"):
 
 
 def test_library():
-    t.ok(nfcoll.version().count(".") == 2, "version %s from %s" % (nfcoll.version(),
-                                                                    nfcoll.library_path))
+    lib = nfcoll.library()
+    t.ok(nfcoll.version().count(".") == 2 and nfcoll.__version__ == nfcoll.version(),
+         "version %s, the package's %s, from %s" % (nfcoll.version(), nfcoll.__version__, lib))
     t.ok(nfcoll.routes()[:4] == ["pmpi", "fp32", "binary", "ternary"],
          "routes %s" % ",".join(nfcoll.routes()))
     # a preloaded libnfcoll is the one in use: one file mapped, not two copies
@@ -45,6 +46,16 @@ def test_library():
                for p in os.environ.get("LD_PRELOAD", "").replace(":", " ").split())
     t.ok(nfcoll.preloaded == want and len(maps) == 1,
          "preloaded=%s, one libnfcoll mapped (%s)" % (nfcoll.preloaded, ", ".join(maps)))
+    # the tree's package and the tree's build (NFCOLL_LIBRARY, tests/python_common.sh),
+    # never a libnfcoll installed elsewhere (the configured libdir, the loader's path)
+    asked = os.environ.get("NFCOLL_LIBRARY", "")
+    built = bool(asked) and all(os.path.exists(m) and os.path.samefile(m, asked)
+                                for m in maps | {lib.path})
+    tree = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    pkg = os.path.dirname(os.path.realpath(nfcoll.__file__))
+    t.ok(built and lib.how == ("preloaded" if want else "NFCOLL_LIBRARY")
+         and pkg == os.path.join(tree, "python", "nfcoll"),
+         "the tree's build %s (%s), the tree's package %s" % (lib.path, lib.how, pkg))
 
 
 def test_routes():
