@@ -23,6 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
 #include "nf_agree.h"
 #include "nf_checkpoint.h"
 #include "nf_ctx.h"
@@ -35,6 +38,42 @@
 #define NF_CKPT_HEAD 64
 #define NF_CKPT_ENTRY 32 /* before the name */
 #define NF_CKPT_SUM 8    /* after the floats */
+
+/* The checksums: XXH3-64 (libxxhash) from version 3, FNV-1a 64 in the
+ * files of versions 1 and 2, which still load (docs/design.md,
+ * "Checkpoints"). One running sum over the parts of an entry. */
+typedef struct nf_sum {
+    int xxh;
+    XXH3_state_t x;
+    uint64_t fnv;
+} nf_sum_t;
+
+static void nf_sum_begin(nf_sum_t *s, uint32_t version)
+{
+    s->xxh = version >= 3;
+    if (s->xxh)
+        XXH3_64bits_reset(&s->x);
+    else
+        s->fnv = NF_HASH_INIT;
+}
+
+static void nf_sum_add(nf_sum_t *s, const void *p, size_t n)
+{
+    if (s->xxh)
+        XXH3_64bits_update(&s->x, p, n);
+    else
+        s->fnv = nf_hash_bytes(s->fnv, p, n);
+}
+
+static uint64_t nf_sum_end(const nf_sum_t *s)
+{
+    return s->xxh ? (uint64_t)XXH3_64bits_digest(&s->x) : s->fnv;
+}
+
+static uint64_t nf_sum_once(uint32_t version, const void *p, size_t n)
+{
+    return version >= 3 ? (uint64_t)XXH3_64bits(p, n) : nf_hash_bytes(NF_HASH_INIT, p, n);
+}
 
 /* ---------------------------------------------------------------- bytes */
 
@@ -98,7 +137,8 @@ typedef struct nf_rd {
     const char *path;
     int fd;
     uint64_t size, pos;
-    uint64_t hash;        /* of the current entry so far */
+    uint32_t version;     /* the file's, once its header is read */
+    nf_sum_t sum;         /* of the current entry so far */
     char *why;
     size_t whylen;
 } nf_rd_t;
@@ -132,7 +172,7 @@ static nf_status_t nf_rd_bytes(nf_rd_t *rd, void *p, size_t n, const char *what)
         done += (size_t)got;
     }
     rd->pos += n;
-    rd->hash = nf_hash_bytes(rd->hash, p, n);
+    nf_sum_add(&rd->sum, p, n);
     return NF_OK;
 }
 
@@ -164,10 +204,11 @@ static nf_status_t nf_rd_head(nf_rd_t *rd, nf_ckpt_head_t *h)
         .id = nf_get64(b + 24), .file_bytes = nf_get64(b + 32), .region_hash = nf_get64(b + 40),
         .nregions = nf_get32(b + 48), .nentries = nf_get32(b + 52),
     };
-    if (h->version != NF_CKPT_VERSION && h->version != 1)
+    if (h->version < 1 || h->version > NF_CKPT_VERSION)
         return nf_rd_bad(rd, NF_ERR_PARSE, "format version %u; this libnfcoll reads versions "
                          "1 to %d", h->version, NF_CKPT_VERSION);
-    if (nf_get64(b + 56) != nf_hash_bytes(NF_HASH_INIT, b, 56) ||
+    rd->version = h->version;
+    if (nf_get64(b + 56) != nf_sum_once(h->version, b, 56) ||
         nf_get32(b + 12) != NF_CKPT_HEAD)
         return nf_rd_bad(rd, NF_ERR_PARSE, "header checksum mismatch (corrupted)");
     if (h->file_bytes != rd->size)
@@ -194,7 +235,7 @@ static int nf_name_ok(const char *s, size_t n)
 static nf_status_t nf_rd_entry(nf_rd_t *rd, uint32_t i, nf_ckpt_entry_t *e)
 {
     unsigned char b[NF_CKPT_ENTRY];
-    rd->hash = NF_HASH_INIT;
+    nf_sum_begin(&rd->sum, rd->version);
     nf_status_t st = nf_rd_bytes(rd, b, sizeof(b), "an entry");
     if (st != NF_OK)
         return st;
@@ -242,7 +283,7 @@ static nf_status_t nf_rd_floats(nf_rd_t *rd, uint32_t i, const nf_ckpt_entry_t *
     }
     free(scratch);
     unsigned char b[NF_CKPT_SUM];
-    uint64_t want = rd->hash;
+    uint64_t want = nf_sum_end(&rd->sum);
     if (st == NF_OK && (st = nf_rd_bytes(rd, b, sizeof(b), "a checksum")) == NF_OK &&
         nf_get64(b) != want)
         st = nf_rd_bad(rd, NF_ERR_PARSE, "entry %u (%s%s%s, %zu floats): checksum mismatch "
@@ -255,7 +296,7 @@ static nf_status_t nf_rd_floats(nf_rd_t *rd, uint32_t i, const nf_ckpt_entry_t *
 static nf_status_t nf_rd_state(nf_rd_t *rd, nf_ckpt_head_t *h)
 {
     unsigned char b[8] = {0};
-    rd->hash = NF_HASH_INIT;
+    nf_sum_begin(&rd->sum, rd->version);
     nf_status_t st = nf_rd_bytes(rd, b, sizeof(b), "the layers' state");
     uint64_t n = nf_get64(b);
     if (st == NF_OK && n > rd->size - rd->pos)
@@ -265,7 +306,7 @@ static nf_status_t nf_rd_state(nf_rd_t *rd, nf_ckpt_head_t *h)
         return nf_rd_bad(rd, NF_ERR_NO_MEMORY, "no memory for the layers' state");
     if (st == NF_OK && (st = nf_rd_bytes(rd, h->state, (size_t)n, "the layers' state")) == NF_OK)
         h->state_len = (size_t)n;
-    uint64_t want = rd->hash;
+    uint64_t want = nf_sum_end(&rd->sum);
     if (st == NF_OK && (st = nf_rd_bytes(rd, b, sizeof(b), "a checksum")) == NF_OK &&
         nf_get64(b) != want)
         st = nf_rd_bad(rd, NF_ERR_PARSE, "the layers' state: checksum mismatch (corrupted)");
@@ -445,13 +486,13 @@ static int nf_first_cmp(const void *a, const void *b)
     return (x->first > y->first) - (x->first < y->first);
 }
 
-static nf_status_t nf_ckpt_put(nf_wfile_t *f, const void *p, size_t n, uint64_t *h)
+static nf_status_t nf_ckpt_put(nf_wfile_t *f, const void *p, size_t n, nf_sum_t *h)
 {
-    *h = nf_hash_bytes(*h, p, n);
+    nf_sum_add(h, p, n);
     return fwrite(p, 1, n, f->fp) == n ? NF_OK : NF_ERR_IO;
 }
 
-static nf_status_t nf_ckpt_put_floats(nf_wfile_t *f, const float *p, size_t n, uint64_t *h)
+static nf_status_t nf_ckpt_put_floats(nf_wfile_t *f, const float *p, size_t n, nf_sum_t *h)
 {
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     float tmp[1024];
@@ -471,7 +512,7 @@ static nf_status_t nf_ckpt_put_floats(nf_wfile_t *f, const float *p, size_t n, u
 /* A Y form with one a_i per scale block (binary's scale_block) has no
  * field in the format: its e goes out instead, in E form, which the next
  * call turns into the same bits (docs/design.md, "Checkpoints"). */
-static nf_status_t nf_ckpt_put_e(nf_wfile_t *f, const nf_residual_t *r, uint64_t *h)
+static nf_status_t nf_ckpt_put_e(nf_wfile_t *f, const nf_residual_t *r, nf_sum_t *h)
 {
     float tmp[1024];
     nf_status_t st = NF_OK;
@@ -487,7 +528,8 @@ static nf_status_t nf_ckpt_put_entry(nf_wfile_t *f, const nf_residual_t *r, uint
 {
     unsigned char b[NF_CKPT_ENTRY] = {0}, sum[NF_CKPT_SUM];
     size_t namelen = strlen(r->name);
-    uint64_t h = NF_HASH_INIT;
+    nf_sum_t h;
+    nf_sum_begin(&h, NF_CKPT_VERSION);
     int as_e = r->form == NF_RES_Y && r->block > 0;
     b[0] = r->name[0] == '\0';
     b[1] = r->form == NF_RES_E || as_e ? 1 : r->form == NF_RES_TY ? 2 : 0;
@@ -502,7 +544,7 @@ static nf_status_t nf_ckpt_put_entry(nf_wfile_t *f, const nf_residual_t *r, uint
         st = nf_ckpt_put(f, r->name, namelen, &h);
     if (st == NF_OK)
         st = as_e ? nf_ckpt_put_e(f, r, &h) : nf_ckpt_put_floats(f, r->buf[r->cur], r->count, &h);
-    nf_put64(sum, h);
+    nf_put64(sum, nf_sum_end(&h));
     return st == NF_OK && fwrite(sum, 1, sizeof(sum), f->fp) == sizeof(sum) ? NF_OK : NF_ERR_IO;
 }
 
@@ -519,7 +561,7 @@ static nf_status_t nf_ckpt_put_head(nf_wfile_t *f, const nf_ckpt_head_t *hd)
     nf_put64(b + 40, hd->region_hash);
     nf_put32(b + 48, hd->nregions);
     nf_put32(b + 52, hd->nentries);
-    nf_put64(b + 56, nf_hash_bytes(NF_HASH_INIT, b, 56)); /* the header checks itself */
+    nf_put64(b + 56, nf_sum_once(hd->version, b, 56)); /* the header checks itself */
     return fwrite(b, 1, sizeof(b), f->fp) == sizeof(b) ? NF_OK : NF_ERR_IO;
 }
 
@@ -527,12 +569,13 @@ static nf_status_t nf_ckpt_put_head(nf_wfile_t *f, const nf_ckpt_head_t *hd)
 static nf_status_t nf_ckpt_put_state(nf_wfile_t *f, const nf_ckpt_head_t *hd)
 {
     unsigned char b[8];
-    uint64_t h = NF_HASH_INIT;
+    nf_sum_t h;
+    nf_sum_begin(&h, hd->version);
     nf_put64(b, (uint64_t)hd->state_len);
     nf_status_t st = nf_ckpt_put(f, b, sizeof(b), &h);
     if (st == NF_OK && hd->state_len > 0)
         st = nf_ckpt_put(f, hd->state, hd->state_len, &h);
-    nf_put64(b, h);
+    nf_put64(b, nf_sum_end(&h));
     return st == NF_OK && fwrite(b, 1, sizeof(b), f->fp) != sizeof(b) ? NF_ERR_IO : st;
 }
 

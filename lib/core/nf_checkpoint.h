@@ -6,22 +6,24 @@
  * NF_Residuals_save(3).
  *
  * File (little-endian):
- *   header, 64 bytes: magic "NFCRESID", u32 version (2; 1 is read too), u32 header bytes
+ *   header, 64 bytes: magic "NFCRESID", u32 version (3; 1 and 2 are read too), u32 header bytes
  *     (64), u32 communicator size, u32 rank, u64 save id (the same in every
  *     rank's file of one save), u64 file bytes, u64 hash of this rank's
  *     bound regions (sorted names and counts), u32 bound regions, u32
- *     entries, u64 FNV-1a 64 of the 56 bytes before it.
+ *     entries, u64 checksum of the 56 bytes before it.
  *   entries, in order of first use: u8 kind (0 region, 1 unbound), u8 form
  *     (0 Y, 1 E, 2 TY), u16 name bytes (region: 1..127, unbound: 0), u32
  *     aprev (float bits: a_i for Y, b_i for TY), u64 count, u64 order
  *     (unbound: its place among the file's unbound residuals, 0, 1, ...;
  *     region: 0), u32 tprev (TY: the gate's float bits; else 0), u32 zero;
  *     the name;
- *     count floats (the current buffer); u64 FNV-1a 64 of all of the entry
+ *     count floats (the current buffer); u64 checksum of all of the entry
  *     before it.
- *   version 2: the layers' state (nf_comm_slots_save: warm-up counts,
+ *   from version 2: the layers' state (nf_comm_slots_save: warm-up counts,
  *     health's cool-downs, admission's call index): u64 bytes, the bytes,
- *     u64 FNV-1a 64 of both.
+ *     u64 checksum of both.
+ *   The checksums are XXH3-64 (seed 0) from version 3, FNV-1a 64 in
+ *   versions 1 and 2. Otherwise the versions 2 and 3 are the same.
  */
 #ifndef NF_CHECKPOINT_H
 #define NF_CHECKPOINT_H
@@ -32,7 +34,7 @@
 #include "nf_comm.h"
 #include "nf_residual.h"
 
-#define NF_CKPT_VERSION 2
+#define NF_CKPT_VERSION 3
 
 /* Collective over c's ranks. NF_OK, or on every rank alike the agreed MPI
  * error code as an MPI failure (nf_mpi_status: NF_ERR_MPI): MPI_ERR_ARG (no prefix,

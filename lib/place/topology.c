@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <numa.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,25 +175,13 @@ const char *nf_topo_sysroot(hwloc_topology_t topo)
     return hwloc_topology_is_thissystem(topo) ? "" : NULL;
 }
 
-/* Free memory of node os (its meminfo's MemFree), else its size. */
-static uint64_t nf_topo_free(const char *root, hwloc_obj_t n)
+/* Free memory of node n, libnuma's (numa_node_size64), else its size. */
+static uint64_t nf_topo_free(hwloc_obj_t n)
 {
-    char path[512], line[256];
-    unsigned long long kb;
-    uint64_t v = n->attr->numanode.local_memory;
-    snprintf(path, sizeof(path), "%s/sys/devices/system/node/node%u/meminfo", root, n->os_index);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return v;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        const char *p = strstr(line, "MemFree:");
-        if (p != NULL && sscanf(p + 8, "%llu", &kb) == 1) {
-            v = (uint64_t)kb * 1024;
-            break;
-        }
-    }
-    fclose(f);
-    return v;
+    long long fr = -1;
+    if (numa_available() < 0 || numa_node_size64((int)n->os_index, &fr) < 0)
+        fr = -1;
+    return fr >= 0 ? (uint64_t)fr : n->attr->numanode.local_memory;
 }
 
 /* Is any memdev of m on a node in nodes? Its first host node into *near
@@ -233,7 +222,7 @@ static int nf_topo_bus(hwloc_topology_t topo, hwloc_const_nodeset_t mine, nf_cxl
         if (n == NULL || n->attr->numanode.local_memory == 0)
             continue;
         near = nf_topo_bus_near(m, mine, &host);
-        uint64_t fr = nf_topo_free(root, n);
+        uint64_t fr = nf_topo_free(n);
         cands++, nnear += near;
         if (best == NULL || near > best_near || (near == best_near && fr > best_free))
             best = m, best_near = near, best_free = fr, best_host = host;

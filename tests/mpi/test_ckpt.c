@@ -6,7 +6,9 @@
  * buffer (region wb binary | gap | region wt ternary | gap), two unbound
  * buffers of the same count (binary) and one unbound ternary buffer.
  *
- *   test_ckpt inproc DIR     save, run on, load, rerun: bit-identical; then
+ *   test_ckpt inproc DIR     save, run on, load, rerun: bit-identical; the
+ *                            same with the file rewritten in the previous
+ *                            format (version 2, FNV-1a checksums); then
  *                            every refused load fails alike on every rank,
  *                            once through the error handler, and leaves the
  *                            residuals as they were; a region of another
@@ -324,6 +326,67 @@ static int saves(void)
     return f;
 }
 
+/* ---- the previous format: version 2, FNV-1a 64 checksums ---- */
+
+static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Rewrite a version 3 file as the version 2 file of the same state: the
+ * version field, and every checksum (header, each entry, the layers'
+ * state) as FNV-1a 64 over the same bytes, as libnfcoll 0.1.0 wrote them.
+ * 0 on success. */
+static int downgrade(const char *from, const char *to)
+{
+    FILE *fp = fopen(from, "rb");
+    long len = file_size(from);
+    unsigned char *b = len > 64 ? malloc((size_t)len) : NULL;
+    int ok = fp != NULL && b != NULL && fread(b, 1, (size_t)len, fp) == (size_t)len;
+    if (fp != NULL)
+        fclose(fp);
+    ok = ok && get_le(b + 8, 4) == 3;
+    if (ok) {
+        b[8] = 2;
+        put_le64(b + 56, fnv1a(0xcbf29ce484222325ull, b, 56));
+        size_t at = 64, nent = get_le(b + 52, 4);
+        for (size_t e = 0; ok && e < nent; e++) {
+            size_t start = at, name = get_le(b + at + 2, 2), count = get_le(b + at + 8, 8);
+            at += 32 + name + count * sizeof(float);
+            ok = at + 8 <= (size_t)len;
+            if (ok)
+                put_le64(b + at, fnv1a(0xcbf29ce484222325ull, b + start, at - start));
+            at += 8;
+        }
+        size_t state = ok && at + 16 <= (size_t)len ? get_le(b + at, 8) : (size_t)-1;
+        ok = ok && at + 16 + state == (size_t)len;
+        if (ok)
+            put_le64(b + at + 8 + state, fnv1a(0xcbf29ce484222325ull, b + at, 8 + state));
+    }
+    FILE *out = ok ? fopen(to, "wb") : NULL;
+    ok = out != NULL && fwrite(b, 1, (size_t)len, out) == (size_t)len;
+    if (out != NULL)
+        ok = fclose(out) == 0 && ok;
+    free(b);
+    return ok ? 0 : -1;
+}
+
 static int inproc(bufs_t *b)
 {
     float *r1 = malloc(S * STEP * sizeof(float)), *r2 = malloc(S * STEP * sizeof(float));
@@ -335,6 +398,15 @@ static int inproc(bufs_t *b)
     f += load_expect(path("ck", -1), MPI_SUCCESS, "load");
     f += steps(b, K, S, r2);
     f += nft_same_floats(r2, r1, S * STEP, "rerun after load");
+    /* The same state in the previous format (version 2, FNV-1a) loads too. */
+    f += nft_check(downgrade(path("ck", rank), path("v2", rank)) == 0, "version 2 file",
+                   "cannot rewrite %s as version 2", path("ck", rank));
+    f += load_expect(path("v2", -1), MPI_SUCCESS, "load of a version 2 file");
+    f += steps(b, K, S, r2);
+    f += nft_same_floats(r2, r1, S * STEP, "rerun after loading the version 2 file");
+    /* and one flipped byte of its last part is still found (its checksum) */
+    f += flip_byte(path("v2", rank), file_size(path("v2", rank)) - 9);
+    f += load_expect(path("v2", -1), MPI_ERR_FILE, "corrupted version 2 file");
 
     /* Refused loads leave the residuals as they were. */
     f += nft_check(NF_Residuals_save(cw, path("ok", -1)) == MPI_SUCCESS, "save ok", "failed");

@@ -193,8 +193,10 @@ static int test_api(void)
 enum { SCALE_CALL = 20000, SCALE_BIND = 100000, SCALE_ELEMS = 4 };
 
 /* Bind (on) or unbind regions 0 .. count-1 of buf, lowest address first
- * or (down) highest first, until the time bound: the number done. A sorted
- * array pays the whole array per bind going down, per unbind going up. */
+ * or (down) highest first: the number done. A sorted array pays the whole
+ * array per bind going down, per unbind going up. bound is a hang guard,
+ * not a speed check (speeds are bench/nf_fused's): minutes of a quadratic
+ * registry stop there, and the count then says so. */
 static int scale_bind(float *buf, int count, int on, int down, double bound, double *secs)
 {
     char name[32];
@@ -221,12 +223,14 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Bounds about 5x what main took here was the quadratic cost's floor
- * (0.55 s per call at 20 000 regions, 40 s for 100 000 binds), and 10-100x
- * what an O(log n) registry takes, so load does not make them flaky. */
+/* Scale: 20 000 regions in one call, one segment each, and 100 000 binds
+ * and unbinds in the order a sorted array pays most for. No timed
+ * assertion (the times are printed; bench/nf_fused measures them): the
+ * guard only stops a registry that would take minutes (a quadratic one
+ * took 40 s for the 100 000 binds, an O(log n) one well under 1 s). */
 static int test_scale(void)
 {
-    const double call_bound = 0.25, bind_bound = 5.0;
+    const double guard = 120.0;
     float *buf = nft_keep(malloc((size_t)SCALE_BIND * SCALE_ELEMS * sizeof(float)));
     const int m = SCALE_CALL * SCALE_ELEMS;
     double secs, t[3];
@@ -253,8 +257,6 @@ static int test_scale(void)
     if (rank == 0)
         printf("20000 regions: first call %.3f s, then %.4f s per call (median of 3)\n", secs,
                t[1]);
-    f += nft_check(t[1] < call_bound, "a call with 20000 four-float regions",
-                   "%.3f s, bound %.2f s", t[1], call_bound);
     done = scale_bind(buf, SCALE_CALL, 0, 1, 60.0, &secs);
     f += nft_check(done == SCALE_CALL, "unbind 20000 regions", "%d unbound", done);
 
@@ -264,19 +266,19 @@ static int test_scale(void)
     f += nft_check(NF_Allreduce_route(MPI_IN_PLACE, one, 64, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
                                       NF_ROUTE_BINARY) == MPI_SUCCESS,
                    "an unbound binary call", "failed");
-    done = scale_bind(buf, SCALE_BIND, 1, 1, bind_bound, &secs);
+    done = scale_bind(buf, SCALE_BIND, 1, 1, guard, &secs);
     if (rank == 0)
         printf("100000 binds, descending: %d in %.3f s\n", done, secs);
-    f += nft_check(done == SCALE_BIND && secs < bind_bound, "100000 binds, descending",
-                   "%d in %.2f s, bound %.1f s", done, secs, bind_bound);
+    f += nft_check(done == SCALE_BIND, "100000 binds, descending",
+                   "%d in %.2f s (stopped by the %.0f s guard)", done, secs, guard);
     /* The regions bound: the highest `bound` (the time bound may stop it). */
     int bound = done;
     float *lo = buf + (size_t)(SCALE_BIND - bound) * SCALE_ELEMS;
-    done = scale_bind(lo, bound, 0, 0, bind_bound, &secs);
+    done = scale_bind(lo, bound, 0, 0, guard, &secs);
     if (rank == 0)
         printf("%d unbinds, ascending: %d in %.3f s\n", bound, done, secs);
-    f += nft_check(done == SCALE_BIND && secs < bind_bound, "100000 unbinds, ascending",
-                   "%d in %.2f s, bound %.1f s", done, secs, bind_bound);
+    f += nft_check(done == SCALE_BIND, "100000 unbinds, ascending",
+                   "%d in %.2f s (stopped by the %.0f s guard)", done, secs, guard);
     /* Leave nothing bound (the highest ones, when the bound stopped it). */
     for (int k = done; k < bound; k++)
         NF_Region_unbind(lo + (size_t)k * SCALE_ELEMS);
