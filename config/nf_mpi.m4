@@ -47,6 +47,13 @@ AC_DEFUN([NF_MPI_FAMILY], [
     [AC_MSG_WARN([mpi.h is neither Open MPI's nor MPICH's: the tests assume an Open MPI launcher])])
   AC_SUBST([NF_MPI_FAMILY], [$nf_mpi_family])
   AC_DEFINE_UNQUOTED([NF_MPI_VERSION_STRING], ["$nf_mpi_version"], [MPI library used at build time])
+  # nfcoll.pc's Requires: the MPI family's own pkg-config package, when it
+  # has one here, so that pkg-config --cflags --libs nfcoll finds mpi.h
+  AS_CASE([$nf_mpi_family], [openmpi], [nf_pc_mpi=ompi-c], [mpich], [nf_pc_mpi=mpich],
+    [nf_pc_mpi=])
+  AS_IF([test -n "$nf_pc_mpi" && test -n "$PKG_CONFIG" && $PKG_CONFIG --exists $nf_pc_mpi], [],
+    [nf_pc_mpi=])
+  AC_SUBST([NF_PC_MPI], [$nf_pc_mpi])
 ])
 
 # NF_MPI_LAUNCHER: the launcher the tests run MPI programs with

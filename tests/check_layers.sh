@@ -16,7 +16,8 @@
 # compile; (5) likewise each tool's and benchmark's include path
 # (NF_LAYER_TOOLS: "program:layer ...", the program's flags in
 # NF_TOOL_CPPFLAGS_<program>; layer "public": the public header alone,
-# "none": not even that).
+# "none": not even that). A header counts as found when it is this tree's:
+# a libnfcoll installed on the machine does not make a probe pass or fail.
 # Usage: tests/check_layers.sh [-v] [BUILD_LIBDIR]   (default: ./lib)
 set -eu
 verbose=0
@@ -72,12 +73,17 @@ awk "$rank"'
 # tool's. probe LABEL LAYER FLAGS: LAYER's header and those below it found,
 # the others missing.
 nprobes=0
+srcabs=$(cd "${srcdir:-.}" && pwd) bldabs=$(pwd)
 probe() {
   for to in public kernels util place policy core admit api; do
     want=$(awk "$rank"' END { print (a == b || r[b] < r[a]) ? "found" : "missing" }' \
            a="$2" b=$to /dev/null)
+    # found: preprocessed, with a header of this tree's (a relative path,
+    # or one inside the source or build tree: a libnfcoll installed on the
+    # machine, /usr/include/nfcoll.h, does not count)
     # shellcheck disable=SC2086 # flags are words
-    if $NF_LAYER_CC -E $3 "$tmp/$to.c" > /dev/null 2> "$tmp/err"; then
+    if $NF_LAYER_CC -E $3 "$tmp/$to.c" > "$tmp/out" 2> "$tmp/err" &&
+       grep -q "^# [0-9]* \"\([^/<]\|$srcabs/\|$bldabs/\)" "$tmp/out"; then
       got=found
     else
       got=missing

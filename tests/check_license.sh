@@ -25,7 +25,7 @@ list() {
   fi
 }
 n=0
-for f in $(list | grep -E '\.(c|h|h\.in|sh|sh\.in|py|awk|am|inc|ac|f90|[1-8])$|^\.ci/run$|^nfcoll\.pc\.in$|^config/nf_[a-z_0-9]*\.m4$' |
+for f in $(list | grep -E '\.(c|h|h\.in|sh|sh\.in|py|awk|am|inc|ac|f90|sym|toml|[1-8])$|^\.ci/run$|^nfcoll\.pc\.in$|^config/nf_[a-z_0-9]*\.m4$' |
            grep -v '^tests/fixtures/\|^docs/\|^config/aux/\|^tests/mpi_launcher\.sh$'); do
   [ -f "$top/$f" ] || continue
   case $f in man/*) head -1 "$top/$f" | grep -q '^\.so ' && continue ;; esac
