@@ -19,10 +19,12 @@ top=$(cd "$(dirname "$0")" && pwd)
 # for the second build CI makes (.ci/run); Open MPI stays the default mpicc.
 packages="build-essential autoconf automake libtool pkg-config
   openmpi-bin libopenmpi-dev libmpich-dev mpich libhwloc-dev hwloc libnuma-dev numactl
-  check libinih-dev iproute2 gfortran
+  check libinih-dev libxxhash-dev iproute2 gfortran
   qemu-system-x86 busybox-static cpio kmod ndctl daxctl
   clang libclang-rt-14-dev
+  debhelper dh-python lintian autopkgtest
   python3-torch libopenblas0-serial python3-mpi4py python3-numpy python3-matplotlib dataset-fashion-mnist
+  python3-venv python3-wheel python3-setuptools
   wordnet-base"
 
 if [ "${NF_NO_APT:-0}" != 1 ]; then
