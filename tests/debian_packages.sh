@@ -32,7 +32,7 @@ changes=$(ls deb-build/*.changes)
 # that has no release site yet) are expected; everything else fails.
 if lintian --fail-on error,warning --suppress-tags initial-upload-closes-no-bugs,debian-watch-file-is-missing \
      "$changes" > "$log" 2>&1; then
-  echo "ok - lintian: no error or warning$(grep -c . "$log" | sed 's/^0$//; s/^\(.\)/ (\1 other lines)/')"
+  echo "ok - lintian: no error or warning (the initial upload's tags suppressed)"
 else
   echo "FAIL - lintian"; cat "$log"; fail=1
 fi
