@@ -10,9 +10,10 @@
 #include "nf_run.h"
 
 /* Start one nonblocking allreduce with valid arguments on `route` (-1:
- * admission decides) and set *request. It never waits for other ranks at
- * issue where MPI_Init agreed that every rank runs workers; without that
- * agreement, see nf_engine_settle. Returns an MPI error code, raised on
+ * admission decides) and set *request. It never starts a collective on
+ * a->comm and never waits for other ranks at issue (docs/design.md,
+ * "Communicator setup"), except a forced route where some rank has no
+ * progress thread, which runs at issue. Returns an MPI error code, raised on
  * a->comm's handler, for a failure at issue; the call's own failure is the
  * request's. */
 int nf_async_iallreduce(const nf_run_args_t *a, int route, MPI_Request *request);
