@@ -21,6 +21,7 @@
 #include "nf_fallback.h"
 #include "nf_file.h"
 #include "nf_intern.h"
+#include "nf_route.h"
 #include "nf_settings.h"
 #include "nf_traffic.h"
 #include "nf_util.h"
@@ -453,6 +454,29 @@ START_TEST(test_route_names)
 }
 END_TEST
 
+/* The route table (nf_route.h): a row for every route; low-bit are the
+ * sign formats, which keep residuals and send fewer bits than fp32. */
+START_TEST(test_route_table)
+{
+    for (int r = 0; r < NF_ROUTE_COUNT; r++) {
+        const nf_route_info_t *i = nf_route_info((nf_route_t)r);
+        ck_assert_ptr_nonnull(i);
+        ck_assert_ptr_nonnull(i->name);
+        ck_assert(i->bits >= 1 && i->bits <= 32);
+        ck_assert_int_eq(nf_route_lowbit((nf_route_t)r), r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY);
+        if (i->lowbit)
+            ck_assert(i->residual && i->float_only && i->bits < nf_routes[NF_ROUTE_FP32].bits);
+        for (int q = 0; q < r; q++)
+            ck_assert_str_ne(i->name, nf_routes[q].name);
+    }
+    ck_assert_ptr_null(nf_route_info(NF_ROUTE_COUNT));
+    ck_assert(!nf_route_lowbit(NF_ROUTE_COUNT) && !nf_route_residual((nf_route_t)-1));
+    ck_assert_uint_eq(nf_routes[NF_ROUTE_BINARY].bits, 1);
+    ck_assert_uint_eq(nf_routes[NF_ROUTE_TERNARY].bits, 2);
+    ck_assert(!nf_routes[NF_ROUTE_PMPI].float_only);
+}
+END_TEST
+
 /* The runner's fallbacks as far as the call tells, one row per rule. */
 static const struct fb_case {
     nf_route_t asked;
@@ -628,6 +652,7 @@ static Suite *util_suite(void)
     suite_add_tcase(s, t);
     t = tcase_create("names");
     tcase_add_test(t, test_route_names);
+    tcase_add_test(t, test_route_table);
     suite_add_tcase(s, t);
     t = tcase_create("fallback");
     tcase_add_loop_test(t, test_fallback_route, 0, NCASES(fb_cases));

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "nf_route.h"
 #include "nf_traffic.h"
 #include "replay_time.h"
 #include "trace_calls.h"
@@ -315,7 +316,7 @@ static void rt_codec_s(const nf_codec_rates_t *r, nf_route_t route, uint64_t byt
     nf_codec_t k = rt_codec(route);
     if (route == NF_ROUTE_PMPI || (route == NF_ROUTE_FP32 && direct))
         *pre += 1e-9 * nf_codec_ns(r, NF_CODEC_FP32, NF_CODEC_REDUCE, m);
-    else if (route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY)
+    else if (nf_route_lowbit(route))
         *pre += 1e-9 * nf_codec_ns(r, k, NF_CODEC_PACK, m),
         *fin += 1e-9 * (nf_codec_ns(r, k, NF_CODEC_REDUCE, m) +
                         nf_codec_ns(r, k, NF_CODEC_FINISH, m));

@@ -16,6 +16,7 @@
 #include "nf_decide.h"
 #include "nf_handles.h"
 #include "nf_health.h"
+#include "nf_route.h"
 #include "nf_warmup.h"
 #include "nf_layout.h"
 #include "nf_log.h"
@@ -589,7 +590,7 @@ static void nf_adm_health(nf_adm_comm_t *s, nf_decision_t *d, const nf_policy_ac
         return; /* no memory: the call runs unwatched, as with health off */
     nf_health_apply(s->health, d->seg, d->note, d->nseg, d->call);
     for (size_t i = 0; i < d->nseg && !d->health; i++)
-        d->health = d->seg[i].route == NF_ROUTE_BINARY || d->seg[i].route == NF_ROUTE_TERNARY;
+        d->health = nf_route_lowbit(d->seg[i].route);
     d->loss = d->health ? nf_health_take_loss() : NAN;
 }
 

@@ -10,6 +10,7 @@
 #include "nf_health.h"
 #include "nf_log.h"
 #include "nf_regstats.h"
+#include "nf_route.h"
 #include "nf_segstate.h"
 #include "nf_segtab.h"
 
@@ -122,10 +123,8 @@ void nf_health_apply(nf_health_comm_t *h, nf_seg_t *seg, nf_seg_note_t *note, si
                      uint64_t call)
 {
     for (size_t i = 0; i < n; i++) { /* asked, cooling, health: reset by the caller */
-        nf_hseg_t *s = h != NULL && (seg[i].route == NF_ROUTE_BINARY ||
-                                     seg[i].route == NF_ROUTE_TERNARY)
-                           ? nf_hseg(h, seg, n, i, 0)
-                           : NULL;
+        nf_hseg_t *s = h != NULL && nf_route_lowbit(seg[i].route) ? nf_hseg(h, seg, n, i, 0)
+                                                                  : NULL;
         if (s == NULL)
             continue;
         if (s->left == 0) {
@@ -218,7 +217,7 @@ void nf_health_observe(nf_health_comm_t *h, nf_seg_t *seg, const nf_seg_note_t *
     }
     for (size_t i = 0; i < n; i++) {
         nf_seg_t *g = &seg[i];
-        if (!(g->route == NF_ROUTE_BINARY || g->route == NF_ROUTE_TERNARY) || note[i].cooling)
+        if (!nf_route_lowbit(g->route) || note[i].cooling)
             continue; /* only a segment that ran (or tried) low-bit */
         nf_health_signal_t why = g->nonfinite ? NF_HEALTH_NONFINITE
                                  : g->ef_ratio > nf_hcfg.ef_growth ? NF_HEALTH_EF_GROWTH

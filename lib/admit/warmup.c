@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "nf_regstats.h"
+#include "nf_route.h"
 #include "nf_segtab.h"
 #include "nf_warmup.h"
 
@@ -22,7 +23,7 @@ void nf_warmup_apply(nf_segstate_t *s, nf_seg_t *seg, nf_seg_note_t *note,
     char buf[40];
     for (size_t i = 0; i < n; i++) {
         if (act[i].warmup == 0 ||
-            !(seg[i].route == NF_ROUTE_BINARY || seg[i].route == NF_ROUTE_TERNARY))
+            !nf_route_lowbit(seg[i].route))
             continue;
         /* made on its first call; none when the table is full or out of
          * memory: the segment then runs without a warm-up */

@@ -9,12 +9,8 @@
 
 #include "nf_comm.h"
 #include "nf_fallback.h"
+#include "nf_route.h"
 
-/* Binary and ternary: the routes with count lanes and error feedback. */
-static inline int nf_route_lowbit(nf_route_t r)
-{
-    return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY;
-}
 
 /* What the run does with a segment's residual before the call. */
 typedef enum nf_seg_resid {

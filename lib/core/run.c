@@ -176,7 +176,7 @@ static nf_status_t nf_run_segs(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *s
     nf_seg_fallbacks(c, seg, nseg);
     for (size_t s = 0; s < nseg; s++) {
         nf_status_t w = NF_OK;
-        seg[s].res = nf_route_lowbit(seg[s].route) && seg[s].ef
+        seg[s].res = nf_route_residual(seg[s].route) && seg[s].ef
                          ? nf_seg_residual(&c->resid, call.x, &seg[s], &w)
                          : NULL;
         if (seg[s].res != NULL && seg[s].resid == NF_RESID_RESTART)

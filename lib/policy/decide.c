@@ -11,6 +11,7 @@
 #include "nf_decide.h"
 #include "nf_fallback.h"
 #include "nf_kernels.h"
+#include "nf_route.h"
 
 int nf_decide_float_sum(nf_dtype_t dt, nf_opkind_t op, uint64_t bytes, uint64_t count)
 {
@@ -221,7 +222,7 @@ void nf_decide_params(const nf_policy_action_t *a, const nf_decide_reason_t *r, 
                       const nf_settings_t *s, nf_decide_params_t *p)
 {
     int calib = r->why == NF_WHY_CALIBRATE; /* the shadows: binary and ternary */
-    int lowbit = calib || route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY;
+    int lowbit = calib || nf_route_lowbit(route);
     int ef = a->ef >= 0 && !calib ? a->ef : s->ef; /* the shadows run the settings' */
     p->ef_decay = NAN, p->decay_by = NULL;
     if (lowbit && !ef) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "nf_policy_int.h"
+#include "nf_route.h"
 
 /* ------------------------------------------------------- shadowed rules */
 
@@ -147,7 +148,7 @@ static void nf_lint_rule(const nf_lint_t *l, int j)
     nf_lint_decay(l, b);
     nf_lint_warmup(l, b);
     nf_lint_block(l, b);
-    if ((b->route == NF_ROUTE_BINARY || b->route == NF_ROUTE_TERNARY || b->route == NF_ROUTE_BF16) &&
+    if (nf_routes[b->route].float_only && b->route != NF_ROUTE_FP32 &&
         ((b->datatypes != 0 && !(b->datatypes & (NF_BIT(NF_DT_FLOAT) | NF_BIT(NF_DT_REAL)))) ||
          (b->ops != 0 && !(b->ops & NF_BIT(NF_OP_SUM)))))
         nf_lint_warn(l, b->line,

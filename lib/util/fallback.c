@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "nf_fallback.h"
+#include "nf_route.h"
 
 nf_route_t nf_fallback_route(nf_route_t route, const nf_call_facts_t *f, int *why)
 {
@@ -17,7 +18,7 @@ nf_route_t nf_fallback_route(nf_route_t route, const nf_call_facts_t *f, int *wh
     }
     if (!f->seg && f->empty)
         return route;
-    if ((route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY) && !f->lanes_fit) {
+    if (nf_route_lowbit(route) && !f->lanes_fit) {
         *why = NF_FALLBACK_CAPACITY;
         return NF_ROUTE_FP32;
     }

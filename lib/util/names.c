@@ -7,26 +7,20 @@
 
 #include "nfcoll.h"
 #include "nf_export.h"
+#include "nf_route.h"
 
-static const char *const nf_route_names[NF_ROUTE_COUNT] = {
-    [NF_ROUTE_PMPI] = "pmpi",
-    [NF_ROUTE_FP32] = "fp32",
-    [NF_ROUTE_BINARY] = "binary",
-    [NF_ROUTE_TERNARY] = "ternary",
-    [NF_ROUTE_BF16] = "bf16",
-};
 
 NF_EXPORT const char *nf_route_name(nf_route_t route)
 {
     if ((unsigned)route >= NF_ROUTE_COUNT)
         return "unknown";
-    return nf_route_names[route];
+    return nf_routes[route].name;
 }
 
 NF_EXPORT nf_status_t nf_route_parse(const char *name, nf_route_t *route)
 {
     for (int r = 0; name != NULL && r < NF_ROUTE_COUNT; r++) {
-        if (strcmp(name, nf_route_names[r]) == 0) {
+        if (strcmp(name, nf_routes[r].name) == 0) {
             *route = (nf_route_t)r;
             return NF_OK;
         }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "nf_kernels.h"
+#include "nf_route.h"
 #include "nf_traffic.h"
 
 /*
@@ -99,7 +100,7 @@ void nf_inline_note(nf_inline_hist_t *h, uint64_t need)
     h->at = (h->at + 1) % NF_INLINE_HIST;
 }
 
-static int nf_wire_lowbit(nf_route_t r) { return r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY; }
+static int nf_wire_lowbit(nf_route_t r) { return nf_route_lowbit(r); }
 static int nf_wire_fp(nf_route_t r) { return r == NF_ROUTE_FP32 || r == NF_ROUTE_BF16; }
 
 /* A call's parts summed as coll.c lays them out. */
