@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What two one-rank nodes put on the wire per call (docs/design.md, "The
- * wire"): a call that fits its verdict's area crosses in the verdict's one
+ * What two one-rank nodes put on the wire per call (docs/design.md,
+ * "Protocol"; the bytes: "Predicting a call's time"): a call that fits its verdict's area crosses in the verdict's one
  * PMPI_Sendrecv, a larger one adds point-to-point messages. This program
  * defines PMPI_Sendrecv and PMPI_Isend itself, so libnfcoll's calls reach
  * them first; they count the messages and their bytes, then call MPI's
