@@ -377,7 +377,7 @@ static nf_status_t nf_comm_split(nf_comm_t *c)
  * name (rules match on it; MPI_Comm_set_name is local), whether the count
  * lanes fit (NFCOLL_COUNT_BITS is per process) and whether its own setup
  * worked. A difference turns the feature off for every rank. On the
- * private duplicate, which every rank has (nf_comm_prepare agreed it).
+ * private duplicate, which every rank has (nf_comm_new agreed it).
  */
 static nf_status_t nf_comm_decide(nf_comm_t *c, int setup_ok)
 {
