@@ -250,6 +250,72 @@ static void sum_bf16_scalar(float *out, const uint16_t *const *in, unsigned nin,
     }
 }
 
+/* int-k: the bits of |y|, an integer whose order is |y|'s (NaN above Inf). */
+static inline uint32_t abs_bits(float y)
+{
+    uint32_t u;
+    memcpy(&u, &y, sizeof(u));
+    return u & 0x7FFFFFFFu;
+}
+
+static void int_y_ef_scalar(const float *x, const float *yprev, const float *mprev, unsigned kb,
+                            float decay, float *ynew, size_t m, size_t B, uint32_t *bmax,
+                            int stream)
+{
+    (void)stream;
+    for (size_t b = 0; b * B < m; b++) {
+        size_t j1 = (b + 1) * B < m ? (b + 1) * B : m;
+        float s = 0.0f, inv = 0.0f;
+        uint32_t mx = 0;
+        if (yprev != NULL && mprev != NULL)
+            nf_int_scale(mprev[b], kb, &s, &inv);
+        for (size_t j = b * B; j < j1; j++) {
+            float y = x[j];
+            if (yprev != NULL) {
+                float p = yprev[j];
+                float e = mprev != NULL ? p - s * (float)nf_int_q(p, inv, kb) : p;
+                float de = decay * e;
+                y = x[j] + de;
+                ynew[j] = y;
+            }
+            uint32_t a = abs_bits(y);
+            mx = a > mx ? a : mx;
+        }
+        bmax[b] = mx;
+    }
+}
+
+static void int_pack_scalar(const float *y, const float *M, unsigned kb, size_t m, size_t B,
+                            uint64_t *planes)
+{
+    int L = (int)nf_int_levels(kb);
+    memset(planes, 0, nf_lines(m) * kb * NF_LINE_BYTES);
+    for (size_t j = 0; j < m; j++) {
+        float s, inv;
+        nf_int_scale(M[j / B], kb, &s, &inv);
+        unsigned u = (unsigned)(nf_int_q(y[j], inv, kb) + L);
+        size_t l = j / NF_LINE_BITS, w = (j % NF_LINE_BITS) / 64;
+        for (unsigned p = 0; p < kb; p++)
+            planes[(l * kb + p) * NF_LINE_WORDS + w] |= (uint64_t)((u >> p) & 1u) << (j % 64);
+    }
+}
+
+static void int_finish_scalar(float *r, const uint64_t *cnt, unsigned kc, const float *M,
+                              unsigned kb, size_t m, size_t B, unsigned n, int stream)
+{
+    (void)stream;
+    int64_t L = (int64_t)nf_int_levels(kb);
+    for (size_t j = 0; j < m; j++) {
+        size_t l = j / NF_LINE_BITS, o = j % NF_LINE_BITS;
+        int64_t v = -(int64_t)n * L;
+        for (unsigned p = 0; p < kb; p++) /* plane p's counter, read at element o */
+            v += (int64_t)count_at(cnt + (l * kb + p) * kc * NF_LINE_WORDS, kc, o) << p;
+        float s, inv;
+        nf_int_scale(M[j / B], kb, &s, &inv);
+        r[j] = (float)((double)s * (double)v);
+    }
+}
+
 const nf_kernels_t nf_kernels_scalar = {
     .isa = NF_ISA_SCALAR,
     .name = "scalar",
@@ -266,4 +332,7 @@ const nf_kernels_t nf_kernels_scalar = {
     .bf16_pack = bf16_pack_scalar,
     .sum_bf16 = sum_bf16_scalar,
     .sum_bf16_f32 = sum_bf16_f32_scalar,
+    .int_y_ef = int_y_ef_scalar,
+    .int_pack = int_pack_scalar,
+    .int_finish = int_finish_scalar,
 };

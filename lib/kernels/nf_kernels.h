@@ -63,6 +63,41 @@ static inline unsigned nf_count_planes(unsigned n)
     return k;
 }
 
+/* ---- the integer routes' arithmetic, shared by every ISA ---- */
+
+/** Scale blocks of the integer routes: powers of two in this range. */
+#define NF_INT_BLOCK_MIN 32u
+#define NF_INT_BLOCK_MAX 4096u
+#define NF_INT_BLOCK_DEFAULT 128u
+
+/** A block whose max |y| is below 2^-120 quantizes to zero: its scale and
+ * inverse are 0 (L / M would overflow a float near the denormals). */
+#define NF_INT_TINY 0x1p-120f
+
+/** Levels on each side of zero of a kb-bit code: 7, 3, 1 for 4, 3, 2 bits. */
+static inline unsigned nf_int_levels(unsigned kb) { return (1u << (kb - 1)) - 1u; }
+
+/** A block's scale s = M / L and inverse inv = L / M, both float divisions
+ * (0 and 0 for a block below NF_INT_TINY). M is finite and >= 0. */
+static inline void nf_int_scale(float M, unsigned kb, float *s, float *inv)
+{
+    float L = (float)nf_int_levels(kb);
+    if (!(M >= NF_INT_TINY)) {
+        *s = 0.0f, *inv = 0.0f;
+        return;
+    }
+    *s = M / L, *inv = L / M;
+}
+
+/** q = clamp(round-half-even(y * inv), -L, L): the float product rounded to
+ * an integer, ties to even (the default rounding mode's nearbyintf). */
+static inline int nf_int_q(float y, float inv, unsigned kb)
+{
+    float t = __builtin_nearbyintf(y * inv), L = (float)nf_int_levels(kb);
+    t = t > L ? L : t < -L ? -L : t;
+    return (int)t;
+}
+
 typedef enum nf_isa {
     NF_ISA_SCALAR = 0,
     NF_ISA_AVX2 = 1,
@@ -182,6 +217,44 @@ typedef struct nf_kernels {
      * rank order. */
     void (*sum_bf16_f32)(float *out, const float *acc, const uint16_t *const *in,
                          unsigned nin, size_t m);
+
+    /* int-k pass 1 (docs/design.md, "Integer routes"; kb = 2, 3 or 4 bits,
+     * L = nf_int_levels(kb)). Blocks of B elements (a power of two from
+     * NF_INT_BLOCK_MIN to NF_INT_BLOCK_MAX) start at element 0; the last
+     * may be short. Per element, with b = j / B:
+     *  - yprev == NULL: y = x (ynew is not written and may be NULL);
+     *  - else e = yprev when mprev == NULL (an E-form residual), otherwise
+     *    e = yprev - s * (float)q with s, inv = nf_int_scale(mprev[b], kb)
+     *    and q = nf_int_q(yprev, inv, kb) (exactly the e the previous
+     *    call's quantization left); y = x + decay * e (a float multiply,
+     *    then a float add, as in bin_pack_ef), written to ynew (64-byte
+     *    aligned, aliasing neither x nor yprev; with stream != 0 written with
+     *    streaming stores where the ISA has them).
+     * bmax[b] = the largest of the encodings of |y| over the block, as
+     * uint32_t (the bits of fabsf(y)): the block's max |y| when every y is
+     * finite, >= 0x7F800000 when some y is Inf or NaN. An integer max, so
+     * the same whatever the order. */
+    void (*int_y_ef)(const float *x, const float *yprev, const float *mprev, unsigned kb,
+                     float decay, float *ynew, size_t m, size_t B, uint32_t *bmax,
+                     int stream);
+
+    /* int-k pack: per element, with b = j / B, s, inv = nf_int_scale(M[b],
+     * kb) (M[b] the agreed block max, finite and >= 0), q = nf_int_q(y[j],
+     * inv, kb) and u = q + L in [0, 2L]: bit p of u (p < kb) into plane p of
+     * the element's line. A line l of 512 elements has kb bit lines, plane p
+     * at planes + (l * kb + p) * NF_LINE_WORDS (nf_lines(m) * kb lines);
+     * bits past m are zero. */
+    void (*int_pack)(const float *y, const float *M, unsigned kb, size_t m, size_t B,
+                     uint64_t *planes);
+
+    /* int-k final pass. cnt: the count_sum of the n ranks' planes, kc count
+     * planes per bit line (bit line i = l * kb + p has its counter at cnt +
+     * (i * kc + t) * NF_LINE_WORDS, t < kc). Per element: v = sum over p of
+     * 2^p * c_p - n * L (the exact integer sum of the ranks' q), s from
+     * nf_int_scale(M[j / B], kb), r = (float)((double)s * (double)v). With
+     * stream != 0, r may be written with streaming stores. */
+    void (*int_finish)(float *r, const uint64_t *cnt, unsigned kc, const float *M,
+                       unsigned kb, size_t m, size_t B, unsigned n, int stream);
 } nf_kernels_t;
 
 /*
@@ -204,7 +277,10 @@ typedef struct nf_kernels {
     X(sum_f32, SUM_F32)                                                                    \
     X(bf16_pack, BF16_PACK)                                                                \
     X(sum_bf16, SUM_BF16)                                                                  \
-    X(sum_bf16_f32, SUM_BF16_F32)
+    X(sum_bf16_f32, SUM_BF16_F32)                                                          \
+    X(int_y_ef, INT_Y_EF)                                                                  \
+    X(int_pack, INT_PACK)                                                                  \
+    X(int_finish, INT_FINISH)
 
 /* Per-ISA tables; NULL when the ISA was not built (see NF_HAVE_AVX2/512). */
 extern const nf_kernels_t nf_kernels_scalar;
