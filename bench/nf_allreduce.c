@@ -48,7 +48,8 @@ static void usage(FILE *fp)
             "NF_Allreduce latency per libnfcoll route, as osu_allreduce measures it\n"
             "(MPI_FLOAT, MPI_SUM; OSU's options keep OSU's letters and long names).\n"
             "\n"
-            "  -r, --routes ROUTES        pmpi,fp32,binary,ternary,bf16 or all (default all)\n"
+            "  -r, --routes ROUTES        pmpi,fp32,binary,ternary,bf16,int4,int3,int2 or all\n"
+            "                             (default all)\n"
             "  -m, --message-size [MIN:]MAX\n"
             "                             message sizes in bytes, powers of two from MIN to\n"
             "                             MAX (default 4:4M); K/M/G suffixes\n"
@@ -63,7 +64,7 @@ static void usage(FILE *fp)
             "  -c, --validation           validate results before timing (identical on all\n"
             "                             ranks, exact sums for pmpi/fp32, sums of\n"
             "                             bf16-rounded inputs for bf16, signs for\n"
-            "                             binary/ternary)\n"
+            "                             binary/ternary/int4/int3/int2)\n"
             "  -F, --first-calls          time each size's first and second calls (new\n"
             "                             residuals; one route per run), print them and the\n"
             "                             peak RSS (largest over ranks) after its row\n"
@@ -112,7 +113,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
         switch (c) {
         case 'r':
             if (parse_routes(optarg, o) != 0)
-                bad = "bad route list for -r (want pmpi,fp32,binary,ternary,bf16 or all)";
+                bad = "bad route list for -r (want pmpi,fp32,binary,ternary,bf16,int4,int3,int2 or all)";
             break;
         case 'm':
             if (bench_sizes_parse(optarg, &o->sizes) != 0)
@@ -231,7 +232,7 @@ static void header(nf_route_t route)
     if (rank != 0)
         return;
     printf("# Route: %s\n", nf_route_name(route));
-    if (route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY)
+    if (route == NF_ROUTE_BINARY || route == NF_ROUTE_TERNARY || route >= NF_ROUTE_INT4)
         printf("# Error feedback: %s\n", ef != NULL ? ef : "on");
     printf("%-10s %18s %18s %18s %12s\n", "# Size", "Avg Latency(us)", "Min Latency(us)",
            "Max Latency(us)", "Iterations");

@@ -530,7 +530,7 @@ static nf_status_t nf_ckpt_put_entry(nf_wfile_t *f, const nf_residual_t *r, uint
     size_t namelen = strlen(r->name);
     nf_sum_t h;
     nf_sum_begin(&h, NF_CKPT_VERSION);
-    int as_e = r->form == NF_RES_Y && r->block > 0;
+    int as_e = (r->form == NF_RES_Y && r->block > 0) || r->form == NF_RES_Q;
     b[0] = r->name[0] == '\0';
     b[1] = r->form == NF_RES_E || as_e ? 1 : r->form == NF_RES_TY ? 2 : 0;
     b[2] = (unsigned char)namelen, b[3] = (unsigned char)(namelen >> 8);

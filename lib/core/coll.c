@@ -57,6 +57,9 @@ typedef struct nf_shape {
                          one per block (nf_seg_t.sc0, .nsc) */
     unsigned nsc;     /* doubles per rank in the scale exchange: nscale, or with
                          health nscale + nlow + 1 (the ef ratios, the loss) */
+    unsigned nint;    /* of them, integer routes: their block maxes are agreed
+                         before packing, so the call is neither small nor inline */
+    size_t nbmax;     /* block maxes of the integer segments (nf_seg_t.bm0) */
     size_t fp32;      /* elements of fp32 segments */
     size_t bf16;      /* elements of bf16 segments (a pass of their own) */
     int small;        /* one node, and everything fits a control block's area */
@@ -72,18 +75,29 @@ typedef struct nf_shape {
 
 static int nf_lowbit(const nf_seg_t *g) { return nf_route_lowbit(g->route); }
 
+/* A low-bit segment's lines: one bit line per 512 elements for each bit
+ * a rank writes per element (the route table's bits). */
 static size_t nf_seg_lines(const nf_seg_t *g)
 {
-    return g->route == NF_ROUTE_TERNARY ? 2 * nf_lines(g->m) : nf_lines(g->m);
+    return nf_route_info(g->route)->bits * nf_lines(g->m);
 }
 
 /* Elements per scale: binary's scale_block (whole lines, so each block's
- * bits and counts start on a line), else the whole segment. */
+ * bits and counts start on a line), the integer routes' block, else the
+ * whole segment. */
 static size_t nf_seg_block(const nf_seg_t *g)
 {
+    if (nf_route_intk(g->route) > 0)
+        return g->block > 0 ? (size_t)g->block : NF_INT_BLOCK_DEFAULT;
     return g->route == NF_ROUTE_BINARY && g->scale_block > 0 && (size_t)g->scale_block < g->m
                ? (size_t)g->scale_block
                : g->m;
+}
+
+/* An integer segment's scale blocks (the last may be short). */
+static size_t nf_seg_blocks(const nf_seg_t *g)
+{
+    return (g->m + nf_seg_block(g) - 1) / nf_seg_block(g);
 }
 
 /* Lay the low-bit segments' lines out one after the other, the scales after
@@ -107,14 +121,22 @@ static void nf_layout(nf_comm_t *c, nf_call_t *call, nf_shape_t *sh)
         sh->lines += nf_seg_lines(g);
         g->sc0 = sh->nscale;
         g->nsc = g->m > 0 ? (unsigned)((g->m + nf_seg_block(g) - 1) / nf_seg_block(g)) : 1;
+        if (nf_route_intk(g->route) > 0) { /* one value in the exchange: finite or not */
+            g->nsc = 1;
+            g->bm0 = sh->nbmax;
+            sh->nbmax += nf_seg_blocks(g);
+            sh->nint++;
+        }
         sh->nscale += g->nsc;
         sh->nlow++;
     }
     sh->nsc = call->health && sh->nlow > 0 ? sh->nscale + sh->nlow + 1 : sh->nscale;
     sh->slines = (size_t)nf_scale_lines(sh->nsc);
     size_t bytes = (sh->lines + sh->slines) * NF_LINE_BYTES + sh->fp32 * sizeof(float);
-    sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES && sh->bf16 == 0;
-    sh->need = nf_traffic_inline_need(sh->lines, sh->slines, sh->fp32, sh->bf16);
+    sh->small = c->nnodes == 1 && c->size > 1 && bytes <= NF_SMALL_BYTES && sh->bf16 == 0 &&
+                sh->nint == 0;
+    sh->need = sh->nint > 0 ? NF_INLINE_NONE
+                            : nf_traffic_inline_need(sh->lines, sh->slines, sh->fp32, sh->bf16);
     c->varea = nf_xnode_pair(c) ? (unsigned)nf_pair_area_words(sh->lines, sh->need)
                                 : nf_inline_words(&c->ihist);
     sh->inl = c->nnodes > 1 && c->size == c->nnodes && sh->need <= (uint64_t)c->varea * 8;
@@ -159,8 +181,8 @@ static uint64_t nf_layout_hash(const nf_call_t *call)
     for (size_t s = 0; s < call->nseg; s++) {
         const nf_seg_t *g = &call->seg[s];
         h = nf_hash_u64(nf_hash_u64(nf_hash_u64(nf_hash_u64(h, g->off), g->m), g->route), g->tag);
-        if (nf_lowbit(g) && nf_seg_block(g) < g->m) /* the scale exchange's shape */
-            h = nf_hash_u64(h, nf_seg_block(g));
+        if (nf_lowbit(g) && (nf_seg_block(g) < g->m || nf_route_intk(g->route) > 0))
+            h = nf_hash_u64(h, nf_seg_block(g)); /* the scale exchange's shape */
     }
     /* health adds values to the scales' exchange (admission can turn it
      * off on one rank that runs short of memory): ranks that differ run
@@ -263,9 +285,9 @@ static void nf_pack_binary(const nf_seg_t *g, const float *x, uint64_t *bits, do
 {
     nf_residual_t *res = g->res;
     size_t B = nf_seg_block(g);
-    if (res != NULL && (res->form == NF_RES_TY || (res->form == NF_RES_Y && res->block > 0 &&
-                                                   res->block != B)))
-        nf_residual_e(res); /* after ternary calls, or another block size */
+    if (res != NULL && (res->form == NF_RES_TY || res->form == NF_RES_Q ||
+                        (res->form == NF_RES_Y && res->block > 0 && res->block != B)))
+        nf_residual_e(res); /* after other routes, or another block size */
     for (unsigned b = 0; b < g->nsc; b++) {
         size_t o = (size_t)b * B, n = g->m - o < B ? g->m - o : B;
         float aprev = res == NULL ? 0.0f : res->block > 0 ? res->ablk[b] : res->aprev;
@@ -288,8 +310,8 @@ static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus,
     if (res == NULL) {
         sum = k->abs_sum(x, NULL, g->m);
     } else {
-        if (res->form == NF_RES_Y)
-            nf_residual_e(res); /* after binary calls */
+        if (res->form != NF_RES_TY && res->form != NF_RES_E)
+            nf_residual_e(res); /* after other routes */
         int e = res->form == NF_RES_E;
         y = res->buf[res->cur ^ 1u];
         sum = k->ter_y_ef(x, res->buf[res->cur], e ? INFINITY : res->tprev,
@@ -304,6 +326,96 @@ static double nf_pack_ternary(const nf_seg_t *g, const float *x, uint64_t *plus,
     *t = (float)(g->gamma * ai);
     double bsum = k->ter_pack(y, NULL, g->m, *t, plus, plus + nf_lines(g->m) * NF_LINE_WORDS, &nin);
     return nin > 0 ? bsum / (double)nin : 0.0;
+}
+
+/* ---------------------------------------------------------------- integer */
+
+/* The residual an integer segment reads: a Q form of its own block and
+ * bits as it is, anything else as e (exact). */
+static void nf_int_residual(const nf_seg_t *g)
+{
+    nf_residual_t *res = g->res;
+    unsigned kb = nf_route_intk(g->route);
+    if (res != NULL && res->form != NF_RES_E &&
+        !(res->form == NF_RES_Q && res->block == nf_seg_block(g) && res->kb == kb))
+        nf_residual_e(res); /* after another route, block or width */
+}
+
+/* Pass 1 of an integer segment: y = x + decay * e into the residual's next
+ * buffer (or y = x without one) and each block's max |y| as the bits of a
+ * float into bmax (nf_kernels.h, int_y_ef). */
+static void nf_int_y(const nf_seg_t *g, const float *x, uint32_t *bmax, int stream)
+{
+    nf_residual_t *res = g->res;
+    unsigned kb = nf_route_intk(g->route);
+    if (res == NULL) {
+        nf_ctx.k->int_y_ef(x, NULL, NULL, kb, 1.0f, NULL, g->m, nf_seg_block(g), bmax, stream);
+        return;
+    }
+    nf_int_residual(g);
+    nf_ctx.k->int_y_ef(x, res->buf[res->cur], res->form == NF_RES_Q ? res->ablk : NULL, kb,
+                       nf_decay(g), res->buf[res->cur ^ 1u], g->m, nf_seg_block(g), bmax,
+                       stream);
+}
+
+/* The block maxes of every integer segment, agreed before packing: each
+ * rank's pass 1, then the max over the ranks (an integer max of the bits
+ * of |y|, the same on every rank whatever the order) into c->bmf as
+ * floats. A block that is not finite somewhere makes its segment's
+ * exchanged value NaN on every rank: the segment then runs fp32 and its
+ * residual stays as it was. Runs after the verdict, so every rank has the
+ * same blocks. docs/design.md, "Integer routes". */
+static nf_status_t nf_int_agree(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh)
+{
+    const int stream = nf_stream(call);
+    for (size_t s = 0; s < call->nseg; s++) {
+        const nf_seg_t *g = &call->seg[s];
+        if (nf_route_intk(g->route) > 0)
+            nf_int_y(g, call->x + g->off, c->bmax + g->bm0, stream);
+    }
+    if (c->size > 1) {
+        int rc = PMPI_Allreduce(MPI_IN_PLACE, c->bmax, (int)sh->nbmax, MPI_UINT32_T, MPI_MAX,
+                                c->priv);
+        if (rc != MPI_SUCCESS)
+            return nf_mpi_status(rc);
+    }
+    for (size_t s = 0; s < call->nseg; s++) {
+        const nf_seg_t *g = &call->seg[s];
+        if (nf_route_intk(g->route) == 0)
+            continue;
+        int finite = 1;
+        for (size_t b = g->bm0; b < g->bm0 + nf_seg_blocks(g); b++) {
+            finite &= c->bmax[b] < 0x7F800000u;
+            memcpy(&c->bmf[b], &c->bmax[b], sizeof(float));
+        }
+        c->mine[g->sc0] = finite ? 0.0 : NAN;
+        if (c->nnodes > 1) /* a ring allreduce's share of the maxes, both ways */
+            nf_stats_internode(g->route, 2 * (uint64_t)(c->nnodes - 1) * nf_seg_blocks(g) *
+                                             sizeof(uint32_t) / (uint64_t)c->nnodes);
+    }
+    return NF_OK;
+}
+
+/* An integer segment's pack: its codes, from y (the residual's next buffer,
+ * or x), in its bit planes. Not packed when a block is not finite. */
+static void nf_pack_int(const nf_comm_t *c, const nf_seg_t *g, const float *x, uint64_t *lines)
+{
+    const float *y = g->res != NULL ? g->res->buf[g->res->cur ^ 1u] : x;
+    if (isfinite(c->mine[g->sc0]))
+        nf_ctx.k->int_pack(y, c->bmf + g->bm0, nf_route_intk(g->route), g->m, nf_seg_block(g),
+                           lines);
+}
+
+/* An integer segment's final pass: s * (the ranks' sum of q) per element,
+ * then the residual keeps y and the agreed maxes. */
+static void nf_finish_int(nf_comm_t *c, const nf_call_t *call, const nf_seg_t *g,
+                          const uint64_t *cnt)
+{
+    unsigned kb = nf_route_intk(g->route);
+    nf_ctx.k->int_finish(call->r + g->off, cnt, c->k, c->bmf + g->bm0, kb, g->m,
+                         nf_seg_block(g), (unsigned)c->size, nf_stream(call));
+    if (g->res != NULL)
+        nf_residual_commit_q(g->res, nf_seg_block(g), kb, c->bmf + g->bm0, nf_seg_blocks(g));
 }
 
 /* Health's signal: the residual carried into this call against the call's
@@ -334,6 +446,8 @@ static void nf_pack_all(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *s
         c->gate[j] = 0.0f;
         if (g->route == NF_ROUTE_BINARY)
             nf_pack_binary(g, call->x + g->off, lines, c->mine + g->sc0, stream);
+        else if (nf_route_intk(g->route) > 0)
+            nf_pack_int(c, g, call->x + g->off, lines);
         else
             c->mine[g->sc0] = nf_pack_ternary(g, call->x + g->off, lines, &c->gate[j], stream);
         if (call->health)
@@ -457,9 +571,32 @@ static void nf_finish_ternary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
         nf_residual_commit_ty(res, (float)bi, t);
 }
 
-/* Unpack every low-bit segment whose scale is finite on every rank; mark
- * the others for the fp32 pass (their residuals are as they were). cnt:
- * the counters of line 0. Returns whether some segment was marked. */
+/* Unpack low-bit segment g (the j-th) whose scale is finite on every rank,
+ * from cnt, the counters of line 0; else mark it for the fp32 pass (its
+ * residual is as it was). done: a binary segment whose results the
+ * streamed finish wrote already (its residual is committed here). */
+static void nf_finish_seg(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh, nf_seg_t *g,
+                          unsigned j, const uint64_t *cnt, int done)
+{
+    const uint64_t *gc = cnt + g->line0 * c->k * NF_LINE_WORDS;
+    if (!nf_scales_finite(c, sh, g)) {
+        g->nonfinite = 1;
+        return;
+    }
+    if (g->route == NF_ROUTE_BINARY) {
+        if (!done)
+            nf_finish_binary_part(c, call, g, gc, sh, 0, g->m);
+        nf_finish_binary_done(c, g);
+    } else if (nf_route_intk(g->route) > 0) {
+        nf_finish_int(c, call, g, gc);
+    } else {
+        nf_finish_ternary(c, call, g, gc, nf_mean_scale(c, sh->nsc, g->sc0), c->mine[g->sc0],
+                          c->gate[j]);
+    }
+}
+
+/* Unpack every low-bit segment (nf_finish_seg). Returns whether some
+ * segment was marked for the fp32 pass. */
 static int nf_finish_all(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
                          const uint64_t *cnt)
 {
@@ -469,17 +606,8 @@ static int nf_finish_all(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
         nf_seg_t *g = &call->seg[s];
         if (!nf_lowbit(g))
             continue;
-        const uint64_t *gc = cnt + g->line0 * c->k * NF_LINE_WORDS;
-        if (!nf_scales_finite(c, sh, g))
-            g->nonfinite = marked = 1;
-        else if (g->route == NF_ROUTE_BINARY) {
-            nf_finish_binary_part(c, call, g, gc, sh, 0, g->m);
-            nf_finish_binary_done(c, g);
-        }
-        else
-            nf_finish_ternary(c, call, g, gc, nf_mean_scale(c, sh->nsc, g->sc0),
-                              c->mine[g->sc0], c->gate[j]);
-        j++;
+        nf_finish_seg(c, call, sh, g, j++, cnt, 0);
+        marked |= g->nonfinite;
     }
     return marked;
 }
@@ -532,19 +660,8 @@ static void nf_fin_ready(void *arg, size_t lines)
     unsigned j = 0;
     for (size_t s = 0; s < f->call->nseg; s++) {
         nf_seg_t *g = &f->call->seg[s];
-        if (!nf_lowbit(g))
-            continue;
-        const uint64_t *gc = c->cnt + g->line0 * c->k * NF_LINE_WORDS;
-        if (!nf_scales_finite(c, f->sh, g))
-            g->nonfinite = 1;
-        else if (nf_fin_streams(g))
-            nf_finish_binary_done(c, g);
-        else if (g->route == NF_ROUTE_BINARY)
-            nf_finish_binary_part(c, f->call, g, gc, f->sh, 0, g->m);
-        else
-            nf_finish_ternary(c, f->call, g, gc, nf_mean_scale(c, f->sh->nsc, g->sc0),
-                              c->mine[g->sc0], c->gate[j]);
-        j++;
+        if (nf_lowbit(g))
+            nf_finish_seg(c, f->call, f->sh, g, j++, c->cnt, nf_fin_streams(g));
     }
 }
 
@@ -891,8 +1008,8 @@ static int nf_publish(nf_comm_t *c, const nf_call_t *call, const nf_shape_t *sh,
             nf_pack_all(c, call, sh);
         return 1;
     }
-    if (sh->nlow == 0 || nf_need(sh) > c->cap_elems)
-        return 0;
+    if (sh->nlow == 0 || sh->nint > 0 || nf_need(sh) > c->cap_elems)
+        return 0; /* integer routes pack after agreeing their block maxes */
     nf_pack_all(c, call, sh);
     return 1;
 }
@@ -928,7 +1045,8 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
     call->loss_mean = NAN;
     for (size_t s = 0; s < call->nseg; s++)
         call->seg[s].ef_ratio = NAN;
-    int packed = nf_publish(c, call, &sh, nf_comm_scales(c, sh.nsc) == NF_OK, mine);
+    int ok = nf_comm_scales(c, sh.nsc) == NF_OK && nf_comm_bmax(c, sh.nbmax) == NF_OK;
+    int packed = nf_publish(c, call, &sh, ok, mine);
     nf_node_barrier(c);
     nf_status_t st = nf_verdict(c, call, &sh, mine, node, &v, &inl);
     if (st != NF_OK)
@@ -948,6 +1066,8 @@ nf_status_t nf_coll_run(nf_comm_t *c, nf_call_t *call)
             call->capacity = 1; /* agreed: the segment cannot grow anywhere */
             return nf_fp32_pass(c, call, NF_TAKE_ALL);
         }
+        if (sh.nint > 0 && (st = nf_int_agree(c, call, &sh)) != NF_OK)
+            return st;
         nf_pack_all(c, call, &sh);
         if (c->nnodes < 2)
             nf_node_barrier(c); /* publishes the slots (several nodes: the allgather) */

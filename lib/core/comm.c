@@ -174,6 +174,8 @@ static void nf_comm_destroy(nf_comm_t *c)
     free(c->scales);
     free(c->mine);
     free(c->gate);
+    free(c->bmax);
+    free(c->bmf);
     free(c->xv);
     free(c->ptrs);
     if (c->leaders != MPI_COMM_NULL)
@@ -296,6 +298,22 @@ nf_status_t nf_comm_scales(nf_comm_t *c, unsigned n)
     if (all == NULL || mine == NULL || gate == NULL)
         return NF_ERR_NO_MEMORY;
     c->nscales = cap;
+    return NF_OK;
+}
+
+nf_status_t nf_comm_bmax(nf_comm_t *c, size_t n)
+{
+    if (n <= c->nbmax)
+        return NF_OK;
+    uint32_t *b = realloc(c->bmax, n * sizeof(uint32_t));
+    if (b != NULL)
+        c->bmax = b;
+    float *f = realloc(c->bmf, n * sizeof(float));
+    if (f != NULL)
+        c->bmf = f;
+    if (b == NULL || f == NULL)
+        return NF_ERR_NO_MEMORY;
+    c->nbmax = n;
     return NF_OK;
 }
 

@@ -28,7 +28,7 @@ typedef enum nf_seg_resid {
  * segment; a fused buffer is one per region and gap. */
 typedef struct nf_seg {
     size_t off, m;        /* elements, from the call's first */
-    nf_route_t route;     /* NF_ROUTE_FP32, NF_ROUTE_BINARY or NF_ROUTE_TERNARY */
+    nf_route_t route;     /* NF_ROUTE_FP32, NF_ROUTE_BF16 or a low-bit route */
     nf_residual_t *res;   /* error feedback state (low-bit), NULL when off */
     double gamma;         /* ternary gate factor */
     int ef;               /* error feedback for this segment: 1/0 (run.c) */
@@ -36,6 +36,9 @@ typedef struct nf_seg {
                              [0, 1] (run.c: < 0 inherits NFCOLL_EF_DECAY) */
     long scale_block;     /* binary: elements per scale, a multiple of 512; 0: one
                              scale per segment (run.c: < 0 inherits NFCOLL_SCALE_BLOCK) */
+    long block;           /* integer routes: elements per scale block, a power of
+                             two from NF_INT_BLOCK_MIN to NF_INT_BLOCK_MAX; 0: the
+                             default, NF_INT_BLOCK_DEFAULT */
     const char *name;     /* bound region (its interned name), or NULL (a gap, or no
                              regions) */
     uint32_t id;          /* that region's interned id (nf_intern.h), 0 with no name:
@@ -52,7 +55,11 @@ typedef struct nf_seg {
     /* set by nf_coll_run: */
     int nonfinite;        /* some rank had a NaN or Inf: this segment ran fp32 */
     size_t line0;         /* low-bit: first line in the slots */
-    unsigned sc0, nsc;    /* low-bit: its scales in the exchange, one per block */
+    unsigned sc0, nsc;    /* low-bit: its scales in the exchange, one per block
+                             (integer routes: one, NaN when some block is not
+                             finite) */
+    size_t bm0;           /* integer routes: its first block max in the
+                             agreement before packing */
 } nf_seg_t;
 
 typedef struct nf_call {

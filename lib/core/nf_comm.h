@@ -136,6 +136,9 @@ typedef struct nf_comm {
     double *mine;        /* nscales: this rank's */
     float *gate;         /* nscales: this rank's ternary gates */
     unsigned nscales;    /* capacity, low-bit segments per call */
+    uint32_t *bmax;      /* nbmax: integer routes' block maxes, as float bits, agreed */
+    float *bmf;          /* nbmax: the same as floats */
+    size_t nbmax;        /* capacity (the largest call's blocks so far) */
     nf_residual_table_t resid;
 
     /* State the layers above keep per communicator (the progress engine's
@@ -210,6 +213,8 @@ nf_status_t nf_comm_init(void);
 void nf_comm_finalize(void);
 /* Room for the scales of n low-bit segments per call (local). */
 nf_status_t nf_comm_scales(nf_comm_t *c, unsigned n);
+/* Room for n block maxes of the integer routes per call (local). */
+nf_status_t nf_comm_bmax(nf_comm_t *c, size_t n);
 /* Make sure the segment holds m low-bit elements (collective: every rank
  * passes the same m). NF_OK, or the segment is as it was on every rank. */
 nf_status_t nf_comm_reserve(nf_comm_t *c, size_t m);

@@ -17,10 +17,12 @@
  * the pack kernels rebuild e exactly, so the final pass has no update to
  * write; two buffers, the next y goes into the other one and becomes
  * current only when the call completes (a call that falls back to fp32
- * leaves the residual as it was). NF_RES_E: e itself, updated by the finish
+ * leaves the residual as it was). NF_RES_Q (the integer routes): its y,
+ * the agreed max of each scale block (ablk) and the code's bits: e = y -
+ * s * q (nf_kernels.h, int_y_ef). NF_RES_E: e itself, updated by the finish
  * kernels (binary after ternary, a residual converted from Y form).
  */
-typedef enum nf_res_form { NF_RES_Y = 0, NF_RES_E = 1, NF_RES_TY = 2 } nf_res_form_t;
+typedef enum nf_res_form { NF_RES_Y = 0, NF_RES_E = 1, NF_RES_TY = 2, NF_RES_Q = 3 } nf_res_form_t;
 
 /* A residual belongs to a bound region (by name: a bucket rebuilt at
  * another address keeps it) or to an unbound buffer (by address). */
@@ -48,9 +50,11 @@ typedef struct nf_residual {
     nf_res_form_t form;
     float aprev;          /* NF_RES_Y: the previous call's a_i; NF_RES_TY: b_i (as float) */
     size_t block;         /* NF_RES_Y: 0, one a_i (aprev); else elements per scale
-                             block, a_i of block b in ablk[b] (binary's scale_block) */
+                             block, a_i of block b in ablk[b] (binary's scale_block);
+                             NF_RES_Q: the integer route's block, its max in ablk[b] */
     float *ablk;          /* nf_residual_blocks(count) floats, allocated with the
-                             buffers (any scale_block fits: it is >= 512) */
+                             buffers (any block fits: it is >= NF_RES_BLOCK_MIN) */
+    unsigned kb;          /* NF_RES_Q: bits of the code (4, 3 or 2) */
     float tprev;          /* NF_RES_TY: the previous call's gate */
     double resident_frac;
     uint64_t first;       /* order of first use in its table: an unbound
@@ -116,11 +120,14 @@ float *nf_residual_e(nf_residual_t *r);
 /* e of elements [j0, j0 + n) into out, whatever the form, without
  * converting (a checkpoint writes a blocked Y form as E form). */
 void nf_residual_e_copy(const nf_residual_t *r, size_t j0, size_t n, float *out);
-/* Scale blocks a residual of count elements can hold: one per 512 elements
- * (NF_SCALE_BLOCK_UNIT), the smallest scale_block. */
+/* The smallest scale block of any route: the integer routes' (binary's
+ * scale_block is a multiple of 512). */
+#define NF_RES_BLOCK_MIN 32u
+/* Scale blocks a residual of count elements can hold: one per
+ * NF_RES_BLOCK_MIN elements. */
 static inline size_t nf_residual_blocks(size_t count)
 {
-    return (count + NF_SCALE_BLOCK_UNIT - 1) / NF_SCALE_BLOCK_UNIT;
+    return (count + NF_RES_BLOCK_MIN - 1) / NF_RES_BLOCK_MIN;
 }
 /* Sum |e| over the residual, whatever its form (health's error-feedback
  * signal; a plain pass, only when health is on). */
@@ -130,6 +137,9 @@ static inline size_t nf_residual_blocks(size_t count)
  * and the gate t. */
 void nf_residual_commit_y(nf_residual_t *r, size_t block, const double *ai, unsigned nsc);
 void nf_residual_commit_ty(nf_residual_t *r, float bi, float t);
+/* The integer routes' y with each block's agreed max (nb of them, blocks of
+ * block elements) and the code's bits. */
+void nf_residual_commit_q(nf_residual_t *r, size_t block, unsigned kb, const float *M, size_t nb);
 /* A residual made for a checkpoint's entry (nf_residual_make), its key and
  * state as saved: name "" for an unbound buffer's (pending, its order of
  * first use first), else the region's. Its buffer is filled by the caller. */

@@ -23,11 +23,14 @@
 
 #include "nf_ctx.h"
 #include "nf_intern.h"
+#include "nf_kernels.h"
 #include "nf_log.h"
 #include "nf_placement.h"
 #include "nf_residual.h"
 #include "nf_stats.h"
 #include "nf_util.h"
+
+_Static_assert(NF_RES_BLOCK_MIN == NF_INT_BLOCK_MIN, "ablk holds a block max per int block");
 
 static pthread_mutex_t nf_res_lock = PTHREAD_MUTEX_INITIALIZER;
 static nf_residual_table_t *nf_res_tables; /* tables that ever held a residual */
@@ -46,8 +49,8 @@ static size_t nf_res_page(void)
 }
 
 /* Both buffers as mapped: what a residual costs the node, and what
- * NFCOLL_RESIDUAL_MAX bounds. The block scales (ablk: one float per 512
- * elements, 1/256 of the buffers, mapped apart) are bounded by the
+ * NFCOLL_RESIDUAL_MAX bounds. The block scales (ablk: one float per 32
+ * elements, 1/64 of the buffers, mapped apart) are bounded by the
  * buffers they go with and not counted, so that a bound of twice a
  * buffer's pages still holds that buffer's residual. */
 static uint64_t nf_res_footprint(size_t bytes)
@@ -170,6 +173,14 @@ static inline float nf_res_a(const nf_residual_t *r, size_t j)
     return r->block > 0 ? r->ablk[j / r->block] : r->aprev;
 }
 
+/* The Q form's e at element j, from its y: the kernels' rule (int_y_ef). */
+static inline float nf_res_q_e(const nf_residual_t *r, size_t j, float y)
+{
+    float s, inv;
+    nf_int_scale(r->ablk[j / r->block], r->kb, &s, &inv);
+    return y - s * (float)nf_int_q(y, inv, r->kb);
+}
+
 /* Y form to E form: e = y - a where y's sign bit is clear, y + a where set,
  * the update the binary route would have stored (a: the segment's a_i, or
  * with scale_block the element's block's); TY form: y - b above the gate,
@@ -184,6 +195,8 @@ double nf_residual_l1(const nf_residual_t *r)
             sum += fabs((double)a - (double)nf_res_a(r, j));
         else if (r->form == NF_RES_TY) /* gated in: | |y| - b |, else |y| */
             sum += y > r->tprev || y < -r->tprev ? fabs((double)a - (double)r->aprev) : a;
+        else if (r->form == NF_RES_Q)
+            sum += fabsf(nf_res_q_e(r, j, y));
         else
             sum += a;
     }
@@ -206,6 +219,15 @@ void nf_residual_commit_ty(nf_residual_t *r, float bi, float t)
     r->form = NF_RES_TY;
     r->aprev = bi;
     r->tprev = t;
+}
+
+void nf_residual_commit_q(nf_residual_t *r, size_t block, unsigned kb, const float *M, size_t nb)
+{
+    memcpy(r->ablk, M, nb * sizeof(float));
+    r->cur ^= 1u;
+    r->form = NF_RES_Q;
+    r->block = block;
+    r->kb = kb;
 }
 
 void nf_residual_restore(nf_residual_t *r, const char *name, uint64_t first, nf_res_form_t form,
@@ -238,7 +260,7 @@ float *nf_residual_e(nf_residual_t *r)
          * in-place update touches it first (nf_res_prepare, next call; the
          * only E-form writer in this call is a route that writes the other
          * buffer). */
-    } else if (r->form == NF_RES_Y || r->form == NF_RES_TY) {
+    } else if (r->form != NF_RES_E) {
         nf_residual_e_copy(r, 0, r->count, b);
     }
     r->form = NF_RES_E;
@@ -260,6 +282,9 @@ void nf_residual_e_copy(const nf_residual_t *r, size_t j0, size_t n, float *out)
     } else if (r->form == NF_RES_TY) {
         for (size_t j = 0; j < n; j++)
             out[j] = b[j] > t ? b[j] - a : b[j] < -t ? b[j] + a : b[j];
+    } else if (r->form == NF_RES_Q) {
+        for (size_t j = 0; j < n; j++)
+            out[j] = nf_res_q_e(r, j0 + j, b[j]);
     } else if (out != b) {
         memcpy(out, b, n * sizeof(float));
     }

@@ -150,7 +150,8 @@ static void nf_seg_stats(const nf_comm_t *c, nf_call_t *call)
             nf_stats_fallback(NF_FALLBACK_NONFINITE);
         }
         uint64_t bytes = g->m * sizeof(float);
-        uint64_t nsc = nf_traffic_scales(ran, bytes, (uint64_t)g->scale_block);
+        uint64_t nsc = nf_traffic_scales(ran, bytes, (uint64_t)(nf_route_intk(ran) > 0 ? g->block
+                                                                                  : g->scale_block));
         nf_stats_count_scales(ran, bytes, (unsigned)c->size, c->k, nsc);
         if (g->id != 0) {
             nf_traffic_t t;

@@ -514,7 +514,7 @@ static uint64_t nf_share_of(const nf_seg_t *g, int scales)
 {
     if (scales)
         return g->nsc;
-    return g->route == NF_ROUTE_TERNARY ? 2 * nf_lines(g->m) : nf_lines(g->m);
+    return nf_route_info(g->route)->bits * nf_lines(g->m); /* its bit lines */
 }
 
 /* Bytes sent for a call's low-bit segments, shared among them by their

@@ -18,12 +18,14 @@ typedef struct nf_traffic {
 /* Bytes per rank for a call of `bytes` of user data on n ranks whose
  * counters have k planes (nf_count_planes(n)). */
 void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, nf_traffic_t *t);
-/* The same with nsc scales per rank instead of one (binary's scale_block:
+/* The same with nsc scales per rank instead of one (integer routes: nsc
+ * block maxes; binary's scale_block:
  * nf_traffic_scales). */
 void nf_traffic_model_scales(nf_route_t route, uint64_t bytes, unsigned n, unsigned k,
                              uint64_t nsc, nf_traffic_t *t);
 /* Scales a segment of bytes sends on route with scale_block block (0: one
- * per segment; only binary cuts it into blocks). */
+ * per segment; binary cuts it into blocks), or an integer route's block
+ * maxes with its block (0: NF_INT_BLOCK_DEFAULT). */
 uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block);
 
 /* Node payloads of at most this many bytes cross nodes whole (one
@@ -144,7 +146,8 @@ typedef struct nf_wire {
 /* One part of a call: a segment, or the whole buffer, on its route. */
 typedef struct nf_wire_part {
     nf_route_t route;
-    uint64_t bytes, nsc; /* its bytes, and its scales per rank */
+    uint64_t bytes, nsc; /* its bytes, and its scales per rank (integer routes:
+                            its block maxes, nf_traffic_scales) */
 } nf_wire_part_t;
 
 /* A call cut into n parts across p nodes of r ranks each (p >= 2; fewer:

@@ -16,6 +16,9 @@
  * back (downstream): fp32 full floats; binary one sign line per 512
  * elements up and k count planes down; ternary two planes up, 2k down; one
  * double of scale up and n down (binary with scale_block: one per block).
+ * An integer route of kb bits: kb planes up and kb k down, each block's max
+ * (4 bytes) up and the agreed one down, and one double each way (the
+ * finite flag in the scale exchange); nsc is then its blocks.
  */
 void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, nf_traffic_t *t)
 {
@@ -25,6 +28,10 @@ void nf_traffic_model(nf_route_t route, uint64_t bytes, unsigned n, unsigned k, 
 uint64_t nf_traffic_scales(nf_route_t route, uint64_t bytes, uint64_t block)
 {
     uint64_t m = bytes / sizeof(float);
+    if (nf_route_intk(route) > 0) {
+        block = block > 0 ? block : NF_INT_BLOCK_DEFAULT;
+        return (m + block - 1) / block;
+    }
     return route == NF_ROUTE_BINARY && block > 0 && block < m ? (m + block - 1) / block : 1;
 }
 
@@ -49,6 +56,14 @@ void nf_traffic_model_scales(nf_route_t route, uint64_t bytes, unsigned n, unsig
         t->upstream = 2 * lines + sc;
         t->total = t->upstream + 2 * k * lines + n * sc;
         break;
+    case NF_ROUTE_INT4:
+    case NF_ROUTE_INT3:
+    case NF_ROUTE_INT2: {
+        uint64_t kb = nf_route_intk(route), bm = nsc * sizeof(uint32_t);
+        t->upstream = kb * lines + bm + sizeof(double);
+        t->total = t->upstream + kb * k * lines + bm + n * sizeof(double);
+        break;
+    }
     case NF_ROUTE_BF16: /* half of fp32's up, float results back */
         t->upstream = n > 1 ? fp32 / 2 : 0;
         t->total = t->upstream + (n > 1 ? fp32 : 0);
@@ -106,6 +121,7 @@ static int nf_wire_fp(nf_route_t r) { return r == NF_ROUTE_FP32 || r == NF_ROUTE
 /* A call's parts summed as coll.c lays them out. */
 typedef struct nf_wire_sum {
     uint64_t bytes, fl[2], lines, nsc; /* fl: fp32's floats, bf16's */
+    uint64_t bmax;                     /* integer routes' block maxes */
     int pmpi;
 } nf_wire_sum_t;
 
@@ -118,8 +134,10 @@ static void nf_wire_sum(const nf_wire_part_t *part, size_t n, nf_wire_sum_t *u)
         u->bytes += g->bytes;
         if (nf_wire_fp(g->route))
             u->fl[g->route == NF_ROUTE_BF16] += m;
+        else if (nf_wire_lowbit(g->route) && nf_route_intk(g->route) > 0)
+            u->lines += nf_routes[g->route].bits * nf_lines(m), u->nsc++, u->bmax += g->nsc;
         else if (nf_wire_lowbit(g->route))
-            u->lines += (g->route == NF_ROUTE_TERNARY ? 2 : 1) * nf_lines(m), u->nsc += g->nsc;
+            u->lines += nf_routes[g->route].bits * nf_lines(m), u->nsc += g->nsc;
         else
             u->pmpi = 1;
     }
@@ -129,7 +147,7 @@ uint64_t nf_traffic_inline_need_call(const nf_wire_part_t *part, size_t n)
 {
     nf_wire_sum_t u;
     nf_wire_sum(part, n, &u);
-    return u.pmpi ? NF_INLINE_NONE
+    return u.pmpi || u.bmax > 0 ? NF_INLINE_NONE
                   : nf_traffic_inline_need(u.lines, nf_scale_lines(u.nsc), u.fl[0], u.fl[1]);
 }
 
@@ -163,6 +181,10 @@ void nf_traffic_internode_call(const nf_wire_part_t *part, size_t n, unsigned p,
     nf_wire_exchange(nf_verdict_words(r == 1, area), 8, 8, p, 1, w); /* the verdict */
     if (r == 1 && need <= area * 8u)
         return; /* the whole call rode with it */
+    if (u.bmax > 0) { /* the integer routes' maxes: an allreduce over every rank */
+        w->bytes += 2 * u.bmax * sizeof(uint32_t) * (size - 1) / size;
+        w->steps += 2;
+    }
     if (lines > 0) {
         unsigned k = nf_count_planes((unsigned)size), kn = nf_count_planes(r);
         uint64_t lb = NF_LINE_BYTES;

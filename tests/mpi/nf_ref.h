@@ -134,6 +134,46 @@ static inline void ref_binary(float *r, const float *xs, float *es, int n, size_
     ref_binary_d(r, xs, es, n, m, 1.0f);
 }
 
+/* NFCOLL_INT_BLOCK is not a setting: the integer routes' block is the
+ * policy's `block` key, 128 without one. */
+#define REF_INT_BLOCK 128
+
+/* int-k with blocks of `block` (NF_Allreduce(3)): per block, M = the max
+ * over ranks and elements of |y|; s = M / L and inv = L / M in float (both
+ * 0 when M < 2^-120); q = clamp(round-half-even(y * inv), -L, L) per rank;
+ * r = (float)((double)s * sum of q); e = y - s * q. Written from the man
+ * page, not from the kernels. */
+static inline void ref_int(float *r, const float *xs, float *es, int n, size_t m, unsigned kb,
+                           float decay, size_t block)
+{
+    float *ys = malloc((size_t)n * m * sizeof(float) + 1);
+    const int L = (1 << (kb - 1)) - 1;
+    ref_y(ys, xs, es, n, m, decay);
+    for (size_t o = 0; o < m; o += block) {
+        size_t end = o + block < m ? o + block : m;
+        float M = 0.0f;
+        for (int i = 0; i < n; i++)
+            for (size_t j = o; j < end; j++)
+                M = fabsf(ys[(size_t)i * m + j]) > M ? fabsf(ys[(size_t)i * m + j]) : M;
+        float s = 0.0f, inv = 0.0f;
+        if (M >= 0x1p-120f)
+            s = M / (float)L, inv = (float)L / M;
+        for (size_t j = o; j < end; j++) {
+            long sum = 0;
+            for (int i = 0; i < n; i++) {
+                float y = ys[(size_t)i * m + j];
+                float t = nearbyintf(y * inv);
+                int q = t > (float)L ? L : t < (float)-L ? -L : (int)t;
+                sum += q;
+                if (es != NULL)
+                    es[(size_t)i * m + j] = y - s * (float)q;
+            }
+            r[j] = (float)((double)s * (double)sum);
+        }
+    }
+    free(ys);
+}
+
 /* G-Ternary expected result with ef_decay `decay`; updates es when non-NULL. */
 static inline void ref_ternary_d(float *r, const float *xs, float *es, int n, size_t m, double gamma,
                                  float decay)

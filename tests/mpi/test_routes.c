@@ -56,6 +56,9 @@ static void expect(const tcase_t *t, float *ref, const float *xs, float *es, int
         ref_bf16_sum(ref, xs, n, t->m);
     else if (t->route == NF_ROUTE_BINARY)
         ref_binary_b(ref, xs, es, n, t->m, decay_env(), ref_block_env());
+    else if (t->route >= NF_ROUTE_INT4)
+        ref_int(ref, xs, es, n, t->m, t->route == NF_ROUTE_INT4 ? 4 : t->route == NF_ROUTE_INT3 ? 3 : 2,
+                decay_env(), REF_INT_BLOCK);
     else
         ref_ternary_d(ref, xs, es, n, t->m, gamma_env(), decay_env());
 }
@@ -317,15 +320,18 @@ int main(int argc, char **argv)
         return nft_finish(fails, "test_routes -p");
     }
     unsigned seed = 1;
-    for (int r = NF_ROUTE_FP32; r <= NF_ROUTE_BF16; r++)
+    for (int r = NF_ROUTE_FP32; r < NF_ROUTE_COUNT; r++)
         for (int c = 0; c < ncounts; c++)
             for (int ip = 0; ip < 2; ip++) {
                 tcase_t t = {(nf_route_t)r, counts[c], ip, seed++};
                 fails += run_case(&t, rank, n);
             }
-    static const nf_route_t seq[] = {NF_ROUTE_BINARY, NF_ROUTE_TERNARY, NF_ROUTE_TERNARY,
-                                     NF_ROUTE_BINARY, NF_ROUTE_FP32,    NF_ROUTE_BF16,
-                                     NF_ROUTE_TERNARY, NF_ROUTE_BINARY, NF_ROUTE_BINARY};
+    /* every residual form into every other: Y, TY and Q (int), and E */
+    static const nf_route_t seq[] = {
+        NF_ROUTE_BINARY, NF_ROUTE_TERNARY, NF_ROUTE_TERNARY, NF_ROUTE_BINARY, NF_ROUTE_FP32,
+        NF_ROUTE_BF16,   NF_ROUTE_TERNARY, NF_ROUTE_BINARY,  NF_ROUTE_BINARY, NF_ROUTE_INT4,
+        NF_ROUTE_INT4,   NF_ROUTE_TERNARY, NF_ROUTE_INT3,    NF_ROUTE_INT2,   NF_ROUTE_BINARY,
+        NF_ROUTE_INT4,   NF_ROUTE_FP32,    NF_ROUTE_INT4};
     for (int c = 0; c < ncounts; c++)
         if (counts[c] > 0)
             fails += bf16_specials(counts[c], rank, n);
