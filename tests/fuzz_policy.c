@@ -3,7 +3,9 @@
  * libFuzzer harness for the policy layer's parsers (make fuzz): every input
  * goes to the policy parser and matcher, the layout parser and the profile
  * parser. Any input must either load or be refused with diagnostics.
- *  - A loaded policy must match, explain and hash without faults. The
+ *  - A loaded policy must match, explain and hash without faults, and
+ *    give only blocks the parser accepts (0, or a power of two from
+ *    NF_INT_BLOCK_MIN to NF_INT_BLOCK_MAX). The
  *    input's last bytes also feed the query strings, so the glob matcher
  *    sees hostile names; datatypes and ops run over their enums and one
  *    past (not known).
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nf_kernels.h"
 #include "nf_layout.h"
 #include "nf_policy.h"
 #include "nf_profile.h"
@@ -63,6 +66,9 @@ static void exercise(const nf_policy_t *p, const uint8_t *data, size_t size)
             (uint64_t)1 << (i % 34), i % 7};
         nf_policy_match(p, &q, &a);
         if (a.route >= NF_ROUTE_COUNT || a.rule == NULL || a.file == NULL)
+            __builtin_trap();
+        if (a.block != 0 && (a.block < (long)NF_INT_BLOCK_MIN || a.block > (long)NF_INT_BLOCK_MAX ||
+                             (a.block & (a.block - 1)) != 0))
             __builtin_trap();
         settled_check(p, &q, &a);
         if (i % 8 == 0)
@@ -225,7 +231,7 @@ static void fuzz_profile(const uint8_t *data, size_t size)
         const nf_profile_entry_t *e = nf_profile_entry(p, i);
         if (nf_profile_find(p, e->segment) != e)
             __builtin_trap();
-        if (e->route != NF_ROUTE_BINARY && e->route != NF_ROUTE_TERNARY && e->route != NF_ROUTE_FP32)
+        if (!nf_profile_route_ok(e->route))
             __builtin_trap();
     }
     memcpy(name, data + size - n, n);

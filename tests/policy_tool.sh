@@ -28,7 +28,7 @@ expect() {
 
 expect 0 "$fix/model.policy" \
   "regions $fix/model.layout: ok: 6 entries, 0 lines dropped, hash " \
-  "profile $fix/model.profile: ok: 7 entries (3 binary, 1 ternary, 3 fp32; ef_decay: 0 whole, 0 cut, 7 the settings'), hash " \
+  "profile $fix/model.profile: ok: 7 entries (3 binary, 1 ternary, 0 int4, 0 int3, 0 int2, 3 fp32; ef_decay: 0 whole, 0 cut, 7 the settings'), hash " \
   "calibrate $fix/calibrated/model.profile: written by a calibration run (10 calls per segment, admit_cosine 0.8)"
 
 # Relative to the policy's directory: copies next to a policy in $tmp.
@@ -62,7 +62,7 @@ expect 1 "$tmp/conf/dir.policy" "$tmp/conf/.: error: cannot read layout file: no
 # explain prints a region's entry and which decay runs (the rule's wins).
 printf '# libnfcoll profile v2\na 100 20 0.9 0.9 0.3 0.3 binary -0.2 1\nb 100 20 0.9 0.9 0.3 0.3 binary 0.15 0.25\nc 100 20 0.9 0.9 0.3 0.3 ternary - -\n' > "$tmp/conf/v2.profile"
 printf '[policy]\nversion = 2\nprofile = v2.profile\n[rule b]\nregion = b\nroute = auto\nef_decay = 0.5\n[rule all]\nroute = auto\n' > "$tmp/conf/v2.policy"
-expect 0 "$tmp/conf/v2.policy" "profile $tmp/conf/v2.profile: ok: 3 entries (2 binary, 1 ternary, 0 fp32; ef_decay: 1 whole, 1 cut, 1 the settings')"
+expect 0 "$tmp/conf/v2.policy" "profile $tmp/conf/v2.profile: ok: 3 entries (2 binary, 1 ternary, 0 int4, 0 int3, 0 int2, 0 fp32; ef_decay: 1 whole, 1 cut, 1 the settings')"
 explain() {
   "$tool" explain "$tmp/conf/v2.policy" --bytes 400 --comm-size 2 --region "$1" > "$tmp/out" 2>&1
   if ! grep -qF -- "$2" "$tmp/out"; then echo "FAIL - explain $1: no '$2' in:"; cat "$tmp/out"; failed=1; fi
@@ -78,6 +78,27 @@ grep -qF "v2.profile:2: a was measured on 100 elements, this call has 200: a sta
 # route = auto without a profile: a warning, not a failure.
 printf '[policy]\nversion = 1\n[rule a]\nroute = auto\n' > "$tmp/auto.policy"
 expect 0 "$tmp/auto.policy" "$tmp/auto.policy:4: warning: route = auto without a profile: every segment takes fp32"
+
+# The integer routes (policy version 4): a profile may name them, check
+# counts them by the route table, explain prints a rule's block; in an
+# older version the route and the key disable their rule, with file:line.
+printf '# libnfcoll profile v2\na 100 20 0.9 0.9 0.3 0.3 int4 - -\nb 100 20 0.9 0.9 0.3 0.3 int2 - -\n' > "$tmp/conf/int.profile"
+printf '[policy]\nversion = 4\nprofile = int.profile\n[rule a]\nregion = a\nroute = int4\nblock = 64\n[rule all]\nroute = auto\nblock = 256\n' > "$tmp/conf/int.policy"
+expect 0 "$tmp/conf/int.policy" "profile $tmp/conf/int.profile: ok: 2 entries (0 binary, 0 ternary, 1 int4, 0 int3, 1 int2, 0 fp32;"
+"$tool" explain "$tmp/conf/int.policy" --bytes 400 --comm-size 2 --region a > "$tmp/out" 2>&1
+grep -qF "=> route int4 (ef inherit, ef_decay inherit, gamma inherit, segment inherit, block 64) from rule a ($tmp/conf/int.policy:4)" "$tmp/out" ||
+  { echo "FAIL - explain of an int4 rule's block:"; cat "$tmp/out"; failed=1; }
+"$tool" explain "$tmp/conf/int.policy" --bytes 400 --comm-size 2 --region b > "$tmp/out" 2>&1
+grep -qF "int.profile:3: b: route int2 (cos_binary" "$tmp/out" ||
+  { echo "FAIL - explain of an int2 profile entry:"; cat "$tmp/out"; failed=1; }
+printf '[policy]\nversion = 3\n[rule a]\nroute = int4\n[rule b]\nroute = binary\nblock = 128\n' > "$tmp/conf/int3.policy"
+expect 1 "$tmp/conf/int3.policy" \
+  "$tmp/conf/int3.policy:4: warning: route int4 needs version = 4 in [policy] (this file says 3); rule 'a' disabled" \
+  "$tmp/conf/int3.policy:7: warning: block needs version = 4 in [policy] (this file says 3); rule 'b' disabled"
+printf '[policy]\nversion = 4\n[rule a]\nroute = int3\nblock = 100\n[rule b]\nroute = binary\nblock = 128\n' > "$tmp/conf/blk.policy"
+expect 1 "$tmp/conf/blk.policy" \
+  "$tmp/conf/blk.policy:5: warning: bad block '100' (expected a power of two from 32 to 4096); rule 'a' disabled" \
+  "$tmp/conf/blk.policy:8: warning: block has no effect on route binary (only the integer routes have one)"
 
 [ $failed = 0 ] && echo "PASS: nfcoll_policy check with layout and profile files"
 exit $failed

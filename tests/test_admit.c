@@ -435,6 +435,7 @@ START_TEST(test_plan_take)
         {.off = 30, .m = 10, .name = NULL, .route = NF_ROUTE_FP32},
     };
     ds[0].act.ef = 1, ds[0].act.scale_block = 512, ds[0].why.why = NF_WHY_PROFILE;
+    ds[1].act.block = 256; /* an integer route's scale block goes to its segment as matched */
     nf_decide_t d = {.cut = NF_CUT_FUSED, .seg = ds, .nseg = 2};
     ck_assert_int_eq(nf_plan_take(&p, &d, 0), 2);
     nf_plan_start(&p);
@@ -443,6 +444,7 @@ START_TEST(test_plan_take)
     ck_assert(p.seg[0].route == NF_ROUTE_TERNARY && p.seg[0].ef == 1 &&
               p.seg[0].scale_block == 512 && p.note[0].why.why == NF_WHY_PROFILE);
     ck_assert(p.seg[1].id == 0 && p.seg[1].off == 30 && p.seg[1].route == NF_ROUTE_FP32);
+    ck_assert(p.seg[0].block == 0 && p.seg[1].block == 256);
     p.seg[0].route = NF_ROUTE_FP32; /* what a call's warm-up or health writes */
     nf_plan_start(&p);
     ck_assert_int_eq(p.seg[0].route, NF_ROUTE_TERNARY);

@@ -49,6 +49,7 @@ static nf_status_t parse(const char *text, size_t len, diags_t *g, nf_policy_t *
 #define HDR "[policy]\nversion = 1\n"
 #define HDR2 "[policy]\nversion = 2\n" /* ef_decay needs version 2 */
 #define HDR3 "[policy]\nversion = 3\n" /* warmup and scale_block need version 3 */
+#define HDR4 "[policy]\nversion = 4\n" /* the integer routes and block need version 4 */
 
 /* ------------------------------------------------------------ malformed */
 
@@ -65,12 +66,12 @@ static const bad_case_t bad_cases[] = {
     {"empty file", "", LOAD_FAILS, "t.policy:1: empty policy file"},
     {"only comments", "# nothing\n; here\n\n", LOAD_FAILS, "t.policy:1: empty policy file"},
     {"missing version", "[policy]\nstats = 1\n[default]\nroute = fp32\n", LOAD_FAILS,
-     "t.policy:1: [policy] has no version (expected version = 1, 2 or 3)"},
+     "t.policy:1: [policy] has no version (expected version = 1, 2, 3 or 4)"},
     {"no policy section", "[rule a]\nroute = fp32\n", LOAD_FAILS, "t.policy:1: no [policy] section"},
-    {"bad version", "[policy]\nversion = 4\n", LOAD_FAILS,
-     "t.policy:2: unsupported policy version '4' (expected version = 1, 2 or 3)"},
+    {"bad version", "[policy]\nversion = 5\n", LOAD_FAILS,
+     "t.policy:2: unsupported policy version '5' (expected version = 1, 2, 3 or 4)"},
     {"version zero", "[policy]\nversion = 0\n", LOAD_FAILS,
-     "t.policy:2: unsupported policy version '0' (expected version = 1, 2 or 3)"},
+     "t.policy:2: unsupported policy version '0' (expected version = 1, 2, 3 or 4)"},
     {"bad section", HDR "[rules a]\nroute = fp32\n", LOAD_FAILS,
      "t.policy:3: bad section header '[rules a]' (expected [policy], [rule NAME] or [default])"},
     {"unterminated section", HDR "\n[rule a\nroute = fp32\n", LOAD_FAILS,
@@ -88,9 +89,12 @@ static const bad_case_t bad_cases[] = {
      "t.policy:3: binary data (byte 0x7f at column 1)"},
     {"NUL byte", HDR "[rule a]\nroute = fp\0" "32\n", LOAD_FAILS, "t.policy:4: binary data (byte 0x00 at column 11)"},
     {"unknown route", HDR "\n[rule a]\nbytes = 1M-\nroute = quaternary\n", RULE_DROPPED,
-     "t.policy:6: unknown route 'quaternary' (expected pmpi|fp32|binary|ternary|bf16|auto); rule 'a' disabled"},
+     "t.policy:6: unknown route 'quaternary' (expected pmpi|fp32|binary|ternary|bf16|int4|int3|int2|auto); "
+     "rule 'a' disabled"},
+    {"unknown integer route", HDR4 "[rule a]\nroute = int8\n", RULE_DROPPED,
+     "t.policy:4: unknown route 'int8' (expected pmpi|fp32|binary|ternary|bf16|int4|int3|int2|auto)"},
     {"unknown key", HDR "[rule a]\nbyte = 1M-\nroute = fp32\n", RULE_DROPPED,
-     "t.policy:4: unknown key 'byte' (expected region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment|warmup|scale_block); rule 'a' disabled"},
+     "t.policy:4: unknown key 'byte' (expected region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment|warmup|scale_block|block); rule 'a' disabled"},
     {"bad number", HDR "[rule a]\nbytes = 12Q\nroute = fp32\n", RULE_DROPPED,
      "t.policy:4: bad bytes '12Q' (expected a size such as 4096, 64K or 1M"},
     {"number too large", HDR "[rule a]\ncalls = 99999999999999999999999\nroute = fp32\n", RULE_DROPPED,
@@ -164,6 +168,39 @@ static const bad_case_t bad_cases[] = {
      "t.policy:6: duplicate key 'scale_block' (first set at line 5)"},
     {"scale_block bad in default", HDR3 "[default]\nroute = binary\nscale_block = 100\n", RULE_DROPPED,
      "t.policy:5: bad scale_block '100' (expected 0 or a multiple of 512 up to 2^30, such as 512); [default] disabled (route pmpi)"},
+    {"block in version 3", HDR3 "[rule a]\nroute = int4\nblock = 128\n", RULE_DROPPED,
+     "t.policy:5: block needs version = 4 in [policy] (this file says 3); rule 'a' disabled"},
+    {"block in version 1, [default], [policy] last", "[default]\nblock = 64\nroute = int4\n[policy]\nversion = 1\n",
+     RULE_DROPPED, "t.policy:2: block needs version = 4 in [policy] (this file says 1); [default] disabled"},
+    {"int4 in version 3", HDR3 "[rule a]\nroute = int4\n", RULE_DROPPED,
+     "t.policy:4: route int4 needs version = 4 in [policy] (this file says 3); rule 'a' disabled"},
+    {"int3 in version 1", HDR "[rule a]\nroute = Int3\n", RULE_DROPPED,
+     "t.policy:4: route int3 needs version = 4 in [policy] (this file says 1); rule 'a' disabled"},
+    {"int2 in version 2, [default]", HDR2 "[default]\nroute = int2\n", RULE_DROPPED,
+     "t.policy:4: route int2 needs version = 4 in [policy] (this file says 2); [default] disabled (route pmpi)"},
+    {"block zero", HDR4 "[rule a]\nroute = int4\nblock = 0\n", RULE_DROPPED,
+     "t.policy:5: bad block '0' (expected a power of two from 32 to 4096); rule 'a' disabled"},
+    {"block 16", HDR4 "[rule a]\nroute = int4\nblock = 16\n", RULE_DROPPED,
+     "t.policy:5: bad block '16' (expected a power of two from 32 to 4096); rule 'a' disabled"},
+    {"block 100", HDR4 "[rule a]\nroute = int4\nblock = 100\n", RULE_DROPPED,
+     "t.policy:5: bad block '100' (expected a power of two from 32 to 4096); rule 'a' disabled"},
+    {"block 8192", HDR4 "[rule a]\nroute = int3\nblock = 8192\n", RULE_DROPPED,
+     "t.policy:5: bad block '8192' (expected a power of two from 32 to 4096); rule 'a' disabled"},
+    {"block negative", HDR4 "[rule a]\nroute = int2\nblock = -1\n", RULE_DROPPED,
+     "t.policy:5: bad block '-1' (expected a power of two from 32 to 4096); rule 'a' disabled"},
+    {"block word", HDR4 "[rule a]\nroute = int4\nblock = abc\n", RULE_DROPPED,
+     "t.policy:5: bad block 'abc' (expected a power of two from 32 to 4096); rule 'a' disabled"},
+    {"block fraction", HDR4 "[rule a]\nroute = int4\nblock = 128.0\n", RULE_DROPPED,
+     "t.policy:5: bad block '128.0'"},
+    {"block huge", HDR4 "[rule a]\nroute = int4\nblock = 99999999999999999999999\n", RULE_DROPPED,
+     "t.policy:5: bad block '99999999999999999999999'"},
+    {"block twice", HDR4 "[rule a]\nroute = int4\nblock = 64\nblock = 64\n", RULE_DROPPED,
+     "t.policy:6: duplicate key 'block' (first set at line 5)"},
+    {"block empty", HDR4 "[rule a]\nroute = int4\nblock =\n", RULE_DROPPED, "t.policy:5: empty value for 'block'"},
+    {"block bad in default", HDR4 "[default]\nroute = int4\nblock = 100\n", RULE_DROPPED,
+     "t.policy:5: bad block '100' (expected a power of two from 32 to 4096); [default] disabled (route pmpi)"},
+    {"block 16 in default", HDR4 "[default]\nblock = 16\nroute = int4\n", RULE_DROPPED,
+     "t.policy:4: bad block '16' (expected a power of two from 32 to 4096); [default] disabled (route pmpi)"},
     {"bad segment", HDR "[rule a]\nroute = binary\nsegment = layer\n", RULE_DROPPED,
      "t.policy:5: bad segment 'layer' (expected region|buffer)"},
     {"bad glob", HDR "[rule a]\nregion = layer[0-3\nroute = fp32\n", RULE_DROPPED,
@@ -172,11 +209,12 @@ static const bad_case_t bad_cases[] = {
      "t.policy:6: duplicate key 'route' (first set at line 4)"},
     {"empty value", HDR "[rule a]\nroute =\n", RULE_DROPPED, "t.policy:4: empty value for 'route'"},
     {"no route", HDR "[rule a]\nbytes = 1K\n", RULE_DROPPED,
-     "t.policy:3: rule 'a' has no route (expected route = pmpi|fp32|binary|ternary|bf16|auto); rule 'a' disabled"},
+     "t.policy:3: rule 'a' has no route (expected route = pmpi|fp32|binary|ternary|bf16|int4|int3|int2|auto); "
+     "rule 'a' disabled"},
     {"duplicate rule name", HDR "[rule a]\nroute = fp32\n[rule a]\nroute = binary\n", RULE_DROPPED,
      "t.policy:5: duplicate rule name 'a' (first at line 3)"},
     {"match key in default", HDR "[default]\nbytes = 1M-\nroute = fp32\n", RULE_DROPPED,
-     "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|ef_decay|gamma|segment|warmup|scale_block); [default] disabled"},
+     "t.policy:4: key 'bytes' cannot be used in [default] (expected route|ef|ef_decay|gamma|segment|warmup|scale_block|block); [default] disabled"},
     {"unknown policy key", HDR "colour = blue\n", RULE_DROPPED,
      "t.policy:3: unknown key 'colour' in [policy] (expected version|cxl_node|stats|trace|regions|calibrate|"
      "calibrate_calls|admit_cosine|profile|health|cooldown|cooldown_max|loss_spike|loss_window|ef_growth); "
@@ -211,7 +249,7 @@ static const bad_case_t bad_cases[] = {
     {"gamma on binary", HDR "[rule a]\nroute = binary\ngamma = 0.5\n", WARNS,
      "t.policy:5: gamma has no effect on route binary"},
     {"ef_decay on fp32", HDR2 "[rule a]\nroute = fp32\nef_decay = 0.5\n", WARNS,
-     "t.policy:5: ef_decay has no effect on route fp32 (only binary and ternary keep a residual)"},
+     "t.policy:5: ef_decay has no effect on route fp32 (only binary, ternary, int4, int3 and int2 keep a residual)"},
     {"ef_decay on bf16 default", HDR2 "[default]\nef_decay = 0\nroute = bf16\n", WARNS,
      "t.policy:4: ef_decay has no effect on route bf16"},
     {"ef_decay with ef off", HDR2 "[rule a]\nroute = ternary\nef = off\nef_decay = 0.5\n", WARNS,
@@ -220,6 +258,22 @@ static const bad_case_t bad_cases[] = {
      "t.policy:5: scale_block has no effect on route ternary (only binary has one scale per block)"},
     {"scale_block 0 on fp32 default", HDR3 "[default]\nscale_block = 0\nroute = fp32\n", WARNS,
      "t.policy:4: scale_block has no effect on route fp32"},
+    {"scale_block on int4", HDR4 "[rule a]\nroute = int4\nscale_block = 512\n", WARNS,
+     "t.policy:5: scale_block has no effect on route int4 (an integer route's scale block is set by block)"},
+    {"block on binary", HDR4 "[rule a]\nroute = binary\nblock = 128\n", WARNS,
+     "t.policy:5: block has no effect on route binary (only the integer routes have one)"},
+    {"block on ternary", HDR4 "[rule a]\nroute = ternary\nblock = 4096\n", WARNS,
+     "t.policy:5: block has no effect on route ternary (only the integer routes have one)"},
+    {"block on fp32 default", HDR4 "[default]\nblock = 32\nroute = fp32\n", WARNS,
+     "t.policy:4: block has no effect on route fp32 (only the integer routes have one)"},
+    {"warmup on bf16", HDR3 "[rule a]\nroute = bf16\nwarmup = 5\n", WARNS,
+     "t.policy:5: warmup has no effect on route bf16 (only binary, ternary, int4, int3 and int2 warm up on fp32)"},
+    {"ef_decay on pmpi", HDR2 "[rule a]\nroute = pmpi\nef_decay = 0.5\n", WARNS,
+     "t.policy:5: ef_decay has no effect on route pmpi (only binary, ternary, int4, int3 and int2 keep a residual)"},
+    {"gamma on int3", HDR4 "[rule a]\nroute = int3\ngamma = 0.5\n", WARNS,
+     "t.policy:5: gamma has no effect on route int3 (only ternary uses it)"},
+    {"int2 on doubles", HDR4 "[rule a]\ndatatype = double\nroute = int2\n", WARNS,
+     "t.policy:3: rule 'a' never runs int2: low-bit and bf16 routes take only float sums"},
     {"low-bit on doubles", HDR "[rule a]\ndatatype = double\nroute = binary\n", WARNS,
      "t.policy:3: rule 'a' never runs binary: low-bit and bf16 routes take only float sums"},
     {"auto without profile", HDR "regions = m.layout\n[rule a]\nbytes = 1M-\n\nroute = auto\n", WARNS,
@@ -973,6 +1027,134 @@ START_TEST(test_scale_block)
 }
 END_TEST
 
+/* block (version 4): the integer routes' scale block, a power of two from
+ * 32 to 4096, in the action (0 when absent or built in: the default, 128),
+ * in explain and in the hash only when set (older hashes stand). The rule
+ * that matches gives it, else [default]'s; a rule without the key has the
+ * default, not [default]'s. auto may pick an integer route: no warning. */
+START_TEST(test_block)
+{
+    static const char text[] = HDR4 "profile = m.profile\n"
+                               "[rule lo]\ncomm = lo\nroute = int4\nblock = 32\n"
+                               "[rule mid]\ncomm = mid\nroute = int3\nblock = 128\n"
+                               "[rule hi]\ncomm = hi\nroute = INT2\nblock = 4096\n"
+                               "[rule auto]\ncomm = a\nroute = auto\nblock = 256\n"
+                               "[rule none]\ncomm = n\nroute = int4\n"
+                               "[default]\nroute = int4\nblock = 64\n";
+    static const struct { const char *comm, *rule; nf_route_t route; long block; } want[] = {
+        {"lo", "lo", NF_ROUTE_INT4, 32},     {"mid", "mid", NF_ROUTE_INT3, 128},
+        {"hi", "hi", NF_ROUTE_INT2, 4096},   {"a", "auto", NF_ROUTE_FP32, 256},
+        {"n", "none", NF_ROUTE_INT4, 0},     {"x", "default", NF_ROUTE_INT4, 64},
+    };
+    nf_policy_query_t q = {NULL, NULL, 2, NF_DT_FLOAT, NF_OP_SUM, 4096, 0};
+    nf_policy_action_t a;
+    nf_policy_t *p;
+    diags_t g;
+    char buf[2048];
+
+    ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+    ck_assert_msg(g.text[0] == '\0', "should be clean, got %s", g.text);
+    ck_assert_int_eq(nf_policy_disabled_count(p), 0);
+    for (size_t i = 0; i < NELEM(want); i++) {
+        q.comm_name = want[i].comm;
+        nf_policy_match(p, &q, &a);
+        ck_assert_str_eq(a.rule, want[i].rule);
+        ck_assert_msg(a.route == want[i].route && a.block == want[i].block, "%s: route %s, block %ld", a.rule,
+                      nf_route_name(a.route), a.block);
+    }
+    q.comm_name = "lo";
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "=> route int4 (ef inherit, ef_decay inherit, gamma inherit, segment inherit, "
+                              "block 32) from rule lo (t.policy:4)\n"), "%s", buf);
+    q.comm_name = "x";
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "=> route int4 (ef inherit, ef_decay inherit, gamma inherit, segment inherit, "
+                              "block 64) from [default] (t.policy:23)\n"), "%s", buf);
+    q.comm_name = "n";
+    nf_policy_explain(p, &q, &a, buf, sizeof(buf));
+    ck_assert_msg(strstr(buf, "=> route int4 (ef inherit, ef_decay inherit, gamma inherit, segment inherit) "
+                              "from rule none"), "%s", buf);
+    nf_policy_free(p);
+    nf_policy_match(NULL, &q, &a);
+    ck_assert_int_eq(a.block, 0);
+
+    /* the scale block a segment runs with: the rule's, else the default */
+    nf_settings_t st = {.ef = 1, .ef_decay = 1.0};
+    nf_decide_reason_t why = {NF_WHY_RULE, NULL, 0};
+    nf_decide_params_t pa;
+    nf_policy_action_t act = {.route = NF_ROUTE_INT4, .ef = -1, .ef_decay = -1.0, .gamma = -1.0,
+                              .scale_block = -1, .block = 0, .rule = "r", .file = "t.policy", .line = 3};
+    nf_decide_params(&act, &why, NF_ROUTE_INT4, &st, &pa);
+    ck_assert_msg(pa.block == 128 && strcmp(pa.int_block_by, "default") == 0, "no block: %ld by %s",
+                  pa.block, pa.int_block_by);
+    ck_assert_msg(pa.ef_decay == 1.0 && strcmp(pa.decay_by, "settings") == 0 && pa.scale_block == -1,
+                  "int4 keeps a residual, has no scale_block: %g by %s, %ld", pa.ef_decay, pa.decay_by,
+                  pa.scale_block);
+    act.block = 256;
+    nf_decide_params(&act, &why, NF_ROUTE_INT2, &st, &pa);
+    ck_assert_msg(pa.block == 256 && strcmp(pa.int_block_by, "rule") == 0, "rule's block: %ld by %s",
+                  pa.block, pa.int_block_by);
+    nf_decide_params(&act, &why, NF_ROUTE_BINARY, &st, &pa);
+    ck_assert(pa.block == -1 && pa.int_block_by == NULL);
+    nf_decide_params(&act, &why, NF_ROUTE_FP32, &st, &pa);
+    ck_assert(pa.block == -1 && pa.int_block_by == NULL);
+    /* a calibration run: what its integer shadows ran */
+    nf_decide_reason_t cal = {NF_WHY_CALIBRATE, NULL, 0};
+    nf_decide_params(&act, &cal, NF_ROUTE_FP32, &st, &pa);
+    ck_assert_msg(pa.block == 256 && strcmp(pa.int_block_by, "rule") == 0, "calibrate: %ld", pa.block);
+    act.block = 0;
+    nf_decide_params(&act, &cal, NF_ROUTE_FP32, &st, &pa);
+    ck_assert_msg(pa.block == 128 && strcmp(pa.int_block_by, "default") == 0, "calibrate: %ld", pa.block);
+
+    /* the hash: every value its own, set against unset, older hashes stand */
+    ck_assert(hash_of(HDR4 "[rule a]\nroute = int4\nblock = 64\n") !=
+              hash_of(HDR4 "[rule a]\nroute = int4\nblock = 128\n"));
+    ck_assert(hash_of(HDR4 "[rule a]\nroute = int4\nblock = 128\n") !=
+              hash_of(HDR4 "[rule a]\nroute = int4\n"));
+    ck_assert(hash_of(HDR4 "[rule a]\nroute = int4\n[default]\nroute = int4\nblock = 32\n") !=
+              hash_of(HDR4 "[rule a]\nroute = int4\n[default]\nroute = int4\nblock = 4096\n"));
+    ck_assert(hash_of(HDR4 "[rule a]\nroute = int4\nblock = 0128\n") ==
+              hash_of(HDR4 "[rule a]\nblock = 128\nroute = int4\n"));
+    ck_assert(hash_of(HDR "[rule a]\nroute = binary\n") == hash_of(HDR4 "[rule a]\nroute = binary\n"));
+}
+END_TEST
+
+/* route = int4 | int3 | int2 (version 4): each its nf_route_t, in any case,
+ * in a rule and in [default], each with its own hash. */
+START_TEST(test_int_routes)
+{
+    static const struct { const char *name; nf_route_t route; } want[] = {
+        {"int4", NF_ROUTE_INT4}, {"int3", NF_ROUTE_INT3}, {"INT2", NF_ROUTE_INT2},
+    };
+    nf_policy_query_t q = {NULL, "w", 2, NF_DT_FLOAT, NF_OP_SUM, 4096, 0};
+    uint64_t h[NELEM(want)];
+
+    for (size_t i = 0; i < NELEM(want); i++) {
+        char text[256];
+        nf_policy_action_t a;
+        nf_policy_t *p;
+        diags_t g;
+
+        snprintf(text, sizeof(text), HDR4 "[rule r]\ncomm = w\nroute = %s\n[default]\nroute = %s\n",
+                 want[i].name, want[i].name);
+        ck_assert_int_eq(parse(text, strlen(text), &g, &p), NF_OK);
+        ck_assert_msg(g.text[0] == '\0', "%s: should be clean, got %s", want[i].name, g.text);
+        q.comm_name = "w";
+        nf_policy_match(p, &q, &a);
+        ck_assert_msg(strcmp(a.rule, "r") == 0 && a.route == want[i].route && !a.route_auto && a.block == 0,
+                      "%s: rule %s, route %d", want[i].name, a.rule, a.route);
+        q.comm_name = "other";
+        nf_policy_match(p, &q, &a);
+        ck_assert_msg(strcmp(a.rule, "default") == 0 && a.route == want[i].route, "%s: [default] route %d",
+                      want[i].name, a.route);
+        h[i] = nf_policy_hash(p);
+        for (size_t j = 0; j < i; j++)
+            ck_assert_msg(h[i] != h[j], "%s and %s hash alike", want[i].name, want[j].name);
+        nf_policy_free(p);
+    }
+}
+END_TEST
+
 /* ef_decay (version 2): any number from 0 to 1 as written (0 and 1
  * included), in the action, in explain and in the hash; absent is inherit
  * (< 0). */
@@ -1618,7 +1800,11 @@ static const profile_case_t profile_cases[] = {
     {"relerr nan", PROF_HDR "a 5 20 0.5 0.5 0.5 nan fp32\n", NO_LOAD, 1, "t.profile:2: bad relerr_ternary 'nan'"},
     {"decimal comma", PROF_HDR "a 5 20 0,5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1, "t.profile:2: bad cos_binary '0,5'"},
     {"route pmpi", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 pmpi\n", NO_LOAD, 1,
-     "t.profile:2: bad route 'pmpi' (expected binary|ternary|fp32)"},
+     "t.profile:2: bad route 'pmpi' (expected binary|ternary|int4|int3|int2|fp32)"},
+    {"route bf16", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 bf16\n", NO_LOAD, 1,
+     "t.profile:2: bad route 'bf16' (expected binary|ternary|int4|int3|int2|fp32)"},
+    {"integer routes", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 int4\nb 5 20 0.5 0.5 0.5 0.5 int3\n"
+     "c 5 20 0.5 0.5 0.5 0.5 int2\n", 3, 0, NULL},
     {"route auto", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 auto\n", NO_LOAD, 1, "t.profile:2: bad route 'auto'"},
     {"route in capitals", PROF_HDR "a 5 20 0.5 0.5 0.5 0.5 Binary\n", NO_LOAD, 1, "t.profile:2: bad route 'Binary'"},
     {"segment with control byte", PROF_HDR "a\002 5 20 0.5 0.5 0.5 0.5 fp32\n", NO_LOAD, 1,
@@ -2314,6 +2500,8 @@ static Suite *policy_suite(void)
     tcase_add_test(t, test_explain);
     tcase_add_test(t, test_ef_decay);
     tcase_add_test(t, test_scale_block);
+    tcase_add_test(t, test_block);
+    tcase_add_test(t, test_int_routes);
     tcase_add_test(t, test_hash);
     tcase_add_loop_test(t, test_route_auto, 0, (int)(sizeof(auto_cases) / sizeof(auto_cases[0])));
     tcase_add_test(t, test_route_auto_explain_hash);

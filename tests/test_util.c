@@ -455,7 +455,8 @@ START_TEST(test_route_names)
 END_TEST
 
 /* The route table (nf_route.h): a row for every route; low-bit are the
- * sign formats, which keep residuals and send fewer bits than fp32. */
+ * sign formats and the integer ones, which keep residuals and send fewer
+ * bits than fp32. */
 START_TEST(test_route_table)
 {
     for (int r = 0; r < NF_ROUTE_COUNT; r++) {
@@ -463,7 +464,11 @@ START_TEST(test_route_table)
         ck_assert_ptr_nonnull(i);
         ck_assert_ptr_nonnull(i->name);
         ck_assert(i->bits >= 1 && i->bits <= 32);
-        ck_assert_int_eq(nf_route_lowbit((nf_route_t)r), r == NF_ROUTE_BINARY || r == NF_ROUTE_TERNARY);
+        ck_assert_int_eq(nf_route_lowbit((nf_route_t)r), r == NF_ROUTE_BINARY ||
+                                                         r == NF_ROUTE_TERNARY ||
+                                                         r >= NF_ROUTE_INT4);
+        /* an integer route's bit lines are its code's bits */
+        ck_assert_uint_eq(nf_route_intk((nf_route_t)r), r >= NF_ROUTE_INT4 ? i->bits : 0);
         if (i->lowbit)
             ck_assert(i->residual && i->float_only && i->bits < nf_routes[NF_ROUTE_FP32].bits);
         for (int q = 0; q < r; q++)
@@ -473,6 +478,10 @@ START_TEST(test_route_table)
     ck_assert(!nf_route_lowbit(NF_ROUTE_COUNT) && !nf_route_residual((nf_route_t)-1));
     ck_assert_uint_eq(nf_routes[NF_ROUTE_BINARY].bits, 1);
     ck_assert_uint_eq(nf_routes[NF_ROUTE_TERNARY].bits, 2);
+    ck_assert_uint_eq(nf_route_intk(NF_ROUTE_INT4), 4);
+    ck_assert_uint_eq(nf_route_intk(NF_ROUTE_INT3), 3);
+    ck_assert_uint_eq(nf_route_intk(NF_ROUTE_INT2), 2);
+    ck_assert_uint_eq(nf_route_intk(NF_ROUTE_COUNT), 0);
     ck_assert(!nf_routes[NF_ROUTE_PMPI].float_only);
 }
 END_TEST

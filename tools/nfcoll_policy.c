@@ -134,10 +134,14 @@ static int check_profile(const char *policy, const char *path)
         keep += e->ef_decay >= 0 && e->ef_decay == NF_PROFILE_DECAY_KEEP;
         cut += e->ef_decay >= 0 && e->ef_decay != NF_PROFILE_DECAY_KEEP;
     }
-    printf("%s: profile %s: ok: %zu entr%s (%zu binary, %zu ternary, %zu fp32; ef_decay: %zu whole, %zu cut, "
-           "%zu the settings'), hash %016" PRIx64 "\n", policy, path, n, n == 1 ? "y" : "ies",
-           by[NF_ROUTE_BINARY], by[NF_ROUTE_TERNARY], by[NF_ROUTE_FP32], keep, cut, n - keep - cut,
-           nf_profile_hash(p));
+    /* by route: the low-bit ones in the table's order, then fp32 (what a
+     * profile may hold: nf_profile_route_ok) */
+    printf("%s: profile %s: ok: %zu entr%s (", policy, path, n, n == 1 ? "y" : "ies");
+    for (int r = 0; r < NF_ROUTE_COUNT; r++)
+        if (r != NF_ROUTE_FP32 && nf_profile_route_ok((nf_route_t)r))
+            printf("%zu %s, ", by[r], nf_route_name((nf_route_t)r));
+    printf("%zu fp32; ef_decay: %zu whole, %zu cut, %zu the settings'), hash %016" PRIx64 "\n",
+           by[NF_ROUTE_FP32], keep, cut, n - keep - cut, nf_profile_hash(p));
     nf_profile_free(p);
     return EXIT_OK;
 }

@@ -99,6 +99,11 @@ void replay_whys_json(FILE *fp, const replay_whys_t *t, const nf_profile_t *prof
         else
             fprintf(fp, ", \"scale_block\": null");
         rw_json_word(fp, "scale_block_by", p.block_by);
+        if (p.block >= 0)
+            fprintf(fp, ", \"block\": %ld", p.block);
+        else
+            fprintf(fp, ", \"block\": null");
+        rw_json_word(fp, "block_by", p.int_block_by);
         fprintf(fp, "}");
     }
     fprintf(fp, "%s}", t->n ? "\n  " : "");

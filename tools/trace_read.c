@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -47,6 +48,20 @@ static int tr_err(const trace_reader_t *r, const char *fmt, ...)
 static int tr_bad(const trace_reader_t *r, const char *field, const char *v, const char *expected)
 {
     return tr_err(r, "bad %s '%s' (expected %s)", field, v, expected);
+}
+
+/* A bad route field: the expected names are the library's route table
+ * (nf_route_name in nf_route_t order), "pmpi, fp32, ... or int2". */
+static int tr_bad_route(const trace_reader_t *r, const char *field, const char *v)
+{
+    char names[256];
+    size_t o = 0;
+    names[0] = '\0';
+    for (int i = 0; i < NF_ROUTE_COUNT && o < sizeof(names); i++)
+        o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s",
+                              i == 0 ? "" : i == NF_ROUTE_COUNT - 1 ? " or " : ", ",
+                              nf_route_name((nf_route_t)i));
+    return tr_bad(r, field, v, names);
 }
 
 /* The next line without its newline: its length, EOF at the end, -2 on an
@@ -185,7 +200,7 @@ static int tr_middle_why(const trace_reader_t *r, char **tok)
         return tr_bad(r, "op", tok[2], "an op name of nfcoll-policy(5)");
     if (tr_u64(tok[3], &x.bytes) != 0)
         return tr_bad(r, "bytes", tok[3], "a number");
-    return tr_bad(r, "route", tok[4], "pmpi, fp32, binary or ternary");
+    return tr_bad_route(r, "route", tok[4]);
 }
 
 /* Split the line on single spaces (runs of spaces inside a name survive as
@@ -264,7 +279,7 @@ static int tr_tail(const trace_reader_t *r, char **tok, int t, trace_rec_t *rec)
     if (tr_u64(tok[t - 2], &rec->elements) != 0)
         return tr_bad(r, "elements", tok[t - 2], "a number");
     if (nf_route_parse(tok[t - 1], &rec->ran) != NF_OK)
-        return tr_bad(r, "ran", tok[t - 1], "pmpi, fp32, binary or ternary");
+        return tr_bad_route(r, "ran", tok[t - 1]);
     rec->region = strcmp(tok[t - 4], "-") == 0 ? NULL : tok[t - 4];
     if (tok[t - 4][0] == '\0')
         return tr_bad(r, "region", "", "a region name or '-'");

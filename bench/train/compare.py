@@ -40,7 +40,7 @@ results); the default set is the first six (lm: the first five):
 A configuration followed by +KEY=VALUE parts (any but fp32) is that one
 with those rule keys (nfcoll-policy(5): not [policy] keys) set in every
 rule of its policy (written as
-policies/NAME.policy, version 3): auto+ef_decay=0,
+policies/NAME.policy, version 4): auto+ef_decay=0,
 ternary-all+ef_decay=0.25, auto+warmup=20 are docs/training.md's
 section 12.
 
@@ -305,7 +305,7 @@ def derived_policy(out, name):
     """Write the policy of derived configuration name next to its base's in
     out/policies and return its path: each key replaces the rule's own or is
     added after the last setting of every [rule] section; [policy] says
-    version 3, so that any key this tree knows is read (docs/training.md,
+    version 4, so that any key or route this tree knows is read (docs/training.md,
     section 12). Sections and keys are matched as the library reads them:
     any case, comments after # or ;, KEY = VALUE or KEY: VALUE."""
     base = os.path.join(out, "policies", CONFIGS[base_of(name)][0])
@@ -324,7 +324,7 @@ def derived_policy(out, name):
             close()
             kind = section.group(1).lower()
         elif kind == "policy" and key == "version":
-            line = "version = 3"
+            line = "version = 4"
         elif kind == "rule" and key in names:
             continue
         lines.append(line)

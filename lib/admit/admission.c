@@ -380,6 +380,8 @@ static void nf_adm_record(const nf_seg_t *g, const nf_policy_action_t *a,
     w.ef_decay = p.ef_decay, w.scale_block = p.scale_block;
     snprintf(w.decay_by, sizeof(w.decay_by), "%s", p.decay_by != NULL ? p.decay_by : "");
     snprintf(w.block_by, sizeof(w.block_by), "%s", p.block_by != NULL ? p.block_by : "");
+    w.block = p.block;
+    snprintf(w.int_block_by, sizeof(w.int_block_by), "%s", p.int_block_by != NULL ? p.int_block_by : "");
     snprintf(w.by, sizeof(w.by), "%s", nf_decide_why_name(r->why));
     snprintf(w.rule, sizeof(w.rule), "%s", a->rule);
     nf_adm_where(w.where, sizeof(w.where), a->file, a->line);
@@ -602,7 +604,8 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     *out = (nf_decision_t){.route = NF_ROUTE_PMPI, .seg = &out->one, .nseg = 1,
                            .note = &out->one_note};
     out->one = (nf_seg_t){.m = m, .route = NF_ROUTE_PMPI, .ef = -1, .gamma = -1.0,
-                          .ef_decay = -1.0, .fallback = NF_FALLBACK_NONE, .scale_block = -1};
+                          .ef_decay = -1.0, .fallback = NF_FALLBACK_NONE, .scale_block = -1,
+                          .block = 0};
     if (s == NULL) /* no memory for the cache: pmpi is always correct */
         return;
     nf_drec_t *r = nf_adm_lookup(c, s, x, count, datatype, op, &out->bytes);
@@ -627,6 +630,7 @@ void nf_admit_decide(nf_comm_t *c, const void *x, int count, MPI_Datatype dataty
     }
     out->one.ef = d->whole.ef, out->one.gamma = d->whole.gamma;
     out->one.ef_decay = d->whole.ef_decay, out->one.scale_block = d->whole.scale_block;
+    out->one.block = d->whole.block;
     if (out->route != NF_ROUTE_PMPI)
         out->one.route = d->route, out->one_note.why = d->why;
     nf_adm_health(s, out, &d->whole);

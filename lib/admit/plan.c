@@ -65,7 +65,7 @@ long nf_plan_take(nf_plan_t *p, const nf_decide_t *d, size_t nparts)
         g->off = (size_t)t->off, g->m = (size_t)t->m;
         g->route = t->route, g->ef = t->act.ef, g->gamma = t->act.gamma;
         g->ef_decay = t->act.ef_decay, g->fallback = NF_FALLBACK_NONE;
-        g->scale_block = t->act.scale_block;
+        g->scale_block = t->act.scale_block, g->block = t->act.block;
         p->act[i] = t->act;
         p->note[i].why = t->why;
         if (t->name == NULL)

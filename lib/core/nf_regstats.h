@@ -41,6 +41,9 @@ typedef struct nf_rs_why {
     long scale_block;        /* elements per binary scale (0: one per segment; -1: not
                                 binary) */
     char block_by[12];       /* rule, settings; "": not binary */
+    long block;              /* integer routes: elements per scale block (-1: not an
+                                integer route) */
+    char int_block_by[12];   /* rule, default; "": not an integer route */
 } nf_rs_why_t;
 void nf_regstats_why(uint32_t id, const nf_rs_why_t *w);
 

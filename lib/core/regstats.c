@@ -417,6 +417,11 @@ static void nf_rs_why_json_one(FILE *fp, const nf_rs_entry_t *e)
         else
             fprintf(fp, ", \"scale_block\": null");
         nf_rs_json_word(fp, "scale_block_by", w->block_by);
+        if (w->block >= 0)
+            fprintf(fp, ", \"block\": %ld", w->block);
+        else
+            fprintf(fp, ", \"block\": null");
+        nf_rs_json_word(fp, "block_by", w->int_block_by);
     } else {
         fprintf(fp, "\"route\": null, \"by\": null");
     }
@@ -471,6 +476,8 @@ static void nf_rs_why_line(FILE *fp, const nf_rs_entry_t *e)
                 fprintf(fp, " (lag cosine %s)", nf_format_fixed4(b, sizeof(b), w->lag_cosine));
             if (w->scale_block > 0)
                 fprintf(fp, "; scale_block %ld by %s", w->scale_block, w->block_by);
+            if (w->block > 0)
+                fprintf(fp, "; block %ld by %s", w->block, w->int_block_by);
         }
     }
     if (t->warmup.n != 0)

@@ -221,7 +221,7 @@ double nf_decide_shadow_decay(const nf_settings_t *s)
 void nf_decide_params(const nf_policy_action_t *a, const nf_decide_reason_t *r, nf_route_t route,
                       const nf_settings_t *s, nf_decide_params_t *p)
 {
-    int calib = r->why == NF_WHY_CALIBRATE; /* the shadows: binary and ternary */
+    int calib = r->why == NF_WHY_CALIBRATE; /* the low-bit shadows */
     int lowbit = calib || nf_route_lowbit(route);
     int ef = a->ef >= 0 && !calib ? a->ef : s->ef; /* the shadows run the settings' */
     p->ef_decay = NAN, p->decay_by = NULL;
@@ -238,5 +238,10 @@ void nf_decide_params(const nf_policy_action_t *a, const nf_decide_reason_t *r, 
     if (calib || route == NF_ROUTE_BINARY) {
         p->scale_block = a->scale_block >= 0 ? a->scale_block : (long)s->scale_block;
         p->block_by = a->scale_block >= 0 ? "rule" : "settings";
+    }
+    p->block = -1, p->int_block_by = NULL;
+    if (calib || nf_route_intk(route) != 0) { /* the rule's, else the default: no setting */
+        p->block = a->block > 0 ? a->block : (long)NF_INT_BLOCK_DEFAULT;
+        p->int_block_by = a->block > 0 ? "rule" : "default";
     }
 }

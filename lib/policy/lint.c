@@ -102,37 +102,60 @@ static void nf_lint_auto(const nf_lint_t *l, const nf_rule_t *r)
         nf_lint_warn(l, r->key_line[K_ROUTE], "route = auto without a profile: every segment takes fp32");
 }
 
+/* "binary, ternary and int4": the names of the table's routes that have
+ * a property (nf_route_residual, nf_route_lowbit), for a message. */
+static const char *nf_lint_routes(int (*has)(nf_route_t), char *buf, size_t len)
+{
+    int n = 0, k = 0;
+    size_t o = 0;
+
+    buf[0] = '\0';
+    for (int r = 0; r < NF_ROUTE_COUNT; r++)
+        n += has((nf_route_t)r) != 0;
+    for (int r = 0; r < NF_ROUTE_COUNT && o < len; r++)
+        if (has((nf_route_t)r))
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", k++ == 0 ? "" : k == n ? " and " : ", ",
+                                  nf_route_name((nf_route_t)r));
+    return buf;
+}
+
 /* Rules and [default] alike: ef_decay scales a residual, which only the
- * low-bit routes keep, and only with error feedback on. */
+ * routes the table says keep one keep, and only with error feedback on. */
 static void nf_lint_decay(const nf_lint_t *l, const nf_rule_t *r)
 {
+    char names[128];
+
     if (r->ef_decay < 0)
         return;
     if (r->ef == 0)
         nf_lint_warn(l, r->key_line[K_EF_DECAY], "ef_decay has no effect with ef = off");
-    else if (r->route != NF_ROUTE_BINARY && r->route != NF_ROUTE_TERNARY && !r->route_auto)
-        nf_lint_warn(l, r->key_line[K_EF_DECAY],
-                     "ef_decay has no effect on route %s (only binary and ternary keep a residual)",
-                     nf_route_name(r->route));
+    else if (!nf_route_residual(r->route) && !r->route_auto)
+        nf_lint_warn(l, r->key_line[K_EF_DECAY], "ef_decay has no effect on route %s (only %s keep a residual)",
+                     nf_route_name(r->route), nf_lint_routes(nf_route_residual, names, sizeof(names)));
 }
 
 /* Rules and [default] alike: a warm-up delays a low-bit route. */
 static void nf_lint_warmup(const nf_lint_t *l, const nf_rule_t *r)
 {
-    if (r->warmup > 0 && r->route != NF_ROUTE_BINARY && r->route != NF_ROUTE_TERNARY &&
-        !r->route_auto)
-        nf_lint_warn(l, r->key_line[K_WARMUP],
-                     "warmup has no effect on route %s (only binary and ternary warm up on fp32)",
-                     nf_route_name(r->route));
+    char names[128];
+
+    if (r->warmup > 0 && !nf_route_lowbit(r->route) && !r->route_auto)
+        nf_lint_warn(l, r->key_line[K_WARMUP], "warmup has no effect on route %s (only %s warm up on fp32)",
+                     nf_route_name(r->route), nf_lint_routes(nf_route_lowbit, names, sizeof(names)));
 }
 
-/* Rules and [default] alike: only binary has scales to cut into blocks
- * (auto may pick binary). */
+/* Rules and [default] alike: only binary has scales that scale_block cuts
+ * into blocks, and only the integer routes have the scale block `block`
+ * sets (auto may pick any of them). */
 static void nf_lint_block(const nf_lint_t *l, const nf_rule_t *r)
 {
     if (r->scale_block >= 0 && r->route != NF_ROUTE_BINARY && !r->route_auto)
-        nf_lint_warn(l, r->key_line[K_SCALE_BLOCK],
-                     "scale_block has no effect on route %s (only binary has one scale per block)",
+        nf_lint_warn(l, r->key_line[K_SCALE_BLOCK], nf_route_intk(r->route)
+                         ? "scale_block has no effect on route %s (an integer route's scale block is set by block)"
+                         : "scale_block has no effect on route %s (only binary has one scale per block)",
+                     nf_route_name(r->route));
+    if (r->block > 0 && !nf_route_intk(r->route) && !r->route_auto)
+        nf_lint_warn(l, r->key_line[K_BLOCK], "block has no effect on route %s (only the integer routes have one)",
                      nf_route_name(r->route));
 }
 
@@ -259,6 +282,8 @@ static void nf_explain_action(nf_buf_t *b, const nf_policy_action_t *a)
         nf_bprintf(b, ", warmup %llu", (unsigned long long)a->warmup);
     if (a->scale_block >= 0) /* version 3: shown when set */
         nf_bprintf(b, ", scale_block %ld", a->scale_block);
+    if (a->block > 0) /* version 4: likewise */
+        nf_bprintf(b, ", block %ld", a->block);
     nf_bprintf(b, ") from ");
     if (a->line > 0 && a->index < 0)
         nf_bprintf(b, "[default] (%s:%d)\n", a->file, a->line);

@@ -15,7 +15,7 @@
 const char *const nf_pol_key_names[K_NKEYS] = {
     "region", "comm", "comm_size", "datatype", "op", "bytes", "calls",
     "route", "ef", "ef_decay", "gamma", "segment", "warmup",
-    "scale_block",
+    "scale_block", "block",
 };
 
 _Static_assert(NF_POLICY_F_REGION == 1u << K_REGION && NF_POLICY_F_CALLS == 1u << K_CALLS &&
@@ -186,6 +186,7 @@ static void nf_action_from(const nf_policy_t *p, const nf_rule_t *r, int index, 
     out->ef = r->ef;
     out->ef_decay = r->ef_decay;
     out->scale_block = r->scale_block;
+    out->block = r->block;
     out->gamma = r->gamma;
     out->segment = r->segment;
     out->warmup = r->warmup;
@@ -200,7 +201,7 @@ static void nf_action_builtin(nf_policy_action_t *out)
     static const nf_policy_action_t builtin = {
         .route = NF_ROUTE_PMPI, .route_auto = 0, .ef = -1, .ef_decay = -1.0, .gamma = -1.0,
         .segment = NF_POLICY_SEGMENT_INHERIT, .warmup = 0, .rule = "built-in", .index = -1,
-        .file = "", .line = 0, .scale_block = -1};
+        .file = "", .line = 0, .scale_block = -1, .block = 0};
     *out = builtin;
 }
 

@@ -132,11 +132,12 @@ nf_status_t nf_decide(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int c
 nf_route_t nf_decide_runs(const nf_decide_ctx_t *x, const nf_decide_call_t *c, int seg,
                           nf_route_t route);
 
-/* The error feedback and scale block a segment runs with, and where each
+/* The error feedback and scale blocks a segment runs with, and where each
  * came from: what the stats' admission record and nfcoll_replay print.
  * The explicit key (the rule's) wins, then the profile entry's choice
  * (route = auto, r->pe_decay), then the settings s (NFCOLL_EF,
- * NFCOLL_EF_DECAY, NFCOLL_SCALE_BLOCK). */
+ * NFCOLL_EF_DECAY, NFCOLL_SCALE_BLOCK). An integer route's block is the
+ * rule's (or [default]'s) `block`, else NF_INT_BLOCK_DEFAULT: no setting. */
 typedef struct nf_decide_params {
     double ef_decay;      /* NAN when error feedback is off or the route keeps no
                              residual */
@@ -145,10 +146,15 @@ typedef struct nf_decide_params {
     long scale_block;     /* elements per binary scale, 0: one per segment; -1: not
                              binary */
     const char *block_by; /* "rule", "settings"; NULL: not binary */
+    long block;           /* integer routes: elements per scale block; -1: not an
+                             integer route */
+    const char *int_block_by; /* "rule", "default" (NF_INT_BLOCK_DEFAULT); NULL: not
+                                 an integer route */
 } nf_decide_params_t;
 /* route: the segment's, as decided. In a calibration run (r->why
- * NF_WHY_CALIBRATE) they are what its binary and ternary shadows ran: the
- * settings' error feedback, the rule's decay or nf_decide_shadow_decay. */
+ * NF_WHY_CALIBRATE) they are what its low-bit shadows ran: the settings'
+ * error feedback, the rule's decay or nf_decide_shadow_decay, the rule's
+ * scale_block and block. */
 void nf_decide_params(const nf_policy_action_t *a, const nf_decide_reason_t *r, nf_route_t route,
                       const nf_settings_t *s, nf_decide_params_t *p);
 

@@ -24,13 +24,17 @@
 typedef struct nf_policy nf_policy_t;
 
 /** Versions of the file format this library reads: 1; 2, which adds the
- * rule key ef_decay; 3, which adds warmup and scale_block. A file that uses
- * a key must say at least the version that brought it, so that a library
- * without the key refuses the whole file (every call pmpi) rather than
- * dropping those rules and running the rest. */
-#define NF_POLICY_VERSION 3
+ * rule key ef_decay; 3, which adds warmup and scale_block; 4, which adds
+ * the integer routes (route = int4, int3, int2: the route table's rows with
+ * an integer code) and their key block. A file that uses a key or such a
+ * route must say at least the version that brought it, so that a library
+ * without it refuses the whole file (every call pmpi) rather than dropping
+ * those rules and running the rest. */
+#define NF_POLICY_VERSION 4
 #define NF_POLICY_VERSION_MIN 1
-#define NF_POLICY_VERSIONS "1, 2 or 3"
+#define NF_POLICY_VERSIONS "1, 2, 3 or 4"
+/** The version that brought the integer routes and `block`. */
+#define NF_POLICY_VERSION_INT 4
 
 /** The largest `warmup` (calls). */
 #define NF_POLICY_WARMUP_MAX 1000000000u
@@ -78,6 +82,10 @@ typedef struct nf_policy_action {
     long scale_block;            /**< binary: elements per scale (a multiple of 512), 0
                                       one per segment; < 0: inherit (NFCOLL_SCALE_BLOCK,
                                       default 0). Policy version 3. */
+    long block;                  /**< integer routes: elements per scale block, a power
+                                      of two from NF_INT_BLOCK_MIN to NF_INT_BLOCK_MAX
+                                      (32 to 4096); 0: not set, the default
+                                      (NF_INT_BLOCK_DEFAULT, 128). Policy version 4. */
 } nf_policy_action_t;
 
 /** Diagnostic severities, least to most severe. */

@@ -36,7 +36,7 @@ typedef enum nf_key {
     K_REGION, K_COMM, K_COMM_SIZE, K_DATATYPE, K_OP, K_BYTES, K_CALLS,
     K_NMATCH,
     K_ROUTE = K_NMATCH, K_EF, K_EF_DECAY, K_GAMMA, K_SEGMENT, K_WARMUP,
-    K_SCALE_BLOCK,
+    K_SCALE_BLOCK, K_BLOCK,
     K_NKEYS
 } nf_key_t;
 
@@ -55,6 +55,7 @@ typedef struct nf_rule {
     int ef;
     double ef_decay;
     long scale_block;             /* < 0 inherit */
+    long block;                   /* integer routes' scale block; 0: not set (the default) */
     double gamma;
     nf_policy_segment_t segment;
     uint64_t warmup;              /* calls a low-bit segment runs fp32 first */
@@ -111,7 +112,8 @@ nf_status_t nf_pol_index(nf_policy_t *p);
 /* ----------------------------------------------------------------- lint.c */
 
 /* Warnings about enabled rules that do nothing (gamma off ternary, ef_decay
- * off the low-bit routes or with ef = off, low-bit
+ * off the routes with a residual or with ef = off, warmup off the low-bit
+ * routes, scale_block off binary, block off the integer routes, low-bit
  * routes on types that cannot go low-bit, rules an earlier rule shadows,
  * route = auto without a profile), each through fn as an NF_POLICY_WARNING. */
 void nf_pol_lint(const nf_policy_t *p, nf_policy_diag_fn fn, void *arg);

@@ -16,7 +16,8 @@
  * region; 1-127 printable non-space bytes, ':' allowed), elements and calls
  * (unsigned decimal), the cosines of the binary and ternary results with
  * the exact sum (in [-1, 1]) and their relative errors (>= 0), the route
- * calibration chose (binary, ternary or fp32), the lag cosine (in [-1, 1],
+ * calibration chose (a low-bit route of the table, nf_route_lowbit: binary,
+ * ternary, int4, int3, int2; or fp32), the lag cosine (in [-1, 1],
  * or '-' when not measured: the evidence for the next field) and the
  * error-feedback decay calibration chose (in [0, 1], or '-': the
  * settings'). A segment appears once. docs/design.md, "Calibration".
@@ -44,7 +45,7 @@ typedef struct nf_profile_entry {
     uint64_t elements, calls;   /**< floats in the segment; calls measured */
     double cos_binary, cos_ternary;
     double relerr_binary, relerr_ternary;
-    nf_route_t route;           /**< binary, ternary or fp32 */
+    nf_route_t route;           /**< a low-bit route or fp32 (nf_profile_route_ok) */
     double lag_cosine;          /**< mean cosine of the binary shadow's residual with
                                      the next call's input; NaN: not measured ('-') */
     double ef_decay;            /**< chosen from lag_cosine; < 0: the settings' ('-') */
@@ -80,6 +81,10 @@ const char *nf_profile_file(const nf_profile_t *p);
 int nf_profile_line(const nf_profile_t *p, const nf_profile_entry_t *e);
 
 void nf_profile_free(nf_profile_t *p);
+
+/** Whether a profile entry may name route: fp32 or a low-bit route
+ * (nf_route_lowbit); never pmpi, bf16 or auto. */
+int nf_profile_route_ok(nf_route_t route);
 
 /** The route calibration admits: binary if cos_binary >= admit, else ternary
  * if cos_ternary >= admit, else fp32 (a NaN cosine admits nothing). */

@@ -23,15 +23,28 @@
 #include <ini.h>
 
 #include "nf_file.h"
+#include "nf_kernels.h"
 #include "nf_log.h"
 #include "nf_policy_int.h"
+#include "nf_route.h"
 #include "nf_settings.h"
 #include "nf_util.h"
 
 #define NF_RULE_KEYS "region|comm|comm_size|datatype|op|bytes|calls|route|ef|ef_decay|gamma|segment|" \
-    "warmup|scale_block"
-#define NF_DEFAULT_KEYS "route|ef|ef_decay|gamma|segment|warmup|scale_block"
-#define NF_ROUTES "pmpi|fp32|binary|ternary|bf16|auto"
+    "warmup|scale_block|block"
+#define NF_DEFAULT_KEYS "route|ef|ef_decay|gamma|segment|warmup|scale_block|block"
+
+/* "pmpi|fp32|...|auto": the route table's names (nf_route.h), then auto,
+ * for messages. Returns buf. */
+static const char *nf_route_list(char *buf, size_t len)
+{
+    size_t o = 0;
+    for (int r = 0; r < NF_ROUTE_COUNT && o < len; r++)
+        o += (size_t)snprintf(buf + o, len - o, "%s|", nf_route_name((nf_route_t)r));
+    if (o < len)
+        snprintf(buf + o, len - o, "auto");
+    return buf;
+}
 
 /* "sum|prod|...|user" from the one table of ops, for messages. */
 #define NF_X_OP_NAME(e, s, h) "|" s
@@ -320,6 +333,7 @@ static void nf_rule_init(nf_rule_t *r)
     r->ef = -1;
     r->ef_decay = -1.0;
     r->scale_block = -1;
+    r->block = 0;
     r->gamma = -1.0;
 }
 
@@ -364,13 +378,14 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
         nf_parse_names(ps, key, v, nf_opkind_parse, nf_op_list + 1, &r->ops);
         break;
     case K_ROUTE: {
+        char names[128];
         for (char *c = v; *c != '\0'; c++)
             *c = (char)nf_ascii_lower((unsigned char)*c);
         r->route_auto = strcmp(v, "auto") == 0;
         if (r->route_auto)
             r->route = NF_ROUTE_FP32;  /* what a segment the profile lacks takes */
         else if (nf_route_parse(v, &r->route) != NF_OK)
-            nf_rule_bad(ps, "unknown route '%s' (expected " NF_ROUTES ")", v);
+            nf_rule_bad(ps, "unknown route '%s' (expected %s)", v, nf_route_list(names, sizeof(names)));
         break;
     }
     case K_EF:
@@ -406,6 +421,14 @@ static void nf_rule_value(nf_parser_t *ps, nf_rule_t *r, int k, char *v)
             r->scale_block = -1;
             nf_rule_bad(ps, "bad scale_block '%s' (expected 0 or a multiple of 512 up to 2^30, "
                         "such as 512)", v);
+        }
+        break;
+    case K_BLOCK:
+        if (nf_parse_long(v, NF_INT_BLOCK_MIN, NF_INT_BLOCK_MAX, &r->block) != NF_OK ||
+            (r->block & (r->block - 1)) != 0) {
+            r->block = 0;
+            nf_rule_bad(ps, "bad block '%s' (expected a power of two from %u to %u)", v,
+                        NF_INT_BLOCK_MIN, NF_INT_BLOCK_MAX);
         }
         break;
     }
@@ -660,11 +683,12 @@ static int nf_on_key(void *user, const char *section, const char *name, const ch
 static void nf_section_end(nf_parser_t *ps)
 {
     nf_rule_t *r = ps->rule;
+    char names[128];
 
     if (r != NULL && !r->disabled && ps->section == S_RULE && !(r->set & (1u << K_ROUTE))) {
         nf_diag(ps, NF_POLICY_DISABLED, r->line,
-                "rule '%s' has no route (expected route = " NF_ROUTES "); rule '%s' disabled",
-                r->name, r->name);
+                "rule '%s' has no route (expected route = %s); rule '%s' disabled",
+                r->name, nf_route_list(names, sizeof(names)), r->name);
         r->disabled = 1;
     }
     ps->rule = NULL;
@@ -914,6 +938,8 @@ static uint64_t nf_hash_rule(uint64_t h, const nf_rule_t *r)
         h = nf_hash_u64(nf_hash_u64(h, K_WARMUP), r->warmup);
     if (r->scale_block >= 0)            /* likewise */
         h = nf_hash_u64(nf_hash_u64(h, K_SCALE_BLOCK), (uint64_t)r->scale_block);
+    if (r->block > 0)                   /* likewise */
+        h = nf_hash_u64(nf_hash_u64(h, K_BLOCK), (uint64_t)r->block);
     return h;
 }
 
@@ -952,10 +978,31 @@ static const struct {
     {K_EF_DECAY, 2},
     {K_WARMUP, 3},
     {K_SCALE_BLOCK, 3},
+    {K_BLOCK, NF_POLICY_VERSION_INT},
 };
 
-/* Keys newer than the file's version disable their rule: the version is
- * known only at the end ([policy] may come last). */
+/* A rule or [default] of an older version than its route's: the integer
+ * routes (the table's rows with a code, nf_route_intk) came with version
+ * 4; a library without them would drop the rule and run the next. */
+static void nf_route_version(nf_parser_t *ps, nf_rule_t *r)
+{
+    if (r->disabled || !(r->set & (1u << K_ROUTE)) || r->route_auto || nf_route_intk(r->route) == 0 ||
+        ps->version >= NF_POLICY_VERSION_INT)
+        return;
+    if (r == &ps->pol->dflt)
+        nf_diag(ps, NF_POLICY_DISABLED, r->key_line[K_ROUTE],
+                "route %s needs version = %d in [policy] (this file says %d); [default] disabled (route pmpi)",
+                nf_route_name(r->route), NF_POLICY_VERSION_INT, ps->version);
+    else
+        nf_diag(ps, NF_POLICY_DISABLED, r->key_line[K_ROUTE],
+                "route %s needs version = %d in [policy] (this file says %d); rule '%s' disabled",
+                nf_route_name(r->route), NF_POLICY_VERSION_INT, ps->version, r->name);
+    r->disabled = 1;
+}
+
+/* Keys newer than the file's version disable their rule, and so does a
+ * route newer than it (nf_route_version): the version is known only at the
+ * end ([policy] may come last). */
 static void nf_since_version(nf_parser_t *ps, nf_rule_t *r)
 {
     for (size_t i = 0; i < sizeof(nf_key_since) / sizeof(nf_key_since[0]) && !r->disabled; i++) {
@@ -973,6 +1020,7 @@ static void nf_since_version(nf_parser_t *ps, nf_rule_t *r)
                     nf_pol_key_names[k], v, ps->version, r->name);
         r->disabled = 1;
     }
+    nf_route_version(ps, r);
 }
 
 /* End of input: file-level checks. Returns NF_OK or NF_ERR_PARSE. */

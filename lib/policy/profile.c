@@ -23,6 +23,7 @@
 
 #include "nf_policy_int.h"
 #include "nf_profile.h"
+#include "nf_route.h"
 #include "nf_util.h"
 
 #define NF_PROFILE_NAMES_V1 "segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route"
@@ -94,19 +95,38 @@ static nf_status_t nf_prof_number(nf_pparse_t *pp, int col, const nf_pol_field_t
     return NF_ERR_PARSE;
 }
 
+int nf_profile_route_ok(nf_route_t route)
+{
+    return route == NF_ROUTE_FP32 || nf_route_lowbit(route);
+}
+
+/* "binary|ternary|...|fp32": the routes a profile may name, the low-bit
+ * ones in the table's order and then fp32, for the message. Returns buf. */
+static const char *nf_prof_route_list(char *buf, size_t len)
+{
+    size_t o = 0;
+    for (int r = 0; r < NF_ROUTE_COUNT && o < len; r++)
+        if (r != NF_ROUTE_FP32 && nf_profile_route_ok((nf_route_t)r))
+            o += (size_t)snprintf(buf + o, len - o, "%s|", nf_route_name((nf_route_t)r));
+    if (o < len)
+        snprintf(buf + o, len - o, "%s", nf_route_name(NF_ROUTE_FP32));
+    return buf;
+}
+
 static nf_status_t nf_prof_route(nf_pparse_t *pp, const nf_pol_field_t *f, nf_route_t *route)
 {
-    static const nf_route_t ok[] = {NF_ROUTE_BINARY, NF_ROUTE_TERNARY, NF_ROUTE_FP32};
-    char show[48];
+    char show[48], names[128];
 
-    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-        const char *name = nf_route_name(ok[i]);
-        if (f->len == strlen(name) && memcmp(f->s, name, f->len) == 0) {
-            *route = ok[i];
+    for (int r = 0; r < NF_ROUTE_COUNT; r++) {
+        const char *name = nf_route_name((nf_route_t)r);
+        if (nf_profile_route_ok((nf_route_t)r) && f->len == strlen(name) &&
+            memcmp(f->s, name, f->len) == 0) {
+            *route = (nf_route_t)r;
             return NF_OK;
         }
     }
-    nf_prof_error(pp, "bad route '%s' (expected binary|ternary|fp32)", nf_pol_field_show(f, show, sizeof(show)));
+    nf_prof_error(pp, "bad route '%s' (expected %s)", nf_pol_field_show(f, show, sizeof(show)),
+                  nf_prof_route_list(names, sizeof(names)));
     return NF_ERR_PARSE;
 }
 

@@ -4,7 +4,7 @@
     import nfcoll                            # first: it starts MPI (see below)
     from mpi4py import MPI                   # communicators, if any but the world
     nfcoll.allreduce(grad)                   # the policy's admission decides
-    nfcoll.allreduce(grad, route="binary")   # or a forced route
+    nfcoll.allreduce(grad, route="binary")   # or a forced route ("int4", ...)
     nfcoll.bind(grad[:1290], "head.weight")  # name a region of a fused buffer
     h = nfcoll.allreduce_async(grad)         # the same, nonblocking (NF_Iallreduce):
     ...                                      # compute while it runs, then
@@ -134,7 +134,9 @@ def version():
 
 
 def routes():
-    """The route names the library in use knows, in nf_route_t order."""
+    """The route names the library in use knows, in nf_route_t order: its
+    route table (pmpi, fp32, binary, ternary, bf16, int4, int3, int2 in this
+    version), the names allreduce's route takes."""
     names = []
     while True:
         name = _lib.lib.nf_route_name(len(names)).decode()
@@ -215,9 +217,11 @@ def allreduce(x, route=None, comm=None):
 
     route None: libnfcoll's admission decides (the policy, NFCOLL_POLICY;
     without one every call takes pmpi). Otherwise a route name ("pmpi",
-    "fp32", "binary", "ternary", ... see routes()) or its nf_route_t number:
-    NF_Allreduce_route. Collective: every rank of comm calls it with the
-    same count (and the same bound regions in x).
+    "fp32", "binary", "ternary", "bf16", "int4", "int3", "int2": the
+    library's route table, see routes()) or its nf_route_t number
+    (NF_ROUTE_INT4 is 5, INT3 6, INT2 7): NF_Allreduce_route. A name this
+    libnfcoll does not know is a ValueError. Collective: every rank of comm
+    calls it with the same count (and the same bound regions in x).
 
     A torch tensor that requires grad is refused while grad mode is on
     (ValueError): autograd cannot see this write. Under torch.no_grad() it

@@ -38,6 +38,11 @@ def test_library():
          "version %s, the package's %s, from %s" % (nfcoll.version(), nfcoll.__version__, lib))
     t.ok(nfcoll.routes()[:4] == ["pmpi", "fp32", "binary", "ternary"],
          "routes %s" % ",".join(nfcoll.routes()))
+    # the integer routes (issue 56) by name, as the library's table maps them;
+    # only the mapping: no call runs them here
+    ints = [nfcoll._route(r) for r in ("int4", "int3", "int2")]
+    t.ok(ints == [5, 6, 7] and nfcoll.routes()[5:8] == ["int4", "int3", "int2"],
+         "route names int4, int3, int2 map to %s" % ints)
     # a preloaded libnfcoll is the one in use: one file mapped, not two copies
     # (by file name: make distcheck builds under a directory named libnfcoll-VERSION)
     maps = {line.split()[-1] for line in open("/proc/self/maps")
