@@ -27,6 +27,17 @@ if ! ./tools/nfcoll_info --checkpoint "$d/ck.0" | grep -q "region 'wb' .* form E
   echo "FAILED: the blocked binary region wb is not saved in E form:"
   ./tools/nfcoll_info --checkpoint "$d/ck.0"; nf_failed=1
 fi
+# The integer routes (tests/policy_shim/ckpt_int.policy): Q-form residuals
+# with several block sizes are saved as E form and resume to the same bits.
+d=$tmp/int; mkdir "$d"
+run 2 NFCOLL_POLICY=$srcdir/tests/policy_shim/ckpt_int.policy ./tests/mpi/test_ckpt inproc "$d"
+d=$tmp/reint; mkdir "$d"
+run 2 NFCOLL_POLICY=$srcdir/tests/policy_shim/ckpt_int.policy ./tests/mpi/test_ckpt save "$d"
+run 2 NFCOLL_POLICY=$srcdir/tests/policy_shim/ckpt_int.policy ./tests/mpi/test_ckpt resume "$d"
+if ! ./tools/nfcoll_info --checkpoint "$d/ck.0" | grep -q "region 'wb' .* form E"; then
+  echo "FAILED: the int4 region wb is not saved in E form:"
+  ./tools/nfcoll_info --checkpoint "$d/ck.0"; nf_failed=1
+fi
 # Saved inside a warm-up (tests/policy_shim/ckpt_warmup.policy, saved
 # after 3 steps): the resumed run finishes the warm-up as the
 # uninterrupted run did, bit for bit. Saved inside a health cool-down (a
