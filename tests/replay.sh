@@ -472,6 +472,23 @@ if nf_tier 2; then
     fail "NFCOLL_SCALE_BLOCK=512 did not add upstream bytes"
   fi
 fi
+# The integer routes (policy version 4): int4 with blocks of 64. The run
+# counts, per 1 MiB call, 4 bit lines per 512 elements, a 4-byte max per
+# block and one double upstream; the replay of the binary run's trace under
+# the same policy counts what the run did.
+sed -e 's/^version = 1$/version = 4/' -e 's/^route = binary$/route = int4\nblock = 64/' \
+  "$pol/big_binary.policy" > "$tmp/int4.policy"
+if nf_tier 2; then
+  record int4.2 2 "$tmp/int4.policy" ./tests/mpi/test_shim_linked policy &&
+    same_routes int4.2 2 "$tmp/int4.policy" && what_if shim.2 int4.2 "$tmp/int4.policy"
+  u=$(field "$tmp/int4.2.stats.json" int4 upstream_bytes)
+  c=$(field "$tmp/int4.2.stats.json" int4 calls)
+  if [ -n "$c" ] && [ "$c" -gt 0 ] && [ "$u" -eq $((c * (4 * 512 * 64 + 4096 * 4 + 8))) ]; then
+    ok "int4, block = 64: upstream $u bytes over $c calls of 1 MiB (4.5 bits per element)"
+  else
+    fail "int4, block = 64: upstream '$u' over '$c' calls"
+  fi
+fi
 # Fortran REAL sums (when configure built the Fortran program).
 if [ -x ./tests/mpi/test_fortran_linked ]; then
   record fortran.2 2 "$pol/fortran_real.policy" ./tests/mpi/test_fortran_linked policy mpi &&

@@ -25,6 +25,7 @@
 #include "nf_kernels.h"
 #include "nf_layout.h"
 #include "nf_policy.h"
+#include "nf_route.h"
 #include "nf_profile.h"
 #include "nf_settings.h"
 #include "nf_traffic.h"
@@ -107,14 +108,15 @@ typedef struct replay {
 
 /* A call of bytes that ran on ran under action a: binary counts a scale
  * per block of the action's scale_block (inherit: NFCOLL_SCALE_BLOCK here,
- * as in the run). */
+ * as in the run), an integer route a block max per block of its block. */
 static void rp_count(replay_t *rp, nf_route_t ran, uint64_t bytes, int comm_size,
                      const nf_policy_action_t *a)
 {
     unsigned n = (unsigned)comm_size;
-    uint64_t block = a == NULL ? 0
-                     : a->scale_block >= 0 ? (uint64_t)a->scale_block
-                                           : nf_settings_load()->scale_block;
+    uint64_t block = a == NULL                ? 0
+                     : nf_route_intk(ran) > 0 ? (uint64_t)(a->block > 0 ? a->block : 0)
+                     : a->scale_block >= 0    ? (uint64_t)a->scale_block
+                                              : nf_settings_load()->scale_block;
     uint64_t nsc = nf_traffic_scales(ran, bytes, block);
     nf_traffic_count_scales(rp->route, ran, bytes, n, nf_count_planes(n), nsc);
     if (rp->timing)
