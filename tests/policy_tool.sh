@@ -91,6 +91,14 @@ grep -qF "=> route int4 (ef inherit, ef_decay inherit, gamma inherit, segment in
 "$tool" explain "$tmp/conf/int.policy" --bytes 400 --comm-size 2 --region b > "$tmp/out" 2>&1
 grep -qF "int.profile:3: b: route int2 (cos_binary" "$tmp/out" ||
   { echo "FAIL - explain of an int2 profile entry:"; cat "$tmp/out"; failed=1; }
+# A version 3 profile (what calibration writes): explain adds int4's
+# cosine, the one that admitted it; the integer route takes the settings' decay.
+printf '# libnfcoll profile v3\na 100 20 0.9 0.9 0.3 0.3 int4 0.1 - 0.99 0.98 0.9 0.1 0.2 0.4\n' > "$tmp/conf/v3.profile"
+printf '[policy]\nversion = 4\nprofile = v3.profile\n[rule all]\nroute = auto\n' > "$tmp/conf/v3.policy"
+expect 0 "$tmp/conf/v3.policy" "profile $tmp/conf/v3.profile: ok: 1 entry (0 binary, 0 ternary, 1 int4, 0 int3, 0 int2, 0 fp32;"
+"$tool" explain "$tmp/conf/v3.policy" --bytes 400 --comm-size 2 --region a > "$tmp/out" 2>&1
+grep -qF "v3.profile:2: a: route int4 (cos_binary 0.9000, cos_ternary 0.9000, cos_int4 0.9900 over 20 calls), lag_cosine 0.1000: ef_decay the settings' (NFCOLL_EF_DECAY)" "$tmp/out" ||
+  { echo "FAIL - explain of a v3 profile entry:"; cat "$tmp/out"; failed=1; }
 printf '[policy]\nversion = 3\n[rule a]\nroute = int4\n[rule b]\nroute = binary\nblock = 128\n' > "$tmp/conf/int3.policy"
 expect 1 "$tmp/conf/int3.policy" \
   "$tmp/conf/int3.policy:4: warning: route int4 needs version = 4 in [policy] (this file says 3); rule 'a' disabled" \

@@ -509,7 +509,7 @@ same_why() { # NAME
 import json, sys
 run, rep = (json.load(open(f))["admission"] for f in sys.argv[1:])
 keys = ("route", "by", "rule", "where", "entry", "entry_elements", "cos_binary",
-        "cos_ternary", "admit_cosine", "warmup", "lag_cosine", "ef_decay", "ef_decay_by",
+        "cos_ternary", "cos_int4", "admit_cosine", "warmup", "lag_cosine", "ef_decay", "ef_decay_by",
         "scale_block", "scale_block_by")
 bad = ["%s %s: run %s, replay %s" % (r, k, run[r].get(k), rep.get(r, {}).get(k))
        for r in run for k in keys if run[r].get(k) != rep.get(r, {}).get(k)]

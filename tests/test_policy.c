@@ -1731,11 +1731,20 @@ END_TEST
 #define PROF_COLS "# segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route\n"
 #define PROF_FC1 "fc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary\n"
 #define PROF_HEAD "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32\n"
-/* What the writer writes: version 2, '-' where nothing was chosen. */
 #define PROF_HDR2 "# libnfcoll profile v2\n"
 #define PROF_COLS2 "# segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route lag_cosine ef_decay\n"
 #define PROF_FC1_2 "fc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 binary - -\n"
 #define PROF_HEAD_2 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 - -\n"
+/* What the writer writes: version 3, '-' where no decay was chosen, then
+ * the integer routes' cosines and relative errors. */
+#define PROF_HDR3 "# libnfcoll profile v3\n"
+#define PROF_COLS3 "# segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route lag_cosine " \
+                   "ef_decay cos_int4 cos_int3 cos_int2 relerr_int4 relerr_int3 relerr_int2\n"
+#define PROF_INTS3 " 0.9900 0.9700 0.9000 0.1000 0.2000 0.4000"
+#define PROF_FC1_3 "fc1.weight 200704 20 0.9312 0.9501 0.3671 0.3102 int4 - -" PROF_INTS3 "\n"
+#define PROF_HEAD_3 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 - - 0.4000 0.3000 0.2000 0.9000 1.0000 1.1000\n"
+/* The integer columns of an entry literal: PROF_INTS3's numbers. */
+#define PROF_INTS {0.99, 0.97, 0.9}, {0.1, 0.2, 0.4}
 
 static nf_status_t profile(const char *text, size_t len, diags_t *g, nf_profile_t **p)
 {
@@ -1762,10 +1771,42 @@ static const profile_case_t profile_cases[] = {
     {"buffer segment", PROF_HDR "buffer:4096 1024 20 0.7 0.75 0.6 0.55 binary\n", 1, 0, NULL},
     {"bounds", PROF_HDR "a 0 0 -1 1 0 0.0000 fp32\nb 18446744073709551615 1 1.0000 -1.0 1e3 -0.0 fp32\n", 2, 0, NULL},
     {"empty file", "", NO_LOAD, 1,
-     "t.profile:1: empty file: not a libnfcoll profile (expected '# libnfcoll profile v2' first)"},
-    {"other version", "# libnfcoll profile v3\n" PROF_FC1, NO_LOAD, 1,
-     "t.profile:1: not a libnfcoll profile: the first line must be '# libnfcoll profile v2' or "
-     "'# libnfcoll profile v1' (found '# libnfcoll profile v3')"},
+     "t.profile:1: empty file: not a libnfcoll profile (expected '# libnfcoll profile v3' first)"},
+    {"other version", "# libnfcoll profile v4\n" PROF_FC1, NO_LOAD, 1,
+     "t.profile:1: not a libnfcoll profile: the first line must be '# libnfcoll profile v3', "
+     "'# libnfcoll profile v2' or '# libnfcoll profile v1' (found '# libnfcoll profile v4')"},
+    {"v3", PROF_HDR3 PROF_COLS3 PROF_FC1_3 PROF_HEAD_3
+     "b 5 20 0.5 0.5 0.5 0.5 fp32 -0.3125 1 -1 1 -0.0 0 1e3 0.0000\n"
+     "c 5 20 0.5 0.5 0.5 0.5 binary 0.2 0.25 0.5 0.5 0.5 0.5 0.5 0.5\n", 4, 0, NULL},
+    {"v3 header only", PROF_HDR3, 0, 0, NULL},
+    {"v3, v2's fields", PROF_HDR3 PROF_FC1_2, NO_LOAD, 1,
+     "t.profile:2: expected 16 fields (segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary "
+     "route lag_cosine ef_decay cos_int4 cos_int3 cos_int2 relerr_int4 relerr_int3 relerr_int2), found 10"},
+    {"v3, v1's fields", PROF_HDR3 PROF_FC1, NO_LOAD, 1, "t.profile:2: expected 16 fields (segment "},
+    {"v3, one integer column short", PROF_HDR3 "a 5 20 0.5 0.5 0.5 0.5 int4 - - 0.5 0.5 0.5 0.5 0.5\n", NO_LOAD, 1,
+     "t.profile:2: expected 16 fields (segment elements calls"},
+    {"v3, one field too many", PROF_HDR3 "a 5 20 0.5 0.5 0.5 0.5 int4 - - 0.5 0.5 0.5 0.5 0.5 0.5 0.5\n", NO_LOAD,
+     1, "t.profile:2: expected 16 fields (segment elements calls"},
+    {"v2, v3's fields", PROF_HDR2 PROF_FC1_3, NO_LOAD, 1,
+     "t.profile:2: expected 10 fields (segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary "
+     "route lag_cosine ef_decay), found 16"},
+    {"v1, v3's fields", PROF_HDR PROF_FC1_3, NO_LOAD, 1, "t.profile:2: expected 8 fields"},
+    {"v3 cos_int4 above 1", PROF_HDR3 "a 5 20 0.5 0.5 0.5 0.5 int4 - - 1.0001 0.5 0.5 0.5 0.5 0.5\n", NO_LOAD, 1,
+     "t.profile:2: bad cos_int4 '1.0001' (expected a number from -1 to 1)"},
+    {"v3 cos_int3 below -1", PROF_HDR3 "a 5 20 0.5 0.5 0.5 0.5 int4 - - 0.5 -1.5 0.5 0.5 0.5 0.5\n", NO_LOAD, 1,
+     "t.profile:2: bad cos_int3 '-1.5' (expected a number from -1 to 1)"},
+    {"v3 cos_int2 nan", PROF_HDR3 "a 5 20 0.5 0.5 0.5 0.5 int4 - - 0.5 0.5 nan 0.5 0.5 0.5\n", NO_LOAD, 1,
+     "t.profile:2: bad cos_int2 'nan' (expected a number from -1 to 1)"},
+    {"v3 negative relerr_int4", PROF_HDR3 "a 5 20 0.5 0.5 0.5 0.5 int4 - - 0.5 0.5 0.5 -0.1 0.5 0.5\n", NO_LOAD, 1,
+     "t.profile:2: bad relerr_int4 '-0.1' (expected a number >= 0)"},
+    {"v3 relerr_int3 '-'", PROF_HDR3 "a 5 20 0.5 0.5 0.5 0.5 int4 - - 0.5 0.5 0.5 0.5 - 0.5\n", NO_LOAD, 1,
+     "t.profile:2: bad relerr_int3 '-' (expected a number >= 0)"},
+    {"v3 relerr_int2 inf", PROF_HDR3 "a 5 20 0.5 0.5 0.5 0.5 int4 - - 0.5 0.5 0.5 0.5 0.5 inf\n", NO_LOAD, 1,
+     "t.profile:2: bad relerr_int2 'inf' (expected a number >= 0)"},
+    {"v3 cos_int4 '-'", PROF_HDR3 "a 5 20 0.5 0.5 0.5 0.5 fp32 - - - 0.5 0.5 0.5 0.5 0.5\n", NO_LOAD, 1,
+     "t.profile:2: bad cos_int4 '-'"},
+    {"v3 every integer column bad", PROF_HDR3 "\na 5 20 0.5 0.5 0.5 0.5 int4 - - 2 x -2 -1 y 0,5\n", NO_LOAD, 6,
+     "t.profile:3: bad relerr_int2 '0,5'"},
     {"v2", PROF_HDR2 PROF_COLS2 PROF_FC1_2 "b 5 20 0.5 0.5 0.5 0.5 fp32 -0.3125 1\nc 5 20 0.5 0.5 0.5 0.5 fp32 0.2 0.25\n",
      3, 0, NULL},
     {"v2, v1's fields", PROF_HDR2 PROF_FC1, NO_LOAD, 1,
@@ -1945,32 +1986,73 @@ START_TEST(test_profile_hash)
 }
 END_TEST
 
-/* >= admits; binary before ternary; NaN admits nothing. */
-typedef struct choose_case { double cb, ct, admit; nf_route_t route; } choose_case_t;
+/* A v1 or v2 profile hashes as it did before v3 (the v2 reader of commit
+ * bc1cf34 gave these; the integer columns, NaN, are not hashed), and in
+ * v3 every integer column counts. */
+START_TEST(test_profile_hash_v3)
+{
+    static const char v2[] = PROF_HDR2 "a 20 20 0.9000 0.9000 0.3000 0.3000 binary -0.3125 1.0000\n"
+                             "b 20 20 0.9000 0.9000 0.3000 0.3000 binary 0.1875 0.2500\n"
+                             "c 20 20 0.9000 0.9000 0.3000 0.3000 ternary - -\n";
+    ck_assert_msg(profile_hash_of(PROF_HDR PROF_FC1 PROF_HEAD) == UINT64_C(0xe85499d380803c57), "v1: %#" PRIx64,
+                  profile_hash_of(PROF_HDR PROF_FC1 PROF_HEAD));
+    ck_assert_msg(profile_hash_of(v2) == UINT64_C(0xcfa2ad8d726b9b04), "v2: %#" PRIx64, profile_hash_of(v2));
+    ck_assert(profile_hash_of(PROF_HDR PROF_FC1) == profile_hash_of(PROF_HDR2 PROF_FC1_2));
+
+    static const char base[] = PROF_HDR3 PROF_FC1_3 PROF_HEAD_3;
+    static const char *const same[] = {
+        PROF_HDR3 PROF_COLS3 "# again\n" PROF_HEAD_3 "\n" PROF_FC1_3,
+        PROF_HDR3 PROF_FC1_3 "head.weight 1280 20 0.41 0.52 0.9 0.8 fp32 - - .4 0.30 2e-1 0.9 1 1.1\n",
+    };
+    static const char *const differ[] = {
+        PROF_HDR PROF_FC1 PROF_HEAD, /* the same without the integer columns */
+        PROF_HDR2 PROF_FC1_2 PROF_HEAD_2,
+        PROF_HDR3 PROF_FC1_3 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 - - 0.4001 0.3 0.2 0.9 1 1.1\n",
+        PROF_HDR3 PROF_FC1_3 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 - - 0.4 0.3001 0.2 0.9 1 1.1\n",
+        PROF_HDR3 PROF_FC1_3 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 - - 0.4 0.3 0.2001 0.9 1 1.1\n",
+        PROF_HDR3 PROF_FC1_3 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 - - 0.4 0.3 0.2 0.9001 1 1.1\n",
+        PROF_HDR3 PROF_FC1_3 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 - - 0.4 0.3 0.2 0.9 1.0001 1.1\n",
+        PROF_HDR3 PROF_FC1_3 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 - - 0.4 0.3 0.2 0.9 1 1.1001\n",
+        PROF_HDR3 PROF_FC1_3 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 - - 0.3 0.4 0.2 0.9 1 1.1\n",
+        PROF_HDR3 PROF_FC1_3 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 int4 - - 0.4 0.3 0.2 0.9 1 1.1\n",
+        PROF_HDR3 PROF_FC1_3 "head.weight 1280 20 0.4100 0.5200 0.9000 0.8000 fp32 0.1 - 0.4 0.3 0.2 0.9 1 1.1\n",
+    };
+    check_hashes(profile_hash_of, base, same, NELEM(same), differ, NELEM(differ));
+    ck_assert(profile_hash_of(PROF_HDR3 "a 1 1 0 0 0 0 fp32 - - -0.0 0 0 0 0 0\n") ==
+              profile_hash_of(PROF_HDR3 "a 1 1 0 0 0 0 fp32 - - 0 0 0 0 0 0\n"));
+}
+END_TEST
+
+/* int4 where its cosine reaches admit (>=), else fp32; the other routes'
+ * cosines choose nothing, however high (no signal is shown to pick a
+ * cheaper route safely); NaN admits nothing. */
+typedef struct choose_case { double cb, ct, c4, c3, c2, admit; nf_route_t route; } choose_case_t;
 
 static const choose_case_t choose_cases[] = {
-    {0.5, 0.4, 0.5, NF_ROUTE_BINARY},
-    {0.5000001, 0.9, 0.5, NF_ROUTE_BINARY},
-    {0.4999999, 0.5, 0.5, NF_ROUTE_TERNARY},
-    {0.4999999, 0.4999999, 0.5, NF_ROUTE_FP32},
-    {0.9, 0.95, 0.5, NF_ROUTE_BINARY},
-    {0.2, 0.95, 0.9, NF_ROUTE_TERNARY},
-    {1.0, 1.0, 1.0, NF_ROUTE_BINARY},
-    {0.9999, 1.0, 1.0, NF_ROUTE_TERNARY},
-    {-1.0, -1.0, -1.0, NF_ROUTE_BINARY},
-    {-1.0, -1.0, -0.9999, NF_ROUTE_FP32},
-    {0.0, -0.0, 0.0, NF_ROUTE_BINARY},
-    {NAN, 0.8, 0.5, NF_ROUTE_TERNARY},
-    {NAN, NAN, 0.5, NF_ROUTE_FP32},
-    {0.8, 0.9, NAN, NF_ROUTE_FP32},
+    {0.4, 0.4, 0.5, 0.4, 0.4, 0.5, NF_ROUTE_INT4},
+    {0.9, 0.95, 0.5000001, 0.9, 0.9, 0.5, NF_ROUTE_INT4},
+    {0.99, 0.99, 0.4999999, 0.99, 0.99, 0.5, NF_ROUTE_FP32},     /* binary, ternary, int3, int2 would pass */
+    {1.0, 1.0, 0.9999, 1.0, 1.0, 1.0, NF_ROUTE_FP32},
+    {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, NF_ROUTE_INT4},
+    {-1.0, -1.0, 0.96, -1.0, -1.0, 0.95, NF_ROUTE_INT4},         /* the others below admit */
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -1.0, NF_ROUTE_INT4},
+    {-1.0, -1.0, -1.0, -1.0, -1.0, -0.9999, NF_ROUTE_FP32},
+    {0.0, 0.0, -0.0, 0.0, 0.0, 0.0, NF_ROUTE_INT4},
+    {0.9, 0.9, NAN, 0.9, 0.9, 0.5, NF_ROUTE_FP32},               /* a v1 or v2 entry */
+    {NAN, NAN, 0.8, NAN, NAN, 0.5, NF_ROUTE_INT4},
+    {0.8, 0.9, 0.99, 0.9, 0.9, NAN, NF_ROUTE_FP32},
 };
 
 START_TEST(test_profile_choose)
 {
     const choose_case_t *c = &choose_cases[_i];
+    nf_profile_entry_t e = {"a", 1, 1, c->cb, c->ct, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0,
+                            {c->c4, c->c3, c->c2}, {0.5, 0.5, 0.5}};
 
-    ck_assert_msg(nf_profile_choose(c->cb, c->ct, c->admit) == c->route, "case %d: choose(%g, %g, %g) = %d", _i,
-                  c->cb, c->ct, c->admit, nf_profile_choose(c->cb, c->ct, c->admit));
+    ck_assert_msg(nf_profile_choose(&e, c->admit) == c->route, "case %d: choose(int4 %g, admit %g) = %d", _i,
+                  c->c4, c->admit, nf_profile_choose(&e, c->admit));
+    if (_i == 0)
+        ck_assert_int_eq(nf_profile_choose(NULL, 0.5), NF_ROUTE_FP32);
 }
 END_TEST
 
@@ -1993,13 +2075,18 @@ static char *profile_text(const nf_profile_entry_t *e, size_t n, int *rc, int *e
 START_TEST(test_profile_round_trip)
 {
     static const nf_profile_entry_t in[] = {
-        {"fc1.weight", 200704, 20, 0.9312, 0.9501, 0.3671, 0.3102, NF_ROUTE_BINARY, NAN, -1.0},
-        {"head.weight", 1280, 20, 0.41, 0.52, 0.9, 0.8, NF_ROUTE_FP32, NAN, -1.0},
-        {"buffer:4096", 1024, 1, -1.0, 1.0, 0.0, 123456.789, NF_ROUTE_TERNARY, NAN, -1.0},
-        {"x!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", UINT64_MAX, 0, -0.25, 0.0001, 1e-4, 2.5, NF_ROUTE_FP32, NAN, -1.0},
+        {"fc1.weight", 200704, 20, 0.9312, 0.9501, 0.3671, 0.3102, NF_ROUTE_INT4, NAN, -1.0, PROF_INTS},
+        {"head.weight", 1280, 20, 0.41, 0.52, 0.9, 0.8, NF_ROUTE_FP32, NAN, -1.0, {0.4, 0.3, 0.2}, {0.9, 1.0, 1.1}},
+        {"buffer:4096", 1024, 1, -1.0, 1.0, 0.0, 123456.789, NF_ROUTE_TERNARY, NAN, -1.0,
+         {-1.0, 1.0, -0.0}, {0.0, 1e-4, 98765.4321}},
+        {"x!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", UINT64_MAX, 0, -0.25, 0.0001, 1e-4, 2.5, NF_ROUTE_INT2, -0.5, 0.25,
+         PROF_INTS},
     };
-    static const char expect[] = PROF_HDR2 PROF_COLS2 PROF_FC1_2 PROF_HEAD_2
-        "buffer:4096 1024 1 -1.0000 1.0000 0.0000 123456.7890 ternary - -\n";
+    static const char expect[] = PROF_HDR3 PROF_COLS3 PROF_FC1_3 PROF_HEAD_3
+        "buffer:4096 1024 1 -1.0000 1.0000 0.0000 123456.7890 ternary - - -1.0000 1.0000 -0.0000 0.0000 0.0001 "
+        "98765.4321\n"
+        "x!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ 18446744073709551615 0 -0.2500 0.0001 0.0001 2.5000 int2 -0.5000 0.2500"
+        PROF_INTS3 "\n";
     nf_profile_entry_t out[4];
     nf_profile_t *p;
     diags_t g;
@@ -2008,7 +2095,7 @@ START_TEST(test_profile_round_trip)
 
     text = profile_text(in, 4, &rc, &err);
     ck_assert_int_eq(rc, 0);
-    ck_assert_msg(strncmp(text, expect, strlen(expect)) == 0, "wrote:\n%s", text);
+    ck_assert_msg(strcmp(text, expect) == 0, "wrote:\n%s", text);
     ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
     ck_assert_msg(g.text[0] == '\0', "%s", g.text);
     ck_assert_uint_eq(nf_profile_count(p), 4);
@@ -2020,7 +2107,12 @@ START_TEST(test_profile_round_trip)
         ck_assert_msg(e->cos_binary == in[i].cos_binary && e->cos_ternary == in[i].cos_ternary &&
                       e->relerr_binary == in[i].relerr_binary && e->relerr_ternary == in[i].relerr_ternary,
                       "entry %zu numbers changed", i);
+        for (int k = 0; k < 3; k++)
+            ck_assert_msg(e->cos_int[k] == in[i].cos_int[k] && e->relerr_int[k] == in[i].relerr_int[k],
+                          "entry %zu integer column %d changed: %g %g", i, k, e->cos_int[k], e->relerr_int[k]);
         ck_assert_int_eq(e->route, in[i].route);
+        ck_assert(e->lag_cosine == in[i].lag_cosine || (isnan(e->lag_cosine) && isnan(in[i].lag_cosine)));
+        ck_assert(e->ef_decay == in[i].ef_decay);
         out[i] = *e;
     }
     again = profile_text(out, 4, &rc, &err);
@@ -2035,8 +2127,9 @@ END_TEST
 START_TEST(test_profile_round_trip_rounding)
 {
     const nf_profile_entry_t in[] = {
-        {"a", 1, 1, 0.93124999, 0.99996, 1e-9, 0.123456789, NF_ROUTE_BINARY, NAN, -1.0},
-        {"b", 2, 2, -0.99996, -0.00004, 1e300, 0.00005, NF_ROUTE_TERNARY, NAN, -1.0},
+        {"a", 1, 1, 0.93124999, 0.99996, 1e-9, 0.123456789, NF_ROUTE_BINARY, NAN, -1.0,
+         {0.49996, -0.00004, 0.1}, {1e-9, 0.123456789, 2}},
+        {"b", 2, 2, -0.99996, -0.00004, 1e300, 0.00005, NF_ROUTE_TERNARY, NAN, -1.0, PROF_INTS},
     };
     nf_profile_entry_t out[2];
     nf_profile_t *p;
@@ -2046,13 +2139,15 @@ START_TEST(test_profile_round_trip_rounding)
 
     text = profile_text(in, 2, &rc, &err);
     ck_assert_int_eq(rc, 0);
-    ck_assert_msg(strstr(text, "\na 1 1 0.9312 1.0000 0.0000 0.1235 binary - -\n") != NULL, "wrote:\n%s", text);
+    ck_assert_msg(strstr(text, "\na 1 1 0.9312 1.0000 0.0000 0.1235 binary - - 0.5000 -0.0000 0.1000 0.0000 0.1235 "
+                               "2.0000\n") != NULL, "wrote:\n%s", text);
     ck_assert_msg(strstr(text, "\nb 2 2 -1.0000 -0.0000 1000000000000000052504760255204420248704468581108159154"),
                   "wrote:\n%s", text);
     ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
     for (size_t i = 0; i < 2; i++)
         out[i] = *nf_profile_entry(p, i);
     ck_assert(out[0].cos_binary == 0.9312 && out[0].cos_ternary == 1.0 && out[1].cos_binary == -1.0);
+    ck_assert(out[0].cos_int[0] == 0.5 && out[0].cos_int[1] == 0 && out[0].relerr_int[1] == 0.1235);
     again = profile_text(out, 2, &rc, &err);
     ck_assert_str_eq(again, text);
     nf_profile_free(p);
@@ -2111,12 +2206,25 @@ START_TEST(test_profile_decay)
     nf_profile_free(p1);
     nf_profile_free(p2);
 
+    /* Read from v2, the integer columns are NaN: written back (always v3)
+     * only once they are set, then with v2's columns as they were. */
     nf_profile_entry_t out[3];
-    for (size_t i = 0; i < 3; i++)
+    for (size_t i = 0; i < 3; i++) {
         out[i] = *nf_profile_entry(p, i);
+        ck_assert(isnan(out[i].cos_int[0]) && isnan(out[i].cos_int[2]) && isnan(out[i].relerr_int[1]));
+    }
     char *again = profile_text(out, 3, &rc, &err);
+    ck_assert_msg(rc == NF_ERR_INVALID && err == EINVAL && again[0] == '\0', "v2 entries written: %s", again);
+    free(again);
+    for (size_t i = 0; i < 3; i++)
+        out[i].cos_int[0] = out[i].cos_int[1] = out[i].cos_int[2] = 0.5,
+        out[i].relerr_int[0] = out[i].relerr_int[1] = out[i].relerr_int[2] = 0.25;
+    again = profile_text(out, 3, &rc, &err);
     ck_assert_int_eq(rc, 0);
-    ck_assert_str_eq(again, text);
+    ck_assert_str_eq(again, PROF_HDR3 PROF_COLS3
+                     "a 20 20 0.9000 0.9000 0.3000 0.3000 binary -0.3125 1.0000 0.5000 0.5000 0.5000 0.2500 0.2500 0.2500\n"
+                     "b 20 20 0.9000 0.9000 0.3000 0.3000 binary 0.1875 0.2500 0.5000 0.5000 0.5000 0.2500 0.2500 0.2500\n"
+                     "c 20 20 0.9000 0.9000 0.3000 0.3000 ternary - - 0.5000 0.5000 0.5000 0.2500 0.2500 0.2500\n");
     free(again);
 
     ck_assert_int_eq(parse(pol_text, strlen(pol_text), &g, &pol), NF_OK);
@@ -2187,16 +2295,22 @@ END_TEST
 typedef struct write_case { const char *what; nf_profile_entry_t e[2]; size_t n; } write_case_t;
 
 static const write_case_t write_bad[] = {
-    {"NaN cosine", {{"a", 1, 1, NAN, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
-    {"infinite error", {{"a", 1, 1, 0.5, 0.5, INFINITY, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
-    {"cosine above 1", {{"a", 1, 1, 1.0001, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
-    {"negative error", {{"a", 1, 1, 0.5, 0.5, -0.001, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
-    {"space in segment", {{"fc 1", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
-    {"empty segment", {{"", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
-    {"NULL segment", {{NULL, 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 1},
-    {"route pmpi", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_PMPI, NAN, -1.0}}, 1},
-    {"route out of range", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_COUNT, NAN, -1.0}}, 1},
-    {"duplicate segment", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}, {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0}}, 2},
+    {"NaN cosine", {{"a", 1, 1, NAN, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0, PROF_INTS}}, 1},
+    {"infinite error", {{"a", 1, 1, 0.5, 0.5, INFINITY, 0.5, NF_ROUTE_FP32, NAN, -1.0, PROF_INTS}}, 1},
+    {"cosine above 1", {{"a", 1, 1, 1.0001, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0, PROF_INTS}}, 1},
+    {"negative error", {{"a", 1, 1, 0.5, 0.5, -0.001, 0.5, NF_ROUTE_FP32, NAN, -1.0, PROF_INTS}}, 1},
+    {"space in segment", {{"fc 1", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0, PROF_INTS}}, 1},
+    {"empty segment", {{"", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0, PROF_INTS}}, 1},
+    {"NULL segment", {{NULL, 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0, PROF_INTS}}, 1},
+    {"route pmpi", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_PMPI, NAN, -1.0, PROF_INTS}}, 1},
+    {"route out of range", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_COUNT, NAN, -1.0, PROF_INTS}}, 1},
+    {"duplicate segment", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0, PROF_INTS}, {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0, PROF_INTS}}, 2},
+    {"v2 entry: NaN integer columns", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0,
+                                        {NAN, NAN, NAN}, {NAN, NAN, NAN}}}, 1},
+    {"NaN int4 cosine", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0, {NAN, 0.5, 0.5}, {0.5, 0.5, 0.5}}}, 1},
+    {"int2 cosine below -1", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_FP32, NAN, -1.0, {0.5, 0.5, -1.5}, {0.5, 0.5, 0.5}}}, 1},
+    {"infinite int3 error", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_INT4, NAN, -1.0, {0.5, 0.5, 0.5}, {0.5, INFINITY, 0.5}}}, 1},
+    {"negative int4 error", {{"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_INT4, NAN, -1.0, {0.5, 0.5, 0.5}, {-0.001, 0.5, 0.5}}}, 1},
 };
 
 START_TEST(test_profile_write_refuses)
@@ -2214,7 +2328,7 @@ END_TEST
 
 START_TEST(test_profile_write_errors)
 {
-    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_BINARY, NAN, -1.0};
+    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.5, 0.5, 0.5, NF_ROUTE_BINARY, NAN, -1.0, PROF_INTS};
     nf_profile_t *p;
     diags_t g;
     char *text;
@@ -2224,7 +2338,7 @@ START_TEST(test_profile_write_errors)
     /* No entries: the header lines, and a profile that loads empty. */
     text = profile_text(NULL, 0, &rc, &err);
     ck_assert_int_eq(rc, 0);
-    ck_assert_str_eq(text, PROF_HDR2 PROF_COLS2);
+    ck_assert_str_eq(text, PROF_HDR3 PROF_COLS3);
     ck_assert_int_eq(profile(text, strlen(text), &g, &p), NF_OK);
     ck_assert_uint_eq(nf_profile_count(p), 0);
     nf_profile_free(p);
@@ -2248,7 +2362,8 @@ END_TEST
 START_TEST(test_profile_write_locale)
 {
     static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "ru_RU.UTF-8", "nl_NL.UTF-8"};
-    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.25, 0.125, 1.5, NF_ROUTE_BINARY, NAN, -1.0};
+    nf_profile_entry_t e = {"a", 1, 1, 0.5, 0.25, 0.125, 1.5, NF_ROUTE_INT4, -0.5, 0.25, {0.5, 0.25, -0.125},
+                            {0.0625, 1.5, 2.25}};
     const char *used = NULL;
     char *text;
     int rc, err;
@@ -2261,7 +2376,8 @@ START_TEST(test_profile_write_locale)
     text = profile_text(&e, 1, &rc, &err);
     setlocale(LC_NUMERIC, "C");
     ck_assert_int_eq(rc, 0);
-    ck_assert_msg(strstr(text, "\na 1 1 0.5000 0.2500 0.1250 1.5000 binary - -\n") != NULL, "%s wrote:\n%s",
+    ck_assert_msg(strstr(text, "\na 1 1 0.5000 0.2500 0.1250 1.5000 int4 -0.5000 0.2500 0.5000 0.2500 -0.1250 "
+                               "0.0625 1.5000 2.2500\n") != NULL, "%s wrote:\n%s",
                   used ? used : "C", text);
     free(text);
 }
@@ -2285,7 +2401,8 @@ START_TEST(test_profile_files)
     memset(&g, 0, sizeof(g));
     ck_assert_int_eq(nf_profile_load(fixture("bad_header.profile"), collect, &g, &p), NF_ERR_PARSE);
     ck_assert_msg(strstr(g.text, "bad_header.profile:1: not a libnfcoll profile: the first line must be "
-                                 "'# libnfcoll profile v2' or '# libnfcoll profile v1' (found '# libnfcoll profile v3')") != NULL, "got %s", g.text);
+                                 "'# libnfcoll profile v3', '# libnfcoll profile v2' or '# libnfcoll profile v1' "
+                                 "(found '# libnfcoll profile v4')") != NULL, "got %s", g.text);
     memset(&g, 0, sizeof(g));
     ck_assert_int_eq(nf_profile_load(fixture("dup.profile"), collect, &g, &p), NF_ERR_PARSE);
     ck_assert_msg(strstr(g.text, "dup.profile:6: duplicate segment 'fc1.weight' (first at line 3)") != NULL, "got %s",
@@ -2303,12 +2420,31 @@ START_TEST(test_profile_files)
     ck_assert_int_eq(nf_profile_find(p, "fc1.bias")->route, NF_ROUTE_TERNARY);
     ck_assert_int_eq(nf_profile_find(p, "head.weight")->route, NF_ROUTE_FP32);
     ck_assert_int_eq(nf_profile_find(p, "buffer:4096")->route, NF_ROUTE_BINARY);
-    /* The routes are what calibration admits at the policy's admit_cosine. */
+    /* A v1 profile loads with the routes it names, but its entries have no
+     * int4 cosine: calibration would now admit nothing on them. */
     for (size_t i = 0; i < nf_profile_count(p); i++) {
         const nf_profile_entry_t *e = nf_profile_entry(p, i);
-        ck_assert_msg(nf_profile_choose(e->cos_binary, e->cos_ternary, nf_policy_admit_cosine(pol)) == e->route,
+        ck_assert_msg(isnan(e->cos_int[0]) && nf_profile_choose(e, nf_policy_admit_cosine(pol)) == NF_ROUTE_FP32,
                       "%s", e->segment);
     }
+    nf_profile_free(p);
+    /* A v3 profile as calibration writes it at the policy's admit_cosine
+     * (0.8): int4 where cos_int4 reaches it, fp32 elsewhere, whatever the
+     * other routes' cosines; no decay on an int4 entry. */
+    static const char v3[] = PROF_HDR3 PROF_COLS3
+        "fc1.weight 200704 10 0.9312 0.9501 0.3671 0.3102 int4 0.1843 - 0.9954 0.9801 0.9102 0.0961 0.1990 0.4143\n"
+        "fc1.bias 256 10 0.2000 0.3000 0.9000 0.8000 int4 - - 0.8000 0.6000 0.4000 0.6000 0.8000 0.9000\n"
+        "head.weight 1280 10 0.9900 0.9900 0.1000 0.1000 fp32 -0.2000 1.0000 0.7999 0.9900 0.9900 0.6 0.1 0.1\n";
+    ck_assert_int_eq(profile(v3, strlen(v3), &g, &p), NF_OK);
+    ck_assert_uint_eq(nf_profile_count(p), 3);
+    for (size_t i = 0; i < nf_profile_count(p); i++) {
+        const nf_profile_entry_t *e = nf_profile_entry(p, i);
+        ck_assert_msg(nf_profile_choose(e, nf_policy_admit_cosine(pol)) == e->route, "%s", e->segment);
+        ck_assert_msg(e->route != NF_ROUTE_INT4 || e->ef_decay < 0, "%s", e->segment);
+    }
+    ck_assert_int_eq(nf_profile_find(p, "head.weight")->route, NF_ROUTE_FP32);
+    ck_assert(nf_profile_find(p, "fc1.weight")->cos_int[2] == 0.9102 &&
+              nf_profile_find(p, "fc1.weight")->relerr_int[1] == 0.1990);
     nf_profile_free(p);
     nf_policy_free(pol);
 }
@@ -2527,6 +2663,7 @@ static Suite *policy_suite(void)
     tcase_add_test(t, test_profile_find);
     tcase_add_test(t, test_profile_find_many);
     tcase_add_test(t, test_profile_hash);
+    tcase_add_test(t, test_profile_hash_v3);
     tcase_add_loop_test(t, test_profile_choose, 0, (int)NELEM(choose_cases));
     tcase_add_test(t, test_profile_round_trip);
     tcase_add_test(t, test_profile_round_trip_rounding);

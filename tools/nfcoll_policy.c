@@ -340,9 +340,11 @@ static void explain_profile(const nf_policy_t *pol, const nf_policy_query_t *q, 
                ": a stale entry, %s (and no decay from it)\n", path, nf_profile_line(p, e), name,
                e->elements, m, nf_route_name(a->route));
     } else {
-        printf("   profile %s:%d: %s: route %s (cos_binary %.4f, cos_ternary %.4f over %" PRIu64 " calls)",
-               path, nf_profile_line(p, e), name, nf_route_name(e->route), e->cos_binary, e->cos_ternary,
-               e->calls);
+        printf("   profile %s:%d: %s: route %s (cos_binary %.4f, cos_ternary %.4f", path,
+               nf_profile_line(p, e), name, nf_route_name(e->route), e->cos_binary, e->cos_ternary);
+        if (!isnan(e->cos_int[0])) /* a v3 profile's entry: the cosine that admits int4 */
+            printf(", cos_int4 %.4f", e->cos_int[0]);
+        printf(" over %" PRIu64 " calls)", e->calls);
         if (isnan(e->lag_cosine))
             snprintf(seg, sizeof(seg), "not measured");
         else

@@ -83,8 +83,9 @@ void replay_whys_json(FILE *fp, const replay_whys_t *t, const nf_profile_t *prof
                     (unsigned long long)pe->elements,
                     nf_format_fixed4(b, sizeof(b), pe->cos_binary));
             fprintf(fp, ", \"cos_ternary\": %s", nf_format_fixed4(b, sizeof(b), pe->cos_ternary));
+            rw_json_num(fp, "cos_int4", pe->cos_int[0]); /* null: a v1 or v2 profile's */
         } else {
-            fprintf(fp, "null, \"cos_binary\": null, \"cos_ternary\": null");
+            fprintf(fp, "null, \"cos_binary\": null, \"cos_ternary\": null, \"cos_int4\": null");
         }
         fprintf(fp, ", \"admit_cosine\": %s, \"warmup\": %llu",
                 nf_format_fixed4(b, sizeof(b), nf_policy_admit_cosine(pol)),

@@ -370,7 +370,7 @@ static void nf_adm_record(const nf_seg_t *g, const nf_policy_action_t *a,
                           const nf_decide_reason_t *r)
 {
     nf_rs_why_t w = {.route = r->why == NF_WHY_CALIBRATE ? NF_ROUTE_FP32 : g->route,
-                     .cos_binary = NAN, .cos_ternary = NAN, .lag_cosine = NAN,
+                     .cos_binary = NAN, .cos_ternary = NAN, .cos_int4 = NAN, .lag_cosine = NAN,
                      .admit_cosine = nf_policy_admit_cosine(nf_pol), .warmup = a->warmup};
     nf_decide_params_t p;
     if (g->id == 0)
@@ -391,6 +391,7 @@ static void nf_adm_record(const nf_seg_t *g, const nf_policy_action_t *a,
                      nf_profile_line(nf_prof, r->pe));
         w.entry_elements = r->pe->elements;
         w.cos_binary = r->pe->cos_binary, w.cos_ternary = r->pe->cos_ternary;
+        w.cos_int4 = r->pe->cos_int[0];
         w.lag_cosine = r->pe->lag_cosine;
     }
     nf_regstats_why(g->id, &w);

@@ -29,13 +29,19 @@
 #define NF_CALIB_LAG_FROM 20
 #define NF_CALIB_LAG_TO 100
 
+/* The shadows: every low-bit route, run beside the exact sum on the same
+ * input. The lag cosine is binary's (shadow 0). */
+static const nf_route_t nf_calib_route[] = {NF_ROUTE_BINARY, NF_ROUTE_TERNARY, NF_ROUTE_INT4,
+                                            NF_ROUTE_INT3, NF_ROUTE_INT2};
+#define NF_CALIB_SHADOWS (sizeof(nf_calib_route) / sizeof(nf_calib_route[0]))
+
 typedef struct nf_calib_seg {
     char name[NF_REGION_NAME_MAX + 24];
     uint64_t elements, calls;
     uint64_t nonfinite;    /* calls skipped: a NaN or Inf in the exact sum or a shadow */
     uint64_t fallback;     /* calls skipped: a shadow ran fp32 (ranks' layouts differed,
                               the segment could not grow, the lanes do not fit) */
-    double cos[2], rel[2]; /* sums over calls: binary, ternary */
+    double cos[NF_CALIB_SHADOWS], rel[NF_CALIB_SHADOWS]; /* sums over calls, per shadow */
     uint64_t ncos;         /* calls in cos and rel (at most K) */
     double lag;            /* sum of lag cosines over nlag calls */
     uint64_t nlag;
@@ -190,11 +196,11 @@ static int nf_calib_wanted(const nf_comm_t *c, const nf_seg_t *seg, size_t nseg)
     return want;
 }
 
-/* A segment's measurement, when both shadows ran their low-bit route on it
+/* A segment's measurement, when every shadow ran its low-bit route on it
  * and every sum is finite; else the call is counted as skipped. */
 static void nf_calib_record(const nf_comm_t *c, const nf_seg_t *seg, size_t nseg,
-                            const nf_seg_t *const ran[2], const float *exact,
-                            float *const shadow[2], const double *lag)
+                            const nf_seg_t *const ran[NF_CALIB_SHADOWS], const float *exact,
+                            float *const shadow[NF_CALIB_SHADOWS], const double *lag)
 {
     int possible = nf_calib_lag_possible(c);
     pthread_mutex_lock(&nf_cal.lock);
@@ -203,9 +209,9 @@ static void nf_calib_record(const nf_comm_t *c, const nf_seg_t *seg, size_t nseg
         nf_calib_seg_t *r = nf_calib_find(g);
         if (r == NULL || !nf_calib_open(r, possible))
             continue;
-        double cs[2], rl[2];
+        double cs[NF_CALIB_SHADOWS], rl[NF_CALIB_SHADOWS];
         int bad = 0, lowbit = 1;
-        for (int w = 0; w < 2; w++) {
+        for (size_t w = 0; w < NF_CALIB_SHADOWS; w++) {
             bad |= ran[w][s].nonfinite ||
                    nf_calib_compare(shadow[w] + g->off, exact + g->off, g->m, &cs[w],
                                     &rl[w]) != NF_OK;
@@ -219,7 +225,7 @@ static void nf_calib_record(const nf_comm_t *c, const nf_seg_t *seg, size_t nseg
             r->fallback++;
         } else {
             if (nf_calib_cos_open(r)) {
-                for (int w = 0; w < 2; w++)
+                for (size_t w = 0; w < NF_CALIB_SHADOWS; w++)
                     r->cos[w] += cs[w], r->rel[w] += rl[w];
                 r->ncos++;
             }
@@ -229,11 +235,11 @@ static void nf_calib_record(const nf_comm_t *c, const nf_seg_t *seg, size_t nseg
     pthread_mutex_unlock(&nf_cal.lock);
 }
 
-/* The shadows' residuals per communicator, binary's and ternary's, as if
+/* The shadows' residuals per communicator, one table per shadow, as if
  * that route had run all along: calibration's own, in a slot of core's
  * nf_comm_t; not kept in checkpoints (a calibration run is its own run). */
 typedef struct nf_calib_comm {
-    nf_residual_table_t shadow[2];
+    nf_residual_table_t shadow[NF_CALIB_SHADOWS];
 } nf_calib_comm_t;
 
 static void nf_calib_comm_free(nf_comm_t *c, void *p)
@@ -242,8 +248,8 @@ static void nf_calib_comm_free(nf_comm_t *c, void *p)
     (void)c;
     if (s == NULL)
         return;
-    nf_residual_table_free(&s->shadow[0]);
-    nf_residual_table_free(&s->shadow[1]);
+    for (size_t w = 0; w < NF_CALIB_SHADOWS; w++)
+        nf_residual_table_free(&s->shadow[w]);
     free(s);
 }
 
@@ -306,12 +312,13 @@ static int nf_calib_lag_wanted(const nf_seg_t *g)
     return want;
 }
 
-/* Both shadows of the call, from the input copy x into the two buffers;
- * tmp (2 * nseg) holds the segments twice as decided (what a rule left
- * unset still unset) and gets them as each shadow ran them, lag (nseg) the
- * lag cosines (NaN where none is wanted). */
+/* Every shadow of the call, from the input copy x into its buffer; tmp
+ * (NF_CALIB_SHADOWS * nseg) holds the segments once per shadow as decided
+ * (what a rule left unset still unset) and gets them as each shadow ran
+ * them, lag (nseg) the lag cosines (NaN where none is wanted). */
 static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, const nf_seg_t *seg,
-                                    size_t nseg, nf_seg_t *tmp, float *const out[2], double *lag)
+                                    size_t nseg, nf_seg_t *tmp, float *const out[NF_CALIB_SHADOWS],
+                                    double *lag)
 {
     nf_status_t st = NF_OK;
     nf_calib_comm_t *cc = nf_calib_comm(c);
@@ -321,16 +328,17 @@ static nf_status_t nf_calib_shadows(nf_comm_t *c, const float *x, size_t m, cons
         lag[s] = cc != NULL && possible && nf_calib_lag_wanted(&seg[s])
                      ? nf_calib_lag(&cc->shadow[0], x, &seg[s])
                      : NAN;
-    for (unsigned w = 0; st == NF_OK && w < 2; w++) {
+    for (size_t w = 0; st == NF_OK && w < NF_CALIB_SHADOWS; w++) {
         nf_seg_t *t = tmp + w * nseg;
         for (size_t s = 0; s < nseg; s++) {
-            t[s].route = w == 0 ? NF_ROUTE_BINARY : NF_ROUTE_TERNARY;
+            t[s].route = nf_calib_route[w];
             t[s].ef = -1; /* the settings' error feedback, as a route would run */
             /* ef_decay and scale_block stay the segment's: under such a
              * rule calibration measures the route as the rule runs it;
              * a decay nothing names is calibration's own */
-            if (t[s].ef_decay < 0.0)
-                t[s].ef_decay = nf_cal.decay;
+            if (t[s].ef_decay < 0.0) /* integer routes: as auto runs them, the settings' */
+                t[s].ef_decay = nf_route_intk(t[s].route) > 0 ? nf_settings_load()->ef_decay
+                                                              : nf_cal.decay;
         }
         st = nf_run_shadow(c, cc != NULL ? &cc->shadow[w] : NULL, x, out[w], m, t, nseg);
     }
@@ -370,8 +378,9 @@ nf_status_t nf_calib_run(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, si
     float *x = NULL;
     nf_seg_t *tmp = NULL;
     double *lag = NULL;
-    size_t at = (3 * m * sizeof(float) + 15) & ~(size_t)15; /* the segments after 3 copies */
-    size_t lag_at = at + 2 * nseg * sizeof(nf_seg_t);
+    /* the input, then each shadow's result, then the segments once per shadow */
+    size_t at = ((1 + NF_CALIB_SHADOWS) * m * sizeof(float) + 15) & ~(size_t)15;
+    size_t lag_at = at + NF_CALIB_SHADOWS * nseg * sizeof(nf_seg_t);
     /* nf_comm_ready is agreed (a failed setup is broken on every rank). */
     int want = nf_comm_ready(c) == NF_OK &&
                nf_calib_agree(c, nf_calib_wanted(c, seg, nseg), lag_at + nseg * sizeof(double), &x);
@@ -380,14 +389,17 @@ nf_status_t nf_calib_run(nf_comm_t *c, const nf_run_args_t *a, nf_seg_t *seg, si
         tmp = (nf_seg_t *)(void *)((char *)x + at);
         lag = (double *)(void *)((char *)x + lag_at);
         for (size_t s = 0; s < nseg; s++) /* as decided: the exact run fills in the settings */
-            tmp[s] = tmp[nseg + s] = seg[s];
+            for (size_t w = 0; w < NF_CALIB_SHADOWS; w++)
+                tmp[w * nseg + s] = seg[s];
     }
     for (size_t s = 0; s < nseg; s++)
         seg[s].route = NF_ROUTE_FP32;
     nf_status_t st = nf_run_plan(c, a, seg, nseg);
     if (st == NF_OK && want) {
-        float *const out[2] = {x + m, x + 2 * m};
-        const nf_seg_t *const ran[2] = {tmp, tmp + nseg};
+        float *out[NF_CALIB_SHADOWS];
+        const nf_seg_t *ran[NF_CALIB_SHADOWS];
+        for (size_t w = 0; w < NF_CALIB_SHADOWS; w++)
+            out[w] = x + (1 + w) * m, ran[w] = tmp + w * nseg;
         st = nf_calib_shadows(c, x, m, seg, nseg, tmp, out, lag);
         if (st == NF_OK)
             nf_calib_record(c, seg, nseg, ran, a->recvbuf, out, lag);
@@ -440,12 +452,23 @@ static void nf_calib_write(void)
                                     .cos_ternary = r->cos[1] / k,
                                     .relerr_binary = r->rel[0] / k,
                                     .relerr_ternary = r->rel[1] / k};
-        e[n].route = nf_profile_choose(e[n].cos_binary, e[n].cos_ternary, nf_cal.admit);
+        for (size_t w = 2; w < NF_CALIB_SHADOWS; w++) /* int4, int3, int2 */
+            e[n].cos_int[w - 2] = r->cos[w] / k, e[n].relerr_int[w - 2] = r->rel[w] / k;
         /* chosen from the value written (%.4f), so that the file agrees
-         * with the rule: -0.00004 is written -0.0000, which is not < 0 */
+         * with the rule: 0.49996 is written 0.5000, which is >= 0.5 */
+        e[n].cos_int[0] = round(e[n].cos_int[0] * 1e4) / 1e4 + 0.0;
+        e[n].route = nf_profile_choose(&e[n], nf_cal.admit);
+        /* likewise: -0.00004 is written -0.0000, which is not < 0 */
         e[n].lag_cosine = r->nlag > 0 ? round(r->lag / (double)r->nlag * 1e4) / 1e4 + 0.0 : NAN;
-        e[n].ef_decay = nf_profile_choose_decay(e[n].lag_cosine, r->nlag);
-        short_lag += e[n].ef_decay < 0 && lag_on;
+        /* The integer routes take the whole residual (the settings' decay
+         * where the user set one): no decay is chosen for them, and the lag
+         * cosine stays as evidence. */
+        e[n].ef_decay = nf_route_intk(e[n].route) > 0
+                            ? -1.0
+                            : nf_profile_choose_decay(e[n].lag_cosine, r->nlag);
+        /* the lag window's warning only where a decay would have been chosen */
+        short_lag += e[n].ef_decay < 0 && lag_on &&
+                     (e[n].route == NF_ROUTE_BINARY || e[n].route == NF_ROUTE_TERNARY);
         n++;
     }
     if (nf_profile_write(f->fp, e, n) != NF_OK || nf_calib_skips(f->fp, &skipped) != NF_OK) {

@@ -7,6 +7,7 @@
  * write(2) at most once a second or per 64 KiB. */
 #include "config.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,19 +69,22 @@ typedef struct nf_trace_seg {
     int fallback;
 } nf_trace_seg_t;
 
-/* The why column: the reason's name, a profile entry's figures after it. */
+/* The why column: the reason's name, a profile entry's figures after it
+ * (int4's cosine only where the entry has it: a v3 profile's). */
 static const char *nf_trace_why(const nf_decide_reason_t *w, char *buf, size_t n)
 {
-    char b[48], t[48];
+    char b[48], t[48], i4[48];
     const char *name = nf_decide_why_name(w->why);
     if (w->pe == NULL)
         return name;
     if (w->why == NF_WHY_STALE)
         snprintf(buf, n, "%s:elements=%llu", name, (unsigned long long)w->pe->elements);
     else
-        snprintf(buf, n, "%s:cos_binary=%s,cos_ternary=%s", name,
+        snprintf(buf, n, "%s:cos_binary=%s,cos_ternary=%s%s%s", name,
                  nf_format_fixed4(b, sizeof(b), w->pe->cos_binary),
-                 nf_format_fixed4(t, sizeof(t), w->pe->cos_ternary));
+                 nf_format_fixed4(t, sizeof(t), w->pe->cos_ternary),
+                 isnan(w->pe->cos_int[0]) ? "" : ",cos_int4=",
+                 isnan(w->pe->cos_int[0]) ? "" : nf_format_fixed4(i4, sizeof(i4), w->pe->cos_int[0]));
     return buf;
 }
 

@@ -31,6 +31,8 @@ typedef struct nf_rs_why {
     char entry[192];         /* profile, stale-entry: the profile entry's file:line */
     uint64_t entry_elements; /* its element count */
     double cos_binary, cos_ternary; /* its figures (NAN without an entry) */
+    double cos_int4;         /* its int4 cosine, what admits int4 (NAN without an entry
+                                or in a v1 or v2 profile's) */
     double admit_cosine;     /* the policy's admit_cosine */
     uint64_t warmup;         /* the rule's warmup (calls on fp32 first; 0: none) */
     double lag_cosine;       /* the entry's lag cosine (NAN: none) */

@@ -407,6 +407,7 @@ static void nf_rs_why_json_one(FILE *fp, const nf_rs_entry_t *e)
         }
         nf_rs_json_num(fp, "cos_binary", w->cos_binary);
         nf_rs_json_num(fp, "cos_ternary", w->cos_ternary);
+        nf_rs_json_num(fp, "cos_int4", w->cos_int4);
         nf_rs_json_num(fp, "admit_cosine", w->admit_cosine);
         fprintf(fp, ", \"warmup\": %llu", (unsigned long long)w->warmup);
         nf_rs_json_num(fp, "lag_cosine", w->lag_cosine);
@@ -457,12 +458,15 @@ static void nf_rs_why_line(FILE *fp, const nf_rs_entry_t *e)
     if (e->has_why) {
         fprintf(fp, " %s by %s", nf_route_name(w->route), w->by);
         char b[48], tb[48], a[48];
-        if (w->entry[0] != '\0')
-            fprintf(fp, " %s (%llu elements, cos_binary %s, cos_ternary %s; admit_cosine %s)",
-                    w->entry, (unsigned long long)w->entry_elements,
+        if (w->entry[0] != '\0') {
+            fprintf(fp, " %s (%llu elements, cos_binary %s, cos_ternary %s", w->entry,
+                    (unsigned long long)w->entry_elements,
                     nf_format_fixed4(b, sizeof(b), w->cos_binary),
-                    nf_format_fixed4(tb, sizeof(tb), w->cos_ternary),
-                    nf_format_fixed4(a, sizeof(a), w->admit_cosine));
+                    nf_format_fixed4(tb, sizeof(tb), w->cos_ternary));
+            if (!isnan(w->cos_int4)) /* a v3 profile's entry */
+                fprintf(fp, ", cos_int4 %s", nf_format_fixed4(b, sizeof(b), w->cos_int4));
+            fprintf(fp, "; admit_cosine %s)", nf_format_fixed4(a, sizeof(a), w->admit_cosine));
+        }
         fprintf(fp, ", rule %s %s", w->rule, w->where[0] ? w->where : "(built-in)");
         if (w->warmup != 0)
             fprintf(fp, " (warmup %llu)", (unsigned long long)w->warmup);

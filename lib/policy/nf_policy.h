@@ -225,8 +225,8 @@ const char *nf_policy_calibrate(const nf_policy_t *p);
 const char *nf_policy_profile(const nf_policy_t *p);
 
 /** Calls a calibration run measures per segment (>= 1, default 20), and the
- * cosine a low-bit route must reach to be admitted (in [-1, 1], default
- * 0.5; see nf_profile_choose). Both enter nf_policy_hash. */
+ * cosine int4's result must reach for calibration to admit int4 (in
+ * [-1, 1], default 0.5; see nf_profile_choose). Both enter nf_policy_hash. */
 unsigned nf_policy_calibrate_calls(const nf_policy_t *p);
 double nf_policy_admit_cosine(const nf_policy_t *p);
 

@@ -23,7 +23,9 @@
  * rule file:line region offset elements ran health why fallback (the
  * strings "-" when there is none). why is admission's reason for route
  * (nf_decide_why_name), with a profile entry's figures after a colon:
- * profile:cos_binary=B,cos_ternary=T or stale-entry:elements=N. */
+ * profile:cos_binary=B,cos_ternary=T or stale-entry:elements=N; an entry
+ * of a v3 profile adds ,cos_int4=I (its int4 cosine) after T. The reader
+ * checks only the name before the colon. */
 #define NF_TRACE_LINE "%d %llu %s %d %s %s %llu %s %s %s:%d %s %llu %llu %s %s %s %s\n"
 
 #endif

@@ -27,10 +27,12 @@
 #include "nf_util.h"
 
 #define NF_PROFILE_NAMES_V1 "segment elements calls cos_binary cos_ternary relerr_binary relerr_ternary route"
-#define NF_PROFILE_NAMES NF_PROFILE_NAMES_V1 " lag_cosine ef_decay"
+#define NF_PROFILE_NAMES_V2 NF_PROFILE_NAMES_V1 " lag_cosine ef_decay"
+#define NF_PROFILE_NAMES NF_PROFILE_NAMES_V2 " cos_int4 cos_int3 cos_int2 relerr_int4 relerr_int3 relerr_int2"
 #define NF_PROFILE_COLUMNS "# " NF_PROFILE_NAMES
 #define NF_PROFILE_FIELDS_V1 8
-#define NF_PROFILE_FIELDS 10
+#define NF_PROFILE_FIELDS_V2 10
+#define NF_PROFILE_FIELDS 16
 
 struct nf_profile {
     char *file;
@@ -47,7 +49,7 @@ typedef struct nf_pparse {
     nf_policy_diag_fn fn;
     void *arg;
     int line, errors;
-    int version;            /* 1 or 2, from the header */
+    int version;            /* 1, 2 or 3, from the header */
 } nf_pparse_t;
 
 static void nf_prof_error(nf_pparse_t *pp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -67,14 +69,21 @@ static void nf_prof_error(nf_pparse_t *pp, const char *fmt, ...)
 /* ------------------------------------------------------------ one entry */
 
 /* Columns 4 to 7: the cosines, then the relative errors; v2's 9 and 10:
- * the lag cosine and the decay, each '-' when there is none. */
-static const struct { const char *name, *expected; double lo, hi; } nf_prof_num[6] = {
+ * the lag cosine and the decay, each '-' when there is none; v3's 11 to
+ * 16: the integer routes' cosines, then their relative errors. */
+static const struct { const char *name, *expected; double lo, hi; } nf_prof_num[12] = {
     {"cos_binary", "a number from -1 to 1", -1.0, 1.0},
     {"cos_ternary", "a number from -1 to 1", -1.0, 1.0},
     {"relerr_binary", "a number >= 0", 0.0, DBL_MAX},
     {"relerr_ternary", "a number >= 0", 0.0, DBL_MAX},
     {"lag_cosine", "a number from -1 to 1, or '-'", -1.0, 1.0},
     {"ef_decay", "a number from 0 to 1, or '-'", 0.0, 1.0},
+    {"cos_int4", "a number from -1 to 1", -1.0, 1.0},
+    {"cos_int3", "a number from -1 to 1", -1.0, 1.0},
+    {"cos_int2", "a number from -1 to 1", -1.0, 1.0},
+    {"relerr_int4", "a number >= 0", 0.0, DBL_MAX},
+    {"relerr_int3", "a number >= 0", 0.0, DBL_MAX},
+    {"relerr_int2", "a number >= 0", 0.0, DBL_MAX},
 };
 
 /* The checks of fields and lines say what is wrong (nf_prof_error) and
@@ -155,11 +164,19 @@ static nf_status_t nf_prof_fields(nf_pparse_t *pp, const nf_pol_field_t *f, nf_p
         bad |= nf_prof_number(pp, i, &f[3 + i], dv[i]) != NF_OK;
     bad |= nf_prof_route(pp, &f[7], &e->route) != NF_OK;
     e->lag_cosine = NAN, e->ef_decay = -1.0;
+    for (int i = 0; i < 3; i++)
+        e->cos_int[i] = e->relerr_int[i] = NAN;
     if (pp->version >= 2) {
         if (!(f[8].len == 1 && f[8].s[0] == '-'))
             bad |= nf_prof_number(pp, 4, &f[8], &e->lag_cosine) != NF_OK;
         if (!(f[9].len == 1 && f[9].s[0] == '-'))
             bad |= nf_prof_number(pp, 5, &f[9], &e->ef_decay) != NF_OK;
+    }
+    if (pp->version >= 3) {
+        for (int i = 0; i < 3; i++) /* in column order: the cosines, then the errors */
+            bad |= nf_prof_number(pp, 6 + i, &f[10 + i], &e->cos_int[i]) != NF_OK;
+        for (int i = 0; i < 3; i++)
+            bad |= nf_prof_number(pp, 9 + i, &f[13 + i], &e->relerr_int[i]) != NF_OK;
     }
     return bad ? NF_ERR_PARSE : NF_OK;
 }
@@ -171,12 +188,16 @@ static nf_status_t nf_prof_line(nf_pparse_t *pp, const char *s, size_t len)
     nf_profile_t *p = pp->p;
     nf_pol_field_t f[NF_PROFILE_FIELDS];
     nf_profile_entry_t e = {0};
-    int want = pp->version >= 2 ? NF_PROFILE_FIELDS : NF_PROFILE_FIELDS_V1;
+    int want = pp->version >= 3   ? NF_PROFILE_FIELDS
+               : pp->version == 2 ? NF_PROFILE_FIELDS_V2
+                                  : NF_PROFILE_FIELDS_V1;
     int n = nf_pol_fields(s, len, f, NF_PROFILE_FIELDS);
 
     if (n != want) {
         nf_prof_error(pp, "expected %d fields (%s), found %d", want,
-                      pp->version >= 2 ? NF_PROFILE_NAMES : NF_PROFILE_NAMES_V1, n);
+                      pp->version >= 3   ? NF_PROFILE_NAMES
+                      : pp->version == 2 ? NF_PROFILE_NAMES_V2
+                                         : NF_PROFILE_NAMES_V1, n);
         return NF_OK;
     }
     if (nf_prof_fields(pp, f, &e) != NF_OK)
@@ -277,6 +298,15 @@ static uint64_t nf_prof_hash_entry(uint64_t h, const nf_profile_entry_t *e)
             h = nf_hash_u64(h, bits);
         }
     }
+    if (!isnan(e->cos_int[0])) { /* v3's columns (all or none); none: a v1 or v2 entry's hash stands */
+        h = nf_hash_u64(h, 3); /* a mark: these six are not v2's two and more */
+        for (int i = 0; i < 6; i++) {
+            double v = (i < 3 ? e->cos_int[i] : e->relerr_int[i - 3]) + 0.0; /* -0.0000 is 0 */
+            uint64_t bits;
+            memcpy(&bits, &v, sizeof(bits));
+            h = nf_hash_u64(h, bits);
+        }
+    }
     return h;
 }
 
@@ -309,6 +339,10 @@ static nf_status_t nf_prof_header(nf_pparse_t *pp, nf_pol_lines_t *it)
 
     if (nf_pol_next_line(it, &s, &n)) {
         if (n == strlen(NF_PROFILE_HEADER) && memcmp(s, NF_PROFILE_HEADER, n) == 0) {
+            pp->version = 3;
+            return NF_OK;
+        }
+        if (n == strlen(NF_PROFILE_HEADER_V2) && memcmp(s, NF_PROFILE_HEADER_V2, n) == 0) {
             pp->version = 2;
             return NF_OK;
         }
@@ -324,7 +358,7 @@ static nf_status_t nf_prof_header(nf_pparse_t *pp, nf_pol_lines_t *it)
         nf_prof_error(pp, "empty file: not a libnfcoll profile (expected '" NF_PROFILE_HEADER "' first)");
     else
         nf_prof_error(pp, "not a libnfcoll profile: the first line must be '" NF_PROFILE_HEADER
-                      "' or '" NF_PROFILE_HEADER_V1 "' (found '%s')",
+                      "', '" NF_PROFILE_HEADER_V2 "' or '" NF_PROFILE_HEADER_V1 "' (found '%s')",
                       nf_pol_field_show(&f, show, sizeof(show)));
     return NF_ERR_PARSE;
 }
@@ -417,13 +451,15 @@ void nf_profile_free(nf_profile_t *p)
 
 /* ------------------------------------------------------------ calibration */
 
-nf_route_t nf_profile_choose(double cos_binary, double cos_ternary, double admit)
+/* int4 where its cosine reaches admit, else fp32. Nothing cheaper: the
+ * cheaper formats' cosines (binary, ternary, int3, int2) are measured and
+ * written, but no signal calibration measures has been shown to pick one
+ * safely, on the training check's models and on models it was not tuned
+ * on, so they are evidence only (docs/design.md, "Calibration"). A rule
+ * that names a route still wins: this is route = auto's choice. */
+nf_route_t nf_profile_choose(const nf_profile_entry_t *e, double admit)
 {
-    if (cos_binary >= admit)
-        return NF_ROUTE_BINARY;
-    if (cos_ternary >= admit)
-        return NF_ROUTE_TERNARY;
-    return NF_ROUTE_FP32;
+    return e != NULL && e->cos_int[0] >= admit ? NF_ROUTE_INT4 : NF_ROUTE_FP32;
 }
 
 double nf_profile_choose_decay(double lag_cosine, uint64_t calls)
@@ -457,6 +493,9 @@ static nf_status_t nf_prof_format(FILE *m, const nf_profile_entry_t *e, size_t n
                        e[i].cos_ternary, e[i].relerr_binary, e[i].relerr_ternary, nf_route_name(e[i].route)) < 0;
         bad |= nf_prof_opt(m, e[i].lag_cosine, isnan(e[i].lag_cosine)) < 0;
         bad |= nf_prof_opt(m, e[i].ef_decay, e[i].ef_decay < 0) < 0;
+        bad |= fprintf(m, " %.4f %.4f %.4f %.4f %.4f %.4f", e[i].cos_int[0], e[i].cos_int[1],
+                       e[i].cos_int[2], e[i].relerr_int[0], e[i].relerr_int[1],
+                       e[i].relerr_int[2]) < 0;
         bad |= fputc('\n', m) == EOF;
     }
     uselocale(old);

@@ -15,7 +15,8 @@ static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
     [NF_SET_EF_DECAY] = {"NFCOLL_EF_DECAY", "1", "number in [0, 1]",
                          "error-feedback decay: the next call adds ef_decay * e, not e "
                          "(1: the whole residual; a rule's ef_decay and route = auto's "
-                         "profile win; calibration's shadows run 0.25 unless it is set)"},
+                         "profile win; calibration's binary and ternary shadows run 0.25 unless "
+                         "it is set)"},
     [NF_SET_SCALE_BLOCK] = {"NFCOLL_SCALE_BLOCK", "0", "0|multiple of 512",
                             "binary: one scale per block of this many elements (whole "
                             "512-bit lines), not one per segment (0; a rule's scale_block "
@@ -44,7 +45,7 @@ static const nf_setting_desc_t nf_settings_desc[NF_SET_COUNT] = {
                           "(about 20 ms) and keep the faster; off: every kernel is the highest "
                           "ISA under NFCOLL_SIMD"},
     [NF_SET_CALIBRATE] = {"NFCOLL_CALIBRATE", "", "path",
-                          "calibration run: reduce exactly, measure binary and ternary in "
+                          "calibration run: reduce exactly, measure every low-bit route in "
                           "shadow, write the profile here at MPI_Finalize (wins over the "
                           "policy's calibrate)"},
     [NF_SET_RESIDUAL_MAX] = {"NFCOLL_RESIDUAL_MAX", "auto", "auto|off|bytes[K|M|G|T]",
