@@ -26,11 +26,16 @@ typedef struct {
     unsigned nranks; /* n for the counters */
     unsigned k;      /* planes for n */
     int inplace;
-    float decay;     /* ef_decay of bin_pack_ef and ter_y_ef */
+    float decay;     /* ef_decay of bin_pack_ef, ter_y_ef and int_y_ef */
+    unsigned kb;     /* bits of the int-k kernels */
+    size_t B;        /* their scale block */
     float *x, *e, *r, *y, *src, *dst; /* x, r at the -o offset; y (ynew) aligned */
     float **in;      /* sum_f32 inputs */
     uint16_t **hin;  /* bf16: sum_bf16 inputs, hin[0] bf16_pack's output (at -o halves) */
     uint64_t *bits, *plus, *minus, *cnt, *cnt2, **bin;
+    float *mx, *me;  /* int-k: block max of |x| and of |e| (m / B + 1) */
+    uint32_t *bmax;  /* int_y_ef's block maxima */
+    uint64_t *planes, *icnt; /* int_pack's kb lines, int_finish's kb * k counter lines per 512 */
 } bench_t;
 
 typedef struct {
@@ -43,6 +48,7 @@ static const row_t rows[] = {
     {"bin_finish", 1}, {"bin_finish", 0}, {"ter_pack", 1}, {"ter_pack", 0},
     {"ter_y_ef", 1}, {"ter_finish", 1}, {"ter_finish", 0}, {"count_sum", -1}, {"count_merge", -1},
     {"sum_f32", -1}, {"bf16_pack", -1}, {"sum_bf16", -1}, {"sum_bf16_f32", -1},
+    {"int_y_ef", 1}, {"int_y_ef", 0}, {"int_pack", -1}, {"int_finish", -1},
 };
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
@@ -106,6 +112,13 @@ static double traffic(const bench_t *b, const row_t *r)
         return 2 * n + 4;
     if (!strcmp(r->name, "sum_bf16_f32")) /* in place: r read and written */
         return 2 * n + 8;
+    double kb = b->kb, blk = 4.0 / (double)b->B; /* a float or uint32 per block */
+    if (!strcmp(r->name, "int_y_ef")) /* x, yprev, mprev in; ynew, bmax out; without: x in */
+        return r->has_e ? 12 + 2 * blk : 4 + blk;
+    if (!strcmp(r->name, "int_pack")) /* y, M in; kb planes out */
+        return 4 + kb / 8 + blk;
+    if (!strcmp(r->name, "int_finish")) /* kb counters of k planes, M in; r out */
+        return kb * k / 8 + 4 + blk;
     return 4 * n + 4; /* sum_f32 */
 }
 
@@ -139,6 +152,13 @@ static void run_kernel(const nf_kernels_t *K, const bench_t *b, const row_t *r)
         K->bf16_pack(x, b->hin[0], b->m);
     else if (!strcmp(r->name, "sum_bf16"))
         K->sum_bf16(b->r, (const uint16_t *const *)b->hin, b->nranks, b->m);
+    else if (!strcmp(r->name, "int_y_ef"))
+        K->int_y_ef(x, r->has_e ? b->e : NULL, r->has_e ? b->me : NULL, b->kb, b->decay,
+                    r->has_e ? b->y : NULL, b->m, b->B, b->bmax, stream);
+    else if (!strcmp(r->name, "int_pack"))
+        K->int_pack(x, b->mx, b->kb, b->m, b->B, b->planes);
+    else if (!strcmp(r->name, "int_finish"))
+        K->int_finish(b->r, b->icnt, b->k, b->mx, b->kb, b->m, b->B, b->nranks, stream);
     else
         K->sum_bf16_f32(b->r, b->r, (const uint16_t *const *)b->hin, b->nranks, b->m);
 }
@@ -181,6 +201,18 @@ static void fill(bench_t *b)
     for (unsigned i = 0; i < b->nranks; i++)
         for (size_t w = 0; w < L * NF_LINE_WORDS; w++)
             b->bin[i][w] = b->cnt[w] ^ (b->cnt2[w] >> i);
+    for (size_t i = 0; i < L * NF_LINE_WORDS * b->k * b->kb; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        b->icnt[i] = s;
+    }
+    for (size_t j0 = 0, i = 0; j0 < b->m; j0 += b->B, i++) { /* the blocks' true maxima */
+        float ax = 0.0f, ae = 0.0f;
+        for (size_t j = j0; j < b->m && j < j0 + b->B; j++) {
+            ax = b->x[j] > ax ? b->x[j] : -b->x[j] > ax ? -b->x[j] : ax;
+            ae = b->e[j] > ae ? b->e[j] : -b->e[j] > ae ? -b->e[j] : ae;
+        }
+        b->mx[i] = ax, b->me[i] = ae;
+    }
     for (unsigned i = 0; i < b->nranks; i++) /* bf16 of x, truncated */
         for (size_t j = 0; j < b->m; j++) {
             uint32_t u;
@@ -189,13 +221,15 @@ static void fill(bench_t *b)
         }
 }
 
-static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace, unsigned off)
+static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace, unsigned off,
+                  unsigned kb, size_t B)
 {
     b->m = bytes / sizeof(float);
     b->nranks = nranks;
     b->k = nf_count_planes(nranks);
     b->inplace = inplace;
-    size_t fb = b->m * sizeof(float), L = nf_lines(b->m);
+    b->kb = kb, b->B = B;
+    size_t fb = b->m * sizeof(float), L = nf_lines(b->m), nb = b->m / B + 1;
     /* x and r are the caller's buffers: any alignment (malloc: 16 bytes) */
     b->x = (float *)xalloc(fb + 64) + off, b->r = (float *)xalloc(fb + 64) + off;
     b->e = xalloc(fb), b->y = xalloc(fb);
@@ -203,6 +237,9 @@ static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace, unsign
     b->bits = xalloc(L * NF_LINE_BYTES);
     b->plus = xalloc(L * NF_LINE_BYTES), b->minus = xalloc(L * NF_LINE_BYTES);
     b->cnt = xalloc(L * b->k * NF_LINE_BYTES), b->cnt2 = xalloc(L * b->k * NF_LINE_BYTES);
+    b->mx = xalloc(nb * sizeof(float)), b->me = xalloc(nb * sizeof(float));
+    b->bmax = xalloc(nb * sizeof(uint32_t));
+    b->planes = xalloc(L * kb * NF_LINE_BYTES), b->icnt = xalloc(L * kb * b->k * NF_LINE_BYTES);
     b->bin = malloc(nranks * sizeof(*b->bin));
     b->in = malloc(nranks * sizeof(*b->in));
     b->hin = malloc(nranks * sizeof(*b->hin));
@@ -221,22 +258,29 @@ static void setup(bench_t *b, size_t bytes, unsigned nranks, int inplace, unsign
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: nf_kernels [-s BYTES] [-i ITERS] [-k KERNEL] [-I ISA] [-n RANKS] [-o FLOATS] [-d DECAY] [-p] [-h]\n"
+            "usage: nf_kernels [-s BYTES] [-i ITERS] [-k KERNEL] [-I ISA] [-n RANKS] [-o FLOATS] [-d DECAY]\n"
+            "                  [-q BITS] [-b BLOCK] [-p] [-h]\n"
             "  -s BYTES   size of the FP32 buffer (default 64M; suffixes K, M, G)\n"
             "  -i ITERS   timed repeats per row, median reported (default 11)\n"
             "  -k KERNEL  only this kernel (abs_sum bin_pack bin_pack_ef bin_finish ter_pack ter_y_ef ter_finish\n"
-            "             count_sum count_merge sum_f32 bf16_pack sum_bf16 sum_bf16_f32)\n"
+            "             count_sum count_merge sum_f32 bf16_pack sum_bf16 sum_bf16_f32 int_y_ef\n"
+            "             int_pack int_finish)\n"
             "  -I ISA     only this ISA (scalar avx2 avx512), or the table nf_kernels_tuned\n"
             "             chose (tuned: rows labelled t- and the ISA chosen for the kernel)\n"
             "  -n RANKS   ranks counted (count_sum inputs, sum_f32 and sum_bf16 inputs, n of\n"
-            "             the finish kernels; default 4)\n"
+            "             the finish kernels, int_finish's counters of k planes; default 4)\n"
             "  -o FLOATS  x and r start this many floats past a 64-byte boundary, the bf16\n"
             "             buffers this many halves (0..15, default 0; large malloc blocks give 4)\n"
-            "  -d DECAY   ef_decay of bin_pack_ef and ter_y_ef (0..1, default 1)\n"
+            "  -d DECAY   ef_decay of bin_pack_ef, ter_y_ef and int_y_ef (0..1, default 1)\n"
+            "  -q BITS    bits of the int-k kernels (2, 3 or 4: int2, int3, int4; default 4)\n"
+            "  -b BLOCK   their scale block, a power of two (32..4096, default 128)\n"
             "  -p         finish kernels in place (r = x, as MPI_IN_PLACE)\n"
             "Each row: median time, ns per element, FP32 GB/s (4 B x elements / time), bytes\n"
             "read + written per element, that traffic in GB/s and as %% of a memcpy of the\n"
-            "FP32 buffer timed alternately with the kernel (memcpy moves 2 x size).\n");
+            "FP32 buffer timed alternately with the kernel (memcpy moves 2 x size).\n"
+            "int_y_ef e=yes: y = x + decay * e from yprev and mprev (12 B + 8 / BLOCK: x, yprev\n"
+            "in, ynew out, a block max in and out); e=no: x alone, the block maxima (4 B).\n"
+            "int_pack: y in, BITS planes out; int_finish: BITS counters of k planes in, r out.\n");
 }
 
 /* One row: the kernel next to memcpy. label NULL: the tuned table, shown as
@@ -253,6 +297,11 @@ static void print_row(const nf_kernels_t *K, const char *label, const bench_t *b
             ;
         snprintf(tl, sizeof(tl), "t-%s", name && isa < NF_ISA_COUNT ? nf_isa_name(isa) : "?");
         label = tl;
+    }
+    if ((!strcmp(r->name, "int_y_ef") && !K->int_y_ef) || (!strcmp(r->name, "int_pack") && !K->int_pack) ||
+        (!strcmp(r->name, "int_finish") && !K->int_finish)) {
+        printf("%-12s %-8s SKIP: not in this table\n", r->name, label);
+        return;
     }
     time_pair(K, b, r, iters, &tk, &tc, scratch);
     double bytes = 4.0 * (double)b->m, mc = 2.0 * bytes / tc * 1e-9;
@@ -304,9 +353,10 @@ int main(int argc, char **argv)
     size_t bytes = 64u << 20;
     int iters = 11, opt, inplace = 0, off = 0;
     double decay = 1.0;
-    unsigned nranks = 4;
+    unsigned nranks = 4, kb = 4;
+    size_t blk = NF_INT_BLOCK_DEFAULT;
     const char *kname = NULL, *iname = NULL;
-    while ((opt = getopt(argc, argv, "s:i:k:I:n:o:d:ph")) != -1) {
+    while ((opt = getopt(argc, argv, "s:i:k:I:n:o:d:q:b:ph")) != -1) {
         switch (opt) {
         case 's': bytes = parse_size(optarg); break;
         case 'i': iters = atoi(optarg); break;
@@ -315,14 +365,18 @@ int main(int argc, char **argv)
         case 'n': nranks = (unsigned)atoi(optarg); break;
         case 'o': off = atoi(optarg); break;
         case 'd': decay = strtod(optarg, NULL); break;
+        case 'q': kb = (unsigned)atoi(optarg); break;
+        case 'b': blk = (size_t)atol(optarg); break;
         case 'p': inplace = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return EXIT_FAILURE;
         }
     }
     if (iters < 1 || nranks < 2 || nranks > 65535 || off < 0 || off > 15 || !(decay >= 0.0) ||
-        decay > 1.0) {
-        fprintf(stderr, "nf_kernels: need -i >= 1, 2 <= -n <= 65535, 0 <= -o <= 15 and 0 <= -d <= 1\n");
+        decay > 1.0 || kb < 2 || kb > 4 || blk < NF_INT_BLOCK_MIN || blk > NF_INT_BLOCK_MAX ||
+        (blk & (blk - 1)) != 0) {
+        fprintf(stderr, "nf_kernels: need -i >= 1, 2 <= -n <= 65535, 0 <= -o <= 15, 0 <= -d <= 1,\n"
+                        "2 <= -q <= 4 and -b a power of two from 32 to 4096\n");
         return EXIT_FAILURE;
     }
     int known = !kname;
@@ -335,15 +389,15 @@ int main(int argc, char **argv)
     }
 
     bench_t b;
-    setup(&b, bytes, nranks, inplace, (unsigned)off);
+    setup(&b, bytes, nranks, inplace, (unsigned)off, kb, blk);
     b.decay = (float)decay;
     double *scratch = malloc(2 * (size_t)iters * sizeof(double));
     if (!scratch)
         return EXIT_FAILURE;
     printf("nf_kernels: %zu floats (%.1f MiB FP32), n = %u ranks (k = %u planes), %d repeats, "
-           "median%s, x and r at +%d floats, ef_decay %g; best ISA here: %s\n",
+           "median%s, x and r at +%d floats, ef_decay %g, int%u blocks of %zu; best ISA here: %s\n",
            b.m, (double)bytes / (1 << 20), nranks, b.k, iters, inplace ? ", in place" : "", off,
-           (double)b.decay, nf_isa_name(nf_isa_detect()));
+           (double)b.decay, kb, blk, nf_isa_name(nf_isa_detect()));
     double t0 = now();
     const nf_kernels_t *T = nf_kernels_tuned(nf_isa_detect());
     print_choice(T, now() - t0);

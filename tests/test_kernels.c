@@ -7,6 +7,9 @@
  * The bf16 rounding is also checked against hand-worked rows and against
  * nearest-even worked out in double at every rounding boundary, every NaN
  * encoding against turning into Inf or zero, the sums against a plain loop.
+ * The int-k kernels are checked against hand-worked cases, their sum over
+ * simulated ranks and their residual, then every ISA against the reference
+ * on sizes around a vector and a line, every block size and bit count.
  * An ISA this build or CPU lacks prints a SKIP line with the reason.
  */
 #include "config.h"
@@ -612,7 +615,8 @@ static fn_t entry(const nf_kernels_t *K, int i)
                       (fn_t)K->bin_finish, (fn_t)K->ter_pack, (fn_t)K->ter_y_ef,
                       (fn_t)K->ter_finish,
                       (fn_t)K->count_sum, (fn_t)K->count_merge, (fn_t)K->sum_f32,
-                      (fn_t)K->bf16_pack, (fn_t)K->sum_bf16, (fn_t)K->sum_bf16_f32};
+                      (fn_t)K->bf16_pack, (fn_t)K->sum_bf16, (fn_t)K->sum_bf16_f32,
+                      (fn_t)K->int_y_ef, (fn_t)K->int_pack, (fn_t)K->int_finish};
     ck_assert_int_eq(nf_kernels_count(), (int)(sizeof(f) / sizeof(f[0])));
     return f[i];
 }
@@ -1296,6 +1300,518 @@ START_TEST(vs_sum_bf16)
 }
 END_TEST
 
+/* ------------------------------------------------------------ int-k routes */
+
+/* The int-k kernels (int_y_ef, int_pack, int_finish): the reference against
+ * hand-worked cases and against its own definition (the sum over simulated
+ * ranks, the residual), then every ISA against the reference bit for bit on
+ * their own sizes (around 16, a line of 512 and blocks), block sizes, bits
+ * and starts. */
+
+static const size_t int_sizes[] = {0, 1, 15, 16, 17, 31, 511, 512, 513, 4097, 100003};
+#define NINT_SIZES (sizeof(int_sizes) / sizeof(int_sizes[0]))
+static const unsigned int_offs[] = {0, 1, 5, 15};
+#define NINT_OFFS (sizeof(int_offs) / sizeof(int_offs[0]))
+static const size_t int_blocks[] = {32, 64, 128, 512, 4096};
+#define NINT_BLOCKS (sizeof(int_blocks) / sizeof(int_blocks[0]))
+#define INT_BIG 100003
+#define MAX_ICASES ((NF_ISA_COUNT + 1) * NINT_SIZES * NINT_OFFS) /* + the tuned table */
+static vcase_t icases[MAX_ICASES];
+static int nicases;
+
+static size_t nblocks(size_t m, size_t B)
+{
+    return (m + B - 1) / B;
+}
+
+/* The float whose encoding is u: a block max from bmax. */
+static float float_of(uint32_t u)
+{
+    return bits_f(u);
+}
+
+/* Kinds beyond fill()'s: TINY, blocks of magnitudes around 2^-120 (below
+ * it the block quantizes to zero), denormals among them; TIES, halves of
+ * integers (and the edges of the rounding trick, 2^22, 2^23) at inverse 1. */
+enum { IKIND_TINY = KIND_COUNT, IKIND_TIES, IKIND_COUNT };
+
+static const char *ikind_name(int kind)
+{
+    return kind == IKIND_TINY ? "tiny" : kind == IKIND_TIES ? "ties" : kind_name[kind];
+}
+
+static float rnd_tiny(void)
+{
+    uint64_t u = rnd();
+    float v = ldexpf(1.0f + (float)(u & 0xFFFF) / 65536.0f, -(int)(116 + (u >> 16) % 34));
+    return (u >> 63) ? -v : v; /* 2^-116 .. 2^-149 and below: denormals, zeros */
+}
+
+static float rnd_tie(void)
+{
+    static const float edge[] = {0x1p22f, 0x1p22f - 0.5f, 0x1p22f + 1.0f, 0x1p23f, 0x1p23f - 1.0f,
+                                 0x1p23f + 2.0f, 0x1.8p23f, 0x1p24f, 3.4e38f, 0.49999997f};
+    uint64_t u = rnd();
+    float v = (u & 7) ? (float)((int)((u >> 8) % 41) - 20) * 0.5f
+                      : edge[(u >> 8) % (sizeof(edge) / sizeof(edge[0]))];
+    return (u >> 63) ? -v : v;
+}
+
+/* A block max for int_y_ef's mprev and int_finish's M: mostly the true one
+ * (tm), else scaled (clamped or spread levels) or special: zero, below and
+ * at 2^-120, a denormal, the largest float, and (not for int_pack, whose M
+ * is finite) +Inf and NaN. */
+static float rnd_blockmax(float tm, int finite)
+{
+    static const float sp[] = {0.0f, 1e-37f, NF_INT_TINY, FLT_TRUE_MIN, FLT_MAX, INFINITY, NAN};
+    uint64_t u = rnd();
+    switch (u % 8) {
+    case 0: return tm * 0.5f;
+    case 1: return tm * 2.0f;
+    case 2: return sp[(u >> 8) % (finite ? 5 : 7)];
+    default: return tm;
+    }
+}
+
+/* x and yprev of a kind over m elements, and per block of B the previous
+ * block max mprev (may be Inf or NaN) and a finite M for int_pack. A NaN x
+ * never meets a NaN x + decay * e (where the result would be whichever NaN
+ * the compiler's operand order keeps): its yprev is 0 and its block's mprev
+ * not +Inf (s = Inf makes e NaN); int_nan_meets_nan checks that case. */
+static void int_fill(float *x, float *yp, float *mprev, float *mpack, size_t m, size_t B, int kind)
+{
+    if (kind < KIND_COUNT) {
+        fill(x, yp, m, kind);
+    } else {
+        for (size_t j = 0; j < m; j++) {
+            x[j] = kind == IKIND_TINY ? rnd_tiny() : rnd_tie();
+            yp[j] = kind == IKIND_TINY ? rnd_tiny() : rnd_tie();
+        }
+    }
+    if (kind == KIND_NONFINITE && m) { /* specials in yprev too */
+        static const uint32_t nf[] = {0x7fc00000u, 0xffc00000u, 0x7f800000u, 0xff800000u, 0x7fa00001u};
+        for (unsigned i = 0; i < 5; i++)
+            yp[rnd() % m] = bits_f(nf[i]);
+    }
+    for (size_t b = 0; b < nblocks(m, B); b++) {
+        float tp = 0.0f, ty = 0.0f;
+        for (size_t j = b * B; j < m && j < (b + 1) * B; j++) {
+            tp = fabsf(yp[j]) > tp && isfinite(yp[j]) ? fabsf(yp[j]) : tp;
+            ty = fabsf(x[j]) > ty && isfinite(x[j]) ? fabsf(x[j]) : ty;
+        }
+        if (kind == IKIND_TIES) /* inverse 1 or 2, scale 1 or 0.5: exact ties */
+            tp = ty = (rnd() & 1) ? 7.0f : 3.5f;
+        mprev[b] = rnd_blockmax(tp, 0);
+        mpack[b] = rnd_blockmax(ty, 1);
+        for (size_t j = b * B; j < m && j < (b + 1) * B; j++) {
+            if (isnan(x[j]) && mprev[b] == INFINITY)
+                x[j] = 1.0f;
+            if (isnan(x[j]))
+                yp[j] = 0.0f;
+        }
+    }
+}
+
+#define IDIAG(c, what, kind) "%s %s m=%zu off=%u kind=%s", (c)->K->name, what, (c)->m, (c)->off, \
+        ikind_name(kind)
+
+static size_t first_diff_words(const void *a, const void *b, size_t n, size_t size)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp((const char *)a + i * size, (const char *)b + i * size, size))
+            return i;
+    return n;
+}
+
+START_TEST(vs_int_y_ef)
+{
+    const vcase_t *c = &icases[_i];
+    const size_t m = c->m;
+    fbuf_t x = fb_new(m, c->off), yp = fb_new(m, (c->off * 7 + 3) % OFF_MAX);
+    float *ys = ynew_new(m, 0xA5), *yv = ynew_new(m, 0xA5);
+    const size_t nbmax = nblocks(m, NF_INT_BLOCK_MIN) + 1;
+    float *mp = malloc(nbmax * sizeof(float)), *mk = malloc(nbmax * sizeof(float));
+    uint32_t *bs = malloc(nbmax * sizeof(uint32_t)), *bv = malloc(nbmax * sizeof(uint32_t));
+    ck_assert(mp && mk && bs && bv);
+    for (int kind = 0; kind < IKIND_COUNT; kind++) {
+        for (size_t bi = 0; bi < NINT_BLOCKS; bi++) {
+            const size_t B = int_blocks[bi], nb = nblocks(m, B);
+            seed(m * 13 + c->off * 5 + (uint64_t)kind * 101 + bi);
+            int_fill(x.p, yp.p, mp, mk, m, B, kind);
+            for (unsigned kb = 2; kb <= 4; kb++) {
+                for (int mode = 0; mode < 3; mode++) { /* no yprev, e = yprev, e from mprev */
+                    /* decay 1 and 0.5, and 0 where no x is NaN (0 * Inf) */
+                    const unsigned t = kb + (unsigned)mode + (unsigned)bi;
+                    const float decay = t % 3 == 0 ? 1.0f : t % 3 == 1 || kind == KIND_NONFINITE ||
+                                                            kind == KIND_SPECIAL ? 0.5f : 0.0f;
+                    const float *ypr = mode ? yp.p : NULL, *mpr = mode == 2 ? mp : NULL;
+                    memset(ys, 0xA5, (m + 16) * sizeof(float));
+                    memset(yv, 0xA5, (m + 16) * sizeof(float));
+                    memset(bs, 0x5A, nbmax * sizeof(uint32_t));
+                    memset(bv, 0x5A, nbmax * sizeof(uint32_t));
+                    S->int_y_ef(x.p, ypr, mpr, kb, decay, mode ? ys : NULL, m, B, bs, 0);
+                    c->K->int_y_ef(x.p, ypr, mpr, kb, decay, mode ? yv : NULL, m, B, bv,
+                                   (int)(t & 1));
+                    size_t d = first_diff_words(ys, yv, m + 16, sizeof(float));
+                    ck_assert_msg(d == m + 16, "%s int_y_ef m=%zu off=%u kind=%s B=%zu kb=%u mode=%d "
+                                  "decay=%g: ynew differs at %zu (0x%08x, not 0x%08x)", c->K->name, m,
+                                  c->off, ikind_name(kind), B, kb, mode, (double)decay, d,
+                                  d < m + 16 ? f_bits(yv[d]) : 0, d < m + 16 ? f_bits(ys[d]) : 0);
+                    d = first_diff_words(bs, bv, nb + 1, sizeof(uint32_t));
+                    ck_assert_msg(d == nb + 1, "%s int_y_ef m=%zu off=%u kind=%s B=%zu kb=%u mode=%d "
+                                  "decay=%g: bmax[%zu] = 0x%08x, not 0x%08x", c->K->name, m, c->off,
+                                  ikind_name(kind), B, kb, mode, (double)decay, d,
+                                  d <= nb ? bv[d] : 0, d <= nb ? bs[d] : 0);
+                }
+            }
+        }
+    }
+    free(x.base), free(yp.base), free(ys), free(yv), free(mp), free(mk), free(bs), free(bv);
+}
+END_TEST
+
+START_TEST(vs_int_pack)
+{
+    const vcase_t *c = &icases[_i];
+    const size_t m = c->m, L = nf_lines(m);
+    fbuf_t y = fb_new(m, c->off), yp = fb_new(m, 0);
+    const size_t nbmax = nblocks(m, NF_INT_BLOCK_MIN) + 1;
+    float *mp = malloc(nbmax * sizeof(float)), *mk = malloc(nbmax * sizeof(float));
+    uint64_t *ps = lb_new(L * 4), *pv = lb_new(L * 4);
+    ck_assert(mp && mk);
+    for (int kind = 0; kind < IKIND_COUNT; kind++) {
+        for (size_t bi = 0; bi < NINT_BLOCKS; bi++) {
+            const size_t B = int_blocks[bi];
+            seed(m * 17 + c->off * 3 + (uint64_t)kind * 7 + bi);
+            int_fill(y.p, yp.p, mp, mk, m, B, kind);
+            for (unsigned kb = 2; kb <= 4; kb++) {
+                memset(ps, 0xA5, (L * kb + 1) * NF_LINE_BYTES); /* the guard line must survive */
+                memset(pv, 0x5A, L * kb * NF_LINE_BYTES);
+                memset(pv + L * kb * NF_LINE_WORDS, 0xA5, NF_LINE_BYTES);
+                S->int_pack(y.p, mk, kb, m, B, ps);
+                c->K->int_pack(y.p, mk, kb, m, B, pv);
+                size_t d = first_diff_words(ps, pv, (L * kb + 1) * NF_LINE_WORDS, sizeof(uint64_t));
+                ck_assert_msg(d == (L * kb + 1) * NF_LINE_WORDS,
+                              "%s int_pack m=%zu off=%u kind=%s B=%zu kb=%u: word %zu (line %zu) "
+                              "differs", c->K->name, m, c->off, ikind_name(kind), B, kb, d,
+                              d / NF_LINE_WORDS);
+            }
+        }
+    }
+    free(y.base), free(yp.base), free(mp), free(mk), free(ps), free(pv);
+}
+END_TEST
+
+START_TEST(vs_int_finish)
+{
+    const vcase_t *c = &icases[_i];
+    const size_t m = c->m, L = nf_lines(m);
+    static const unsigned big_kc[] = {1, 2, 3, 4, 5, 8, 13, 16};
+    const size_t nbmax = nblocks(m, NF_INT_BLOCK_MIN) + 1;
+    float *M = malloc(nbmax * sizeof(float));
+    ck_assert_ptr_nonnull(M);
+    seed(m * 19 + c->off);
+    const unsigned nkc = m >= INT_BIG ? (unsigned)(sizeof(big_kc) / sizeof(big_kc[0])) : 16;
+    for (unsigned kb = 2; kb <= 4; kb++) {
+        for (unsigned ki = 0; ki < nkc; ki++) {
+            const unsigned kc = m >= INT_BIG ? big_kc[ki] : ki + 1;
+            const size_t B = int_blocks[(kb + ki) % NINT_BLOCKS];
+            /* n = 2^kc - 1, the most kc planes count, or fewer ranks */
+            const unsigned n = (ki + kb) % 3 ? (1u << kc) - 1 : (unsigned)(rnd() % (1u << kc));
+            uint64_t *cnt = lb_new(L * kb * kc);
+            lb_random(cnt, L * kb * kc);
+            for (size_t b = 0; b < nblocks(m, B); b++)
+                M[b] = rnd_blockmax(ldexpf(1.0f, (int)(rnd() % 40) - 20), 0);
+            fbuf_t rs = fb_new(m, c->off), rv = fb_new(m, c->off);
+            S->int_finish(rs.p, cnt, kc, M, kb, m, B, n, 0);
+            c->K->int_finish(rv.p, cnt, kc, M, kb, m, B, n, (int)((kc + kb) & 1));
+            ck_assert_msg(fb_same(&rs, &rv), "%s int_finish m=%zu off=%u B=%zu kb=%u kc=%u n=%u: "
+                          "r differs at %zu", c->K->name, m, c->off, B, kb, kc, n,
+                          first_diff(&rs, &rv));
+            free(rs.base), free(rv.base), free(cnt);
+        }
+    }
+    free(M);
+}
+END_TEST
+
+/* The one case int_fill keeps out: x NaN and x + decay * e NaN from e too
+ * (e NaN from yprev, or from a scale of Inf). The reference's addss keeps
+ * x's NaN as GCC compiles it, but which operand comes first is the
+ * compiler's choice; the ISA versions keep x's explicitly. Every ISA: ynew
+ * is a NaN where the reference's is, x's own (quieted) where x is NaN, and
+ * the block maxima agree up to the NaN's payload (both at least 0x7FC00000:
+ * a quiet NaN). */
+START_TEST(int_nan_meets_nan)
+{
+    const size_t m = 1000, B = 64, nb = nblocks(m, B);
+    float *x = malloc(m * sizeof(float)), *yp = malloc(m * sizeof(float)), *mp = malloc(nb * sizeof(float));
+    float *ys = ynew_new(m, 0), *yv = ynew_new(m, 0);
+    uint32_t *bs = malloc(nb * sizeof(uint32_t)), *bv = malloc(nb * sizeof(uint32_t));
+    seed(4242);
+    for (size_t j = 0; j < m; j++) {
+        x[j] = j % 3 ? rnd_normal() : bits_f(0x7FC00000u | (uint32_t)(rnd() & 0x3FFFFF));
+        yp[j] = j % 2 ? rnd_normal() : bits_f(0xFFC00000u | (uint32_t)(rnd() & 0x3FFFFF));
+    }
+    for (size_t b = 0; b < nb; b++)
+        mp[b] = b % 4 == 0 ? INFINITY : 4.0f;
+    for (int isa = 0; isa < NF_ISA_COUNT; isa++) {
+        const nf_kernels_t *K = nf_kernels_for((nf_isa_t)isa);
+        if (!K)
+            continue;
+        for (unsigned kb = 2; kb <= 4; kb++) {
+            S->int_y_ef(x, yp, mp, kb, 0.5f, ys, m, B, bs, 0);
+            K->int_y_ef(x, yp, mp, kb, 0.5f, yv, m, B, bv, 0);
+            size_t bad = m;
+            for (size_t j = 0; j < m && bad == m; j++)
+                if (memcmp(&ys[j], &yv[j], sizeof(float)) && !(isnan(ys[j]) && isnan(yv[j])))
+                    bad = j;
+            ck_assert_msg(bad == m, "%s int_y_ef kb=%u: ynew[%zu] 0x%08x, not 0x%08x", K->name, kb,
+                          bad, bad < m ? f_bits(yv[bad]) : 0, bad < m ? f_bits(ys[bad]) : 0);
+            for (size_t j = 0; j < m && isa > NF_ISA_SCALAR && bad == m; j++)
+                if (isnan(x[j]) && f_bits(yv[j]) != (f_bits(x[j]) | 0x00400000u))
+                    bad = j;
+            ck_assert_msg(bad == m, "%s int_y_ef kb=%u: ynew[%zu] 0x%08x, not x's NaN 0x%08x",
+                          K->name, kb, bad, bad < m ? f_bits(yv[bad]) : 0,
+                          bad < m ? f_bits(x[bad]) : 0);
+            for (size_t b = 0; b < nb; b++)
+                ck_assert_msg(bs[b] == bv[b] || (bs[b] >= 0x7FC00000u && bv[b] >= 0x7FC00000u),
+                              "%s int_y_ef kb=%u: bmax[%zu] 0x%08x, not 0x%08x", K->name, kb, b,
+                              bv[b], bs[b]);
+        }
+    }
+    free(x), free(yp), free(mp), free(ys), free(yv), free(bs), free(bv);
+}
+END_TEST
+
+/* u = q + L of element j from kb planes (the layout of int_pack). */
+static unsigned int_code_at(const uint64_t *planes, unsigned kb, size_t j)
+{
+    unsigned u = 0;
+    for (unsigned p = 0; p < kb; p++)
+        u |= (unsigned)((planes[((j / 512) * kb + p) * 8 + (j % 512) / 64] >> (j % 64)) & 1) << p;
+    return u;
+}
+
+/* Hand-worked quantization: ties to even, clamping, -0.0, NaN, tiny blocks,
+ * the planes' bits, the block maxima, the residual and the final scale. */
+START_TEST(ref_int_hand)
+{
+    /* nf_int_scale and nf_int_q */
+    float s, inv;
+    ck_assert_uint_eq(nf_int_levels(4), 7);
+    ck_assert_uint_eq(nf_int_levels(3), 3);
+    ck_assert_uint_eq(nf_int_levels(2), 1);
+    nf_int_scale(2.0f, 2, &s, &inv);
+    ck_assert(s == 2.0f && inv == 0.5f);
+    nf_int_scale(0x1p-121f, 4, &s, &inv); /* below NF_INT_TINY: zero */
+    ck_assert(s == 0.0f && inv == 0.0f);
+    nf_int_scale(NF_INT_TINY, 4, &s, &inv); /* at it: the divisions */
+    ck_assert(s == NF_INT_TINY / 7.0f && inv == 7.0f / NF_INT_TINY && isfinite(inv));
+    ck_assert_int_eq(nf_int_q(2.5f, 1.0f, 4), 2);  /* ties to even */
+    ck_assert_int_eq(nf_int_q(3.5f, 1.0f, 4), 4);
+    ck_assert_int_eq(nf_int_q(-2.5f, 1.0f, 4), -2);
+    ck_assert_int_eq(nf_int_q(6.5f, 1.0f, 4), 6);
+    ck_assert_int_eq(nf_int_q(7.5f, 1.0f, 4), 7);  /* 8, clamped */
+    ck_assert_int_eq(nf_int_q(-1e30f, 1.0f, 3), -3);
+    ck_assert_int_eq(nf_int_q(INFINITY, 1.0f, 2), 1);
+
+    /* int_pack, kb = 2 (L = 1), M = 2: s = 2, inv = 0.5 */
+    const float y2[8] = {0.9f, 1.0f, 3.0f, -1.0f, -3.0f, 2.0f, -2.0f, NAN};
+    const unsigned u2[8] = {1, 1, 2, 1, 0, 2, 0, 1}; /* q + 1; NaN: INT_MIN + 1, low bits 01 */
+    const float M2 = 2.0f;
+    uint64_t *pl = lb_new(2);
+    S->int_pack(y2, &M2, 2, 8, 32, pl);
+    ck_assert_uint_eq(pl[0], 0x8B); /* plane 0: u & 1 */
+    ck_assert_uint_eq(pl[8], 0x24); /* plane 1: u >> 1 */
+    for (unsigned w = 1; w < 8; w++)
+        ck_assert(pl[w] == 0 && pl[8 + w] == 0);
+    for (size_t j = 0; j < 8; j++)
+        ck_assert_uint_eq(int_code_at(pl, 2, j), u2[j]);
+    free(pl);
+
+    /* int_pack, kb = 4, M = 7: s = 1, inv = 1; a second block of 32 tiny */
+    float y4[40] = {2.5f, 3.5f, -2.5f, -0.5f, 100.0f, -100.0f, 0.49999997f, 6.5f, 7.5f};
+    const unsigned u4[9] = {9, 11, 5, 7, 14, 0, 7, 13, 14};
+    const float M4[2] = {7.0f, 1e-37f};
+    for (size_t j = 32; j < 40; j++)
+        y4[j] = 5.0f; /* a tiny block: s = inv = 0, q = 0 whatever y */
+    pl = lb_new(4);
+    S->int_pack(y4, M4, 4, 40, 32, pl);
+    for (size_t j = 0; j < 9; j++)
+        ck_assert_uint_eq(int_code_at(pl, 4, j), u4[j]);
+    for (size_t j = 9; j < 40; j++)
+        ck_assert_uint_eq(int_code_at(pl, 4, j), 7); /* y = 0, or the tiny block: q = 0 */
+    for (unsigned p = 0; p < 4; p++)
+        ck_assert_uint_eq(pl[p * 8] >> 40, 0); /* past m */
+    free(pl);
+
+    /* int_y_ef, kb = 4, mprev = 7 (s = 1, inv = 1), blocks of 32 */
+    const float p5[5] = {2.5f, -0.0f, 0.3f, 10.0f, -10.0f}, x5[5] = {1.0f, -0.0f, 0.0f, 0.0f, 0.0f};
+    const float M7 = 7.0f;
+    float yn[5];
+    uint32_t bm[1];
+    S->int_y_ef(x5, p5, &M7, 4, 1.0f, yn, 5, 32, bm, 0);
+    /* e = {0.5, -0.0 - (+0.0) = -0.0, 0.3, 3, -3} (q = {2, 0, 0, 7, -7}) */
+    ck_assert(yn[0] == 1.5f && yn[2] == 0.3f && yn[3] == 3.0f && yn[4] == -3.0f);
+    ck_assert(yn[1] == 0.0f && signbit(yn[1])); /* -0.0 + -0.0: the sign of zero kept */
+    ck_assert_uint_eq(bm[0], f_bits(3.0f));
+    S->int_y_ef(x5, p5, &M7, 4, 0.5f, yn, 5, 32, bm, 0);
+    ck_assert(yn[0] == 1.25f && yn[2] == 0.15f && yn[3] == 1.5f && yn[4] == -1.5f);
+    ck_assert(signbit(yn[1]));
+    ck_assert_uint_eq(bm[0], f_bits(1.5f));
+    /* E-form (mprev NULL): e = yprev; no yprev: y = x, ynew untouched (NULL) */
+    S->int_y_ef(x5, p5, NULL, 4, 1.0f, yn, 5, 32, bm, 0);
+    ck_assert(yn[0] == 3.5f && yn[3] == 10.0f && signbit(yn[1]));
+    ck_assert_uint_eq(bm[0], f_bits(10.0f));
+    S->int_y_ef(p5, NULL, NULL, 4, 1.0f, NULL, 5, 32, bm, 0);
+    ck_assert_uint_eq(bm[0], f_bits(10.0f));
+    /* a tiny block: s = inv = 0, e = yprev; +Inf * 0 is NaN, (int)NaN is
+     * INT_MIN, 0 * -2^31 is -0.0: e = Inf - -0.0 = Inf */
+    const float tiny = 1e-37f, pi[3] = {0.25f, INFINITY, -0.0f}, xi[3] = {1.0f, 1.0f, 0.0f};
+    S->int_y_ef(xi, pi, &tiny, 3, 1.0f, yn, 3, 32, bm, 0);
+    ck_assert(yn[0] == 1.25f && yn[1] == INFINITY && yn[2] == 0.0f && !signbit(yn[2]));
+    ck_assert_uint_eq(bm[0], 0x7F800000u);
+    /* block maxima: an integer max of |y|'s encodings, blocks of 32 */
+    float yb[96];
+    for (size_t j = 0; j < 96; j++)
+        yb[j] = 0.0f;
+    yb[0] = -0.0f, yb[1] = FLT_TRUE_MIN, yb[2] = -2.0f;   /* block 0: 2.0 */
+    yb[32] = -INFINITY, yb[40] = 1e38f;                    /* block 1: Inf */
+    yb[64] = bits_f(0xFFC12345u), yb[65] = INFINITY;       /* block 2: the NaN, |y| */
+    uint32_t b3[3];
+    S->int_y_ef(yb, NULL, NULL, 2, 1.0f, NULL, 96, 32, b3, 0);
+    ck_assert_uint_eq(b3[0], 0x40000000u);
+    ck_assert_uint_eq(b3[1], 0x7F800000u);
+    ck_assert_uint_eq(b3[2], 0x7FC12345u);
+    yb[1] = -0.0f, yb[2] = 0.0f;
+    S->int_y_ef(yb, NULL, NULL, 2, 1.0f, NULL, 33, 32, b3, 0); /* a short last block */
+    ck_assert_uint_eq(b3[0], 0);
+    ck_assert_uint_eq(b3[1], 0x7F800000u);
+
+    /* int_finish, kb = 2, kc = 2, n = 3, M = 2 (s = 2): element 0 counts
+     * c0 = 2, c1 = 3: v = 2 + 2 * 3 - 3 * 1 = 5, r = 10; element 1 none:
+     * v = -3, r = -6; element 2 c1 = 1: v = -1, r = -2 */
+    uint64_t *cnt = lb_new(4);
+    memset(cnt, 0, 4 * NF_LINE_BYTES);
+    cnt[1 * 8] |= 1;      /* bit line 0 (c0), plane 1: element 0 has c0 = 2 */
+    cnt[2 * 8] |= 1 | 4;  /* bit line 1 (c1), plane 0: elements 0, 2 */
+    cnt[3 * 8] |= 1;      /* bit line 1, plane 1: element 0 has c1 = 3 */
+    float r[3];
+    S->int_finish(r, cnt, 2, &M2, 2, 3, 32, 3, 0);
+    ck_assert(r[0] == 10.0f && r[1] == -6.0f && r[2] == -2.0f);
+    /* a tiny block: s = 0, r = 0 * v, -0.0 where v < 0 */
+    S->int_finish(r, cnt, 2, &tiny, 2, 3, 32, 3, 0);
+    ck_assert(r[0] == 0.0f && !signbit(r[0]) && signbit(r[1]) && signbit(r[2]));
+    /* the double product rounded once: s = 0.1f / 3, v = 5 */
+    const float Mt = 0.1f;
+    nf_int_scale(Mt, 3, &s, &inv);
+    memset(cnt, 0, 4 * NF_LINE_BYTES);
+    cnt[0] = 1; /* bit line 0: c0 = 1 at element 0 */
+    S->int_finish(r, cnt, 1, &Mt, 3, 1, 32, 1, 0); /* v = 1 - 1 * 3 = -2 */
+    ck_assert(r[0] == (float)((double)s * -2.0));
+    free(cnt);
+}
+END_TEST
+
+/* The integer route end to end in the reference: 2..5 simulated ranks
+ * quantize their data with the shared block max (the max of their bmax),
+ * the planes are counted (count_sum), and int_finish gives s * (the sum of
+ * the ranks' q) for every element, the q worked out here directly. Loop i:
+ * ranks 2 + i % 4, bits 2 + i / 4 % 3, blocks 32 << (i % 5). */
+START_TEST(ref_int_ranks)
+{
+    const unsigned R = 2 + (unsigned)_i % 4, kb = 2 + (unsigned)_i / 4 % 3;
+    const size_t B = (size_t)32 << (_i % 5), m = 3001 + (size_t)_i, L = nf_lines(m);
+    const size_t nb = nblocks(m, B);
+    const unsigned kc = nf_count_planes(R);
+    float *x[5], *M = malloc(nb * sizeof(float)), *r = malloc(m * sizeof(float));
+    uint32_t *bm[5];
+    uint64_t *pl[5], *cnt = lb_new(L * kb * kc);
+    seed(900 + (uint64_t)_i);
+    for (unsigned i = 0; i < R; i++) {
+        x[i] = malloc(m * sizeof(float));
+        bm[i] = malloc(nb * sizeof(uint32_t));
+        pl[i] = lb_new(L * kb);
+        for (size_t j = 0; j < m; j++) { /* each rank's and block's own magnitude */
+            const int e = (int)((j / B * 7 + i * 3) % 9) - 4;
+            x[i][j] = rnd() % 17 == 0 ? (rnd() & 1 ? -0.0f : 0.0f) : ldexpf(rnd_normal(), e);
+        }
+        S->int_y_ef(x[i], NULL, NULL, kb, 1.0f, NULL, m, B, bm[i], 0);
+    }
+    for (size_t b = 0; b < nb; b++) { /* the agreed max: max of the ranks' bmax */
+        uint32_t mx = 0;
+        float want = 0.0f;
+        for (unsigned i = 0; i < R; i++) {
+            mx = bm[i][b] > mx ? bm[i][b] : mx;
+            for (size_t j = b * B; j < m && j < (b + 1) * B; j++)
+                want = fabsf(x[i][j]) > want ? fabsf(x[i][j]) : want;
+        }
+        M[b] = float_of(mx);
+        ck_assert(M[b] == want);
+    }
+    for (unsigned i = 0; i < R; i++)
+        S->int_pack(x[i], M, kb, m, B, pl[i]);
+    S->count_sum(cnt, kc, (const uint64_t *const *)pl, R, L * kb);
+    S->int_finish(r, cnt, kc, M, kb, m, B, R, 0);
+    for (size_t j = 0; j < m; j++) {
+        float s, inv;
+        int64_t sum = 0;
+        nf_int_scale(M[j / B], kb, &s, &inv);
+        for (unsigned i = 0; i < R; i++) {
+            const int q = nf_int_q(x[i][j], inv, kb);
+            ck_assert_uint_eq(int_code_at(pl[i], kb, j), (unsigned)(q + (int)nf_int_levels(kb)));
+            sum += q;
+            /* unclamped (|x| <= M): q is x * inv rounded, so within 1/2 of
+             * it, and of x / s but for the rounding of inv and of the product */
+            ck_assert(fabsf(x[i][j] * inv - (float)q) <= 0.5f);
+            ck_assert(s == 0.0f ||
+                      fabs((double)x[i][j] / (double)s - q) <= 0.5 + 1e-6 * (1.0 + fabs((double)q)));
+        }
+        const float want = (float)((double)s * (double)sum);
+        ck_assert_msg(memcmp(&r[j], &want, sizeof(float)) == 0, "R=%u kb=%u B=%zu j=%zu: %g, not %g",
+                      R, kb, B, j, (double)r[j], (double)want);
+    }
+    for (unsigned i = 0; i < R; i++)
+        free(x[i]), free(bm[i]), free(pl[i]);
+    free(M), free(r), free(cnt);
+}
+END_TEST
+
+/* The residual int_y_ef rebuilds from the previous y and block max: with
+ * x = 0 and decay 1, ynew = e, and y - e is exactly s * q (unclamped values,
+ * |y| <= M); with decay 0.5 and data, ynew = x + 0.5f * e bit for bit. */
+START_TEST(ref_int_residual)
+{
+    const unsigned kb = 2 + (unsigned)_i;
+    const size_t m = 5000, B = 64, nb = nblocks(m, B);
+    float *p = malloc(m * sizeof(float)), *x0 = calloc(m, sizeof(float)), *x = malloc(m * sizeof(float));
+    float *e = ynew_new(m, 0), *y = ynew_new(m, 0), *M = malloc(nb * sizeof(float));
+    uint32_t *bm = malloc(nb * sizeof(uint32_t));
+    seed(77 + (uint64_t)_i);
+    for (size_t j = 0; j < m; j++) {
+        p[j] = ldexpf(rnd_normal(), (int)(j / B % 11) - 5);
+        x[j] = rnd_normal();
+    }
+    S->int_y_ef(p, NULL, NULL, kb, 1.0f, NULL, m, B, bm, 0);
+    for (size_t b = 0; b < nb; b++)
+        M[b] = float_of(bm[b]);
+    S->int_y_ef(x0, p, M, kb, 1.0f, e, m, B, bm, 0);
+    S->int_y_ef(x, p, M, kb, 0.5f, y, m, B, bm, 0);
+    for (size_t j = 0; j < m; j++) {
+        float s, inv;
+        nf_int_scale(M[j / B], kb, &s, &inv);
+        const int q = nf_int_q(p[j], inv, kb);
+        ck_assert_msg(p[j] - e[j] == s * (float)q, "kb=%u j=%zu: y - e = %a, s * q = %a", kb, j,
+                      (double)(p[j] - e[j]), (double)(s * (float)q));
+        ck_assert(fabsf(e[j]) <= 0.5f * s * (1.0f + 0x1p-20f));
+        const float want = x[j] + 0.5f * (p[j] - s * (float)q);
+        ck_assert(memcmp(&y[j], &want, sizeof(float)) == 0);
+    }
+    free(p), free(x0), free(x), free(e), free(y), free(M), free(bm);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ suite */
 
 static const char *skip_reason(nf_isa_t isa)
@@ -1322,6 +1838,9 @@ static void build_cases(void)
                    nf_isa_name((nf_isa_t)isa), skip_reason((nf_isa_t)isa));
             continue;
         }
+        for (size_t s = 0; s < NINT_SIZES; s++) /* the int-k kernels' own sizes */
+            for (size_t o = 0; o < (int_sizes[s] >= INT_BIG ? 2 : NINT_OFFS); o++)
+                icases[nicases++] = (vcase_t){K, int_sizes[s], int_offs[o]};
         for (size_t s = 0; s < NSIZES; s++) {
             if (sizes[s] >= BIG) {
                 for (size_t o = 0; o < sizeof(big_offs) / sizeof(big_offs[0]); o++)
@@ -1338,8 +1857,10 @@ static void build_cases(void)
     for (size_t s = 0; s < NSIZES; s++)
         for (size_t o = 0; o < sizeof(big_offs) / sizeof(big_offs[0]); o++)
             cases[ncases++] = (vcase_t){T, sizes[s], big_offs[o]};
-    printf("kernel tests: %d ISA cases (best ISA here: %s; tuned: %s)\n", ncases,
-           nf_isa_name(nf_isa_detect()), T->name);
+    for (size_t s = 0; s < NINT_SIZES; s++)
+        icases[nicases++] = (vcase_t){T, int_sizes[s], int_offs[s % NINT_OFFS]};
+    printf("kernel tests: %d ISA cases, %d int-k cases (best ISA here: %s; tuned: %s)\n", ncases,
+           nicases, nf_isa_name(nf_isa_detect()), T->name);
     fflush(stdout);
 }
 
@@ -1425,6 +1946,10 @@ static Suite *kernels_suite(void)
     tcase_add_test(ref, dispatch);
     tcase_add_test(ref, tuned_threads);
     tcase_add_test(ref, codec_rates);
+    tcase_add_test(ref, ref_int_hand);
+    tcase_add_loop_test(ref, ref_int_ranks, 0, 24);
+    tcase_add_loop_test(ref, ref_int_residual, 0, 3);
+    tcase_add_test(ref, int_nan_meets_nan);
     tcase_set_timeout(ref, 60);
     suite_add_tcase(s, ref);
 
@@ -1446,6 +1971,16 @@ static Suite *kernels_suite(void)
     for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]) && ncases > 0; i++) {
         TCase *tc = tcase_create(vs[i].name);
         tcase_add_loop_test(tc, vs[i].fn, 0, ncases);
+        tcase_set_timeout(tc, 120);
+        suite_add_tcase(s, tc);
+    }
+    const struct {
+        const char *name;
+        const TTest *fn;
+    } ivs[] = {{"int_y_ef", vs_int_y_ef}, {"int_pack", vs_int_pack}, {"int_finish", vs_int_finish}};
+    for (size_t i = 0; i < sizeof(ivs) / sizeof(ivs[0]) && nicases > 0; i++) {
+        TCase *tc = tcase_create(ivs[i].name);
+        tcase_add_loop_test(tc, ivs[i].fn, 0, nicases);
         tcase_set_timeout(tc, 120);
         suite_add_tcase(s, tc);
     }

@@ -278,6 +278,7 @@ static nf_codec_t rt_codec(nf_route_t route)
     case NF_ROUTE_BF16: return NF_CODEC_BF16;
     case NF_ROUTE_BINARY: return NF_CODEC_BINARY;
     case NF_ROUTE_TERNARY: return NF_CODEC_TERNARY;
+    case NF_ROUTE_INT4: return NF_CODEC_INT4;
     default: return NF_CODEC_FP32;
     }
 }

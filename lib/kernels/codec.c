@@ -34,7 +34,14 @@ const size_t nf_codec_size[NF_CODEC_SIZES] = {(size_t)1 << 16, (size_t)1 << 19, 
 #define CODEC_RANKS_MAX 64u
 #define CODEC_REPS_MAX 99
 
-static const char *const codec_names[NF_CODEC_COUNT] = {"fp32", "bf16", "binary", "ternary"};
+static const char *const codec_names[NF_CODEC_COUNT] = {"fp32", "bf16", "binary", "ternary",
+                                                        "int4"};
+
+/* Bit lines per 512 elements of a codec's contribution: ternary's plus and
+ * minus, int4's four planes; the largest sizes the line buffers. */
+#define CODEC_LINES_MAX 4
+#define CODEC_INT_BITS 4
+#define CODEC_INT_BLOCK NF_INT_BLOCK_DEFAULT
 
 const char *nf_codec_name(nf_codec_t codec)
 {
@@ -44,7 +51,9 @@ const char *nf_codec_name(nf_codec_t codec)
 typedef struct codec_bufs {
     float *x, *yprev, *ynew, *r, *in2;  /* floats of the largest size */
     uint16_t *h[2];                      /* bf16 inputs */
-    uint64_t *bits[2], *cnt;             /* two lines per 512 (ternary) */
+    uint64_t *bits[2], *cnt;             /* CODEC_LINES_MAX lines per 512 */
+    float *bm;                           /* int4: the block maxima, as agreed */
+    uint32_t *bmax;                      /* int4: int_y_ef's block maxima */
 } codec_bufs_t;
 
 static double codec_now(void)
@@ -71,7 +80,9 @@ static double codec_stage(const nf_kernels_t *k, const codec_bufs_t *b, nf_codec
                           int stage, size_t m, unsigned n, unsigned planes)
 {
     const void *in[CODEC_RANKS_MAX];
-    size_t lines = nf_lines(m), nl = codec == NF_CODEC_TERNARY ? 2 * lines : lines;
+    size_t lines = nf_lines(m), nl = codec == NF_CODEC_TERNARY ? 2 * lines
+                                    : codec == NF_CODEC_INT4  ? CODEC_INT_BITS * lines
+                                                              : lines;
     int stream = m >= NF_STREAM_MIN;
     for (unsigned i = 0; i < n; i++)
         in[i] = codec == NF_CODEC_BF16   ? (const void *)b->h[i & 1]
@@ -101,8 +112,18 @@ static double codec_stage(const nf_kernels_t *k, const codec_bufs_t *b, nf_codec
         s += k->ter_pack(b->ynew, NULL, m, (float)(s / (double)m), b->bits[0],
                          b->bits[0] + lines * NF_LINE_WORDS, &nin);
         break;
+    case NF_CODEC_INT4 * NF_CODEC_STAGES + NF_CODEC_PACK:
+        /* the residual from the previous call's y and block maxima, then
+         * the planes with this call's maxima (one rank: its own are the
+         * agreed ones, the same bits as floats) */
+        k->int_y_ef(b->x, b->yprev, b->bm, CODEC_INT_BITS, 1.0f, b->ynew, m, CODEC_INT_BLOCK,
+                    b->bmax, stream);
+        memcpy(b->bm, b->bmax, (m + CODEC_INT_BLOCK - 1) / CODEC_INT_BLOCK * sizeof(float));
+        k->int_pack(b->ynew, b->bm, CODEC_INT_BITS, m, CODEC_INT_BLOCK, b->bits[0]);
+        break;
     case NF_CODEC_BINARY * NF_CODEC_STAGES + NF_CODEC_REDUCE:
     case NF_CODEC_TERNARY * NF_CODEC_STAGES + NF_CODEC_REDUCE:
+    case NF_CODEC_INT4 * NF_CODEC_STAGES + NF_CODEC_REDUCE:
         k->count_sum(b->cnt, planes, (const uint64_t *const *)in, n, nl);
         break;
     case NF_CODEC_BINARY * NF_CODEC_STAGES + NF_CODEC_FINISH:
@@ -111,6 +132,9 @@ static double codec_stage(const nf_kernels_t *k, const codec_bufs_t *b, nf_codec
     case NF_CODEC_TERNARY * NF_CODEC_STAGES + NF_CODEC_FINISH:
         k->ter_finish(b->r, NULL, NULL, b->cnt, b->cnt + lines * planes * NF_LINE_WORDS, planes,
                       m, 0.01, 0.02f, 0.01f);
+        break;
+    case NF_CODEC_INT4 * NF_CODEC_STAGES + NF_CODEC_FINISH:
+        k->int_finish(b->r, b->cnt, planes, b->bm, CODEC_INT_BITS, m, CODEC_INT_BLOCK, n, stream);
         break;
     default: /* bf16's finish: nothing */
         break;
@@ -151,8 +175,9 @@ static void codec_wait(codec_worker_t *w)
 static void *codec_worker(void *arg)
 {
     codec_worker_t *w = arg;
-    const size_t M = nf_codec_size[NF_CODEC_SIZES - 1], L = 2 * nf_lines(M);
-    void *all[11];
+    const size_t M = nf_codec_size[NF_CODEC_SIZES - 1], L = CODEC_LINES_MAX * nf_lines(M);
+    const size_t NB = M / CODEC_INT_BLOCK + 1;
+    void *all[13];
     int na = 0, ok = 1;
     codec_bufs_t b;
     /* each copy touches its own buffers first, on the core it runs on */
@@ -166,6 +191,8 @@ static void *codec_worker(void *arg)
         b.bits[i] = codec_alloc(L * NF_LINE_BYTES, all, &na);
     }
     b.cnt = codec_alloc(L * w->planes * NF_LINE_BYTES, all, &na);
+    b.bm = codec_alloc(NB * sizeof(float), all, &na);
+    b.bmax = codec_alloc(NB * sizeof(uint32_t), all, &na);
     for (int i = 0; i < na; i++)
         ok &= all[i] != NULL;
     w->ok = ok;
@@ -181,6 +208,9 @@ static void *codec_worker(void *arg)
             b.yprev[j] = 0.5f * b.x[(j * 7) % M];
         }
         w->k->bf16_pack(b.x, b.h[1], M);
+        /* int4's first previous block maxima: yprev's own */
+        w->k->int_y_ef(b.yprev, NULL, NULL, CODEC_INT_BITS, 1.0f, NULL, M, CODEC_INT_BLOCK, b.bmax, 0);
+        memcpy(b.bm, b.bmax, NB * sizeof(float));
         for (int rep = 0; rep < w->reps; rep++)
             for (int z = 0; z < NF_CODEC_SIZES; z++)
                 for (int c = 0; c < NF_CODEC_COUNT; c++)

@@ -769,6 +769,461 @@ static void sum_bf16_f32_avx2(float *out, const float *acc, const uint16_t *cons
     sum_bf16_impl(out, acc, in, nin, m, 1);
 }
 
+/* ---- integer routes (int_y_ef, int_pack, int_finish) ---- */
+
+/* Vector paths: 2..4 bits (u = q + L fits a nibble; NaN codes as below) and
+ * blocks of whole groups of 32 elements, so that a vector never straddles
+ * two blocks; anything else goes to the reference. */
+AI int int_ok(unsigned kb, size_t B)
+{
+    return kb >= 2 && kb <= 4 && B >= NF_INT_BLOCK_MIN && (B & (B - 1)) == 0;
+}
+
+/* nf_int_q of 8 lanes, as int32: the float product rounded to nearest even,
+ * then min(L, t) and max(-L, t) with the bound first, which is the
+ * reference's t > L ? L : t < -L ? -L : t (a NaN passes through both), then
+ * truncation, which turns a NaN into INT_MIN as the reference's (int) does
+ * (cvttss2si). */
+AI __m256i int_q8(__m256 y, __m256 inv, __m256 Lv, __m256 nLv)
+{
+    __m256 t = _mm256_round_ps(_mm256_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    t = _mm256_max_ps(nLv, _mm256_min_ps(Lv, t));
+    return _mm256_cvttps_epi32(t);
+}
+
+/* (float)nf_int_q of 8 lanes without leaving floats: t = (a + 1.5 * 2^23)
+ * - 1.5 * 2^23 is a rounded to an integer, ties to even, for |a| < 2^22
+ * (the sum's ulp is 1, and 1.5 * 2^23 is even), and +0.0 for 0 as (float)(int)
+ * gives; for |a| >= 2^22 it is at least 2^22 in magnitude with a's sign, so
+ * the clamp gives +-L as for the exact rounding. The clamp lets a NaN
+ * through, and the last max turns it into -2^31, the reference's
+ * (float)(int)NaN. Six plain float operations: no vroundps or conversions. */
+AI __m256 int_qf8(__m256 y, __m256 inv, __m256 Lv, __m256 nLv)
+{
+    const __m256 big = _mm256_set1_ps(0x1.8p23f);
+    __m256 t = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(y, inv), big), big);
+    t = _mm256_max_ps(nLv, _mm256_min_ps(Lv, t));
+    return _mm256_max_ps(t, _mm256_set1_ps(-0x1p31f));
+}
+
+/* Largest of 8 uint32 below 2^31. */
+AI uint32_t hmax8(__m256i v)
+{
+    __m128i h = _mm_max_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    h = _mm_max_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+    h = _mm_max_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+    return (uint32_t)_mm_cvtsi128_si32(h);
+}
+
+/* Eight elements of int_y_ef from i (has_y: with yprev; has_m: with mprev),
+ * the bits of |y| into the running max mx. */
+AI void int_y8(const float *x, const float *yprev, float *ynew, size_t i, __m256i mk, int full,
+               __m256 sv, __m256 iv, __m256 Lv, __m256 nLv, __m256 dv, __m256i *mx, int has_y,
+               int has_m, int nt)
+{
+    __m256 y = load8(x + i, mk, full);
+    if (has_y) {
+        __m256 p = load8(yprev + i, mk, full), e = p;
+        if (has_m) /* p - s * (float)q, as the reference: no FMA */
+            e = _mm256_sub_ps(p, _mm256_mul_ps(int_qf8(p, iv, Lv, nLv), sv));
+        /* x + de, but x + 0 where x is NaN: x's NaN (quieted) whichever
+         * operand order the compiler picks for the add. When x and de are
+         * both NaN the reference's NaN is its compiler's choice too (GCC at
+         * -O2 puts x first, as here; at -O1 de); test_kernels: int_nan_meets_nan */
+        const __m256 de = _mm256_and_ps(_mm256_mul_ps(e, dv), _mm256_cmp_ps(y, y, _CMP_ORD_Q));
+        y = _mm256_add_ps(y, de);
+        if (!full) /* lanes past the end count nothing (s = Inf makes them NaN) */
+            y = _mm256_and_ps(y, _mm256_castsi256_ps(mk));
+        if (full && nt)
+            _mm256_stream_ps(ynew + i, y);
+        else
+            store8(ynew + i, mk, full, y);
+    }
+    *mx = _mm256_max_epi32(*mx, _mm256_and_si256(_mm256_castps_si256(y), _mm256_set1_epi32(0x7FFFFFFF)));
+}
+
+AI void int_y_ef_impl(const float *x, const float *yprev, const float *mprev, unsigned kb,
+                      float decay, float *ynew, size_t m, size_t B, uint32_t *bmax, int has_y,
+                      int has_m, int nt)
+{
+    const float L = (float)nf_int_levels(kb);
+    const __m256 Lv = _mm256_set1_ps(L), nLv = _mm256_set1_ps(-L), dv = _mm256_set1_ps(decay);
+    const __m256i none = _mm256_setzero_si256();
+    for (size_t b = 0, j0 = 0; j0 < m; b++, j0 += B) {
+        const size_t j1 = m - j0 > B ? j0 + B : m;
+        float s = 0.0f, inv = 0.0f;
+        if (has_m)
+            nf_int_scale(mprev[b], kb, &s, &inv);
+        const __m256 sv = _mm256_set1_ps(s), iv = _mm256_set1_ps(inv);
+        __m256i mx0 = _mm256_setzero_si256(), mx1 = _mm256_setzero_si256();
+        size_t j = j0;
+        for (; j + 16 <= j1; j += 16) {
+            int_y8(x, yprev, ynew, j, none, 1, sv, iv, Lv, nLv, dv, &mx0, has_y, has_m, nt);
+            int_y8(x, yprev, ynew, j + 8, none, 1, sv, iv, Lv, nLv, dv, &mx1, has_y, has_m, nt);
+        }
+        for (; j < j1; j += 8) /* the buffer's last block: its last 1..15 */
+            int_y8(x, yprev, ynew, j, tail8(j1 - j), 0, sv, iv, Lv, nLv, dv, &mx0, has_y, has_m, nt);
+        bmax[b] = hmax8(_mm256_max_epi32(mx0, mx1));
+    }
+    if (nt)
+        _mm_sfence();
+}
+
+static void int_y_ef_avx2(const float *x, const float *yprev, const float *mprev, unsigned kb,
+                          float decay, float *ynew, size_t m, size_t B, uint32_t *bmax,
+                          int stream)
+{
+    if (!int_ok(kb, B)) {
+        nf_kernels_scalar.int_y_ef(x, yprev, mprev, kb, decay, ynew, m, B, bmax, 0);
+        return;
+    }
+    const int nt = stream && ((uintptr_t)ynew & 31) == 0;
+    if (yprev == NULL)
+        int_y_ef_impl(x, NULL, NULL, kb, decay, NULL, m, B, bmax, 0, 0, 0);
+    else if (mprev == NULL)
+        nt ? int_y_ef_impl(x, yprev, NULL, kb, decay, ynew, m, B, bmax, 1, 0, 1)
+           : int_y_ef_impl(x, yprev, NULL, kb, decay, ynew, m, B, bmax, 1, 0, 0);
+    else
+        nt ? int_y_ef_impl(x, yprev, mprev, kb, decay, ynew, m, B, bmax, 1, 1, 1)
+           : int_y_ef_impl(x, yprev, mprev, kb, decay, ynew, m, B, bmax, 1, 1, 0);
+}
+
+/* The low kb bits of u = q + L of 32 elements from j (left of them in the
+ * buffer, all when full) as 32 bytes in element order. q packs to bytes with
+ * signed saturation: [-L, L] is kept, and INT_MIN (a NaN) becomes -128,
+ * which is INT_MIN modulo 2^kb, so adding L leaves the reference's low bits
+ * of (unsigned)(INT_MIN + L). Lanes past the end hold L (their y is 0). */
+AI __m256i int_u32(const float *y, size_t j, size_t left, __m256 iv, __m256 Lv, __m256 nLv,
+                   __m256i Lb, int full)
+{
+    __m256i q[4];
+    #pragma GCC unroll 4
+    for (unsigned g = 0; g < 4; g++) {
+        __m256 v = full ? _mm256_loadu_ps(y + j + 8 * g)
+                 : left > 8 * g ? _mm256_maskload_ps(y + j + 8 * g, tail8(left - 8 * g))
+                                : _mm256_setzero_ps();
+        q[g] = int_q8(v, iv, Lv, nLv);
+    }
+    /* packs work within 128-bit halves: dwords come out as q0 0-3, q1 0-3,
+     * q2 0-3, q3 0-3 | q0 4-7, ...; vpermd puts them in order */
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    return _mm256_add_epi8(b, Lb);
+}
+
+/* Bit p of each of 32 bytes: shifted to the byte's top bit (a 16-bit shift
+ * moves no bit across into a byte's top), then vpmovmskb. */
+AI uint32_t byte_bits(__m256i u, unsigned p)
+{
+    return (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(u, (int)(7 - p)));
+}
+
+/* The blocks met in order, 32 elements at a time: the inverse of the block
+ * of the next 32 elements (block boundaries are multiples of 32). */
+typedef struct {
+    size_t next; /* first element of the next block */
+    size_t b;    /* that block's index */
+} int_blk_t;
+
+AI float int_blk_inv(int_blk_t *k, const float *M, unsigned kb, size_t B, size_t j, float inv)
+{
+    if (j == k->next) {
+        float s;
+        nf_int_scale(M[k->b], kb, &s, &inv);
+        k->next += B, k->b++;
+    }
+    return inv;
+}
+
+/* One 64-bit word of each of the kb planes, elements j .. j+63 (left of them
+ * in the buffer, at least 64 when full; bits past the end are zero). */
+AI void int_word(const float *y, const float *M, unsigned kb, size_t B, size_t j, size_t left,
+                 int_blk_t *blk, float *inv, __m256 Lv, __m256 nLv, __m256i Lb, uint64_t *w,
+                 int full)
+{
+    *inv = int_blk_inv(blk, M, kb, B, j, *inv);
+    __m256i u0 = int_u32(y, j, left, _mm256_set1_ps(*inv), Lv, nLv, Lb, full);
+    __m256i u1 = _mm256_setzero_si256();
+    if (full || left > 32) {
+        *inv = int_blk_inv(blk, M, kb, B, j + 32, *inv);
+        u1 = int_u32(y, j + 32, left - 32, _mm256_set1_ps(*inv), Lv, nLv, Lb, full);
+    }
+    const uint64_t keep = full ? ~0ull : (1ull << left) - 1;
+    #pragma GCC unroll 4
+    for (unsigned p = 0; p < kb; p++)
+        w[p * NF_LINE_WORDS] = ((uint64_t)byte_bits(u1, p) << 32 | byte_bits(u0, p)) & keep;
+}
+
+AI void int_pack_impl(const float *y, const float *M, unsigned kb, size_t m, size_t B,
+                      uint64_t *planes)
+{
+    const float L = (float)nf_int_levels(kb);
+    const __m256 Lv = _mm256_set1_ps(L), nLv = _mm256_set1_ps(-L);
+    const __m256i Lb = _mm256_set1_epi8((char)nf_int_levels(kb));
+    int_blk_t blk = {0, 0};
+    float inv = 0.0f;
+    for (size_t l = 0; l * NF_LINE_BITS < m; l++) {
+        uint64_t *pl = planes + l * kb * NF_LINE_WORDS;
+        const size_t j0 = l * NF_LINE_BITS;
+        unsigned w = 0;
+        if (m - j0 >= NF_LINE_BITS) { /* a whole line */
+            for (; w < NF_LINE_WORDS; w++)
+                int_word(y, M, kb, B, j0 + 64 * w, 64, &blk, &inv, Lv, nLv, Lb, pl + w, 1);
+            continue;
+        }
+        for (; j0 + 64 * w < m; w++) {
+            const size_t j = j0 + 64 * w;
+            if (m - j >= 64)
+                int_word(y, M, kb, B, j, 64, &blk, &inv, Lv, nLv, Lb, pl + w, 1);
+            else
+                int_word(y, M, kb, B, j, m - j, &blk, &inv, Lv, nLv, Lb, pl + w, 0);
+        }
+        for (; w < NF_LINE_WORDS; w++) /* the last line's words past the end */
+            for (unsigned p = 0; p < kb; p++)
+                pl[p * NF_LINE_WORDS + w] = 0;
+    }
+}
+
+static void int_pack_avx2(const float *y, const float *M, unsigned kb, size_t m, size_t B,
+                          uint64_t *planes)
+{
+    if (!int_ok(kb, B)) {
+        nf_kernels_scalar.int_pack(y, M, kb, m, B, planes);
+        return;
+    }
+    switch (kb) { /* constant kb: the plane loops unroll */
+    case 2: int_pack_impl(y, M, 2, m, B, planes); break;
+    case 3: int_pack_impl(y, M, 3, m, B, planes); break;
+    default: int_pack_impl(y, M, 4, m, B, planes); break;
+    }
+}
+
+/* ---- int_finish ----
+ *
+ * Per half line (256 elements): the kb counters of kc planes are added
+ * with their weights 2^p as bit-sliced numbers (full adders on 256
+ * positions at once), which leaves P planes, P the bits of the largest sum
+ * (2^kb - 1)(2^kc - 1); each 8 of those planes are transposed to one byte
+ * per element (bytes, then the bits of each 8 x 8 block); the bytes are
+ * widened to int32, less n L, and scaled.
+ *
+ * r = (float)((double)s * (double)v) is computed as the float product
+ * (float)v * s: |v| < 2^20, so (float)v is exact and the double product of
+ * a float and v (at most 24 + 20 significant bits, far from double's
+ * overflow and underflow) is exact, and rounding it once to float is
+ * rounding the exact product once, which is what the float multiply does:
+ * the same bits, Inf (overflow, or s = Inf) and NaN (Inf * 0) included.
+ */
+
+#define INT_P_MAX 20 /* P for kb = 4, kc = 16 */
+#define HALF (NF_LINE_BITS / 2)
+
+static unsigned int_sum_planes(unsigned kb, unsigned kc)
+{
+    const uint64_t top = ((1ull << kb) - 1) * ((1ull << kc) - 1);
+    unsigned P = 0;
+    while (P < 64 && (top >> P) != 0)
+        P++;
+    return P;
+}
+
+/* The counters of half h of line l; bit line i (= p * kc + t within the
+ * line) at c[2 * i]. */
+AI const __m256i *int_half_cnt(const uint64_t *cnt, unsigned kc, unsigned kb, size_t h0)
+{
+    return (const __m256i *)(cnt + (h0 / NF_LINE_BITS) * kb * kc * NF_LINE_WORDS) +
+           (h0 / HALF) % 2;
+}
+
+/* The weighted sum when it fits 8 planes (kc <= 8 - kb), in registers:
+ * with kb constant the loops run over 8 - kb planes per counter whatever kc
+ * is, the planes past kc zero. */
+AI void int_sum8(const __m256i *c, unsigned kc, unsigned kb, __m256i s[8])
+{
+    const __m256i zero = _mm256_setzero_si256();
+    const unsigned KC = 8 - kb;
+    #pragma GCC unroll 8
+    for (unsigned w = 0; w < 8; w++)
+        s[w] = w < kc ? _mm256_load_si256(c + 2 * w) : zero;
+    #pragma GCC unroll 4
+    for (unsigned p = 1; p < kb; p++) {
+        __m256i carry = zero;
+        #pragma GCC unroll 8
+        for (unsigned t = 0; t < KC; t++) {
+            __m256i x = s[p + t], b = t < kc ? _mm256_load_si256(c + 2 * (p * kc + t)) : zero;
+            s[p + t] = xor3(x, b, carry);
+            carry = maj(x, b, carry);
+        }
+        #pragma GCC unroll 8
+        for (unsigned w = p + KC; w < 8; w++) { /* the sums of each prefix of counters */
+            __m256i x = s[w];                    /* stay below 2^8: no carry leaves */
+            s[w] = _mm256_xor_si256(x, carry);
+            carry = _mm256_and_si256(x, carry);
+        }
+    }
+}
+
+/* Any P (up to INT_P_MAX planes, in memory): plane w into S[w], and zeros
+ * up to the next multiple of 8. */
+AI void int_sum_any(const __m256i *c, unsigned kc, unsigned kb, unsigned P, __m256i *S)
+{
+    const __m256i zero = _mm256_setzero_si256();
+    for (unsigned w = 0; w < (P + 7) / 8 * 8; w++)
+        S[w] = w < kc ? _mm256_load_si256(c + 2 * w) : zero;
+    for (unsigned p = 1; p < kb; p++) {
+        __m256i carry = zero;
+        for (unsigned t = 0; t < kc; t++) {
+            __m256i x = S[p + t], b = _mm256_load_si256(c + 2 * (p * kc + t));
+            S[p + t] = xor3(x, b, carry);
+            carry = maj(x, b, carry);
+        }
+        for (unsigned w = p + kc; w < P; w++) {
+            __m256i x = S[w];
+            S[w] = _mm256_xor_si256(x, carry);
+            carry = _mm256_and_si256(x, carry);
+        }
+    }
+}
+
+/* An 8 x 8 bit matrix in each 64-bit lane, row i = byte i, transposed
+ * (bit j of byte i <-> bit i of byte j; Hacker's Delight, transpose8). */
+AI __m256i bits8x8(__m256i x)
+{
+    __m256i t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 7)),
+                                 _mm256_set1_epi64x(0x00AA00AA00AA00AAll));
+    x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 7)));
+    t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 14)),
+                         _mm256_set1_epi64x(0x0000CCCC0000CCCCll));
+    x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 14)));
+    t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 28)),
+                         _mm256_set1_epi64x(0x00000000F0F0F0F0ll));
+    return _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 28)));
+}
+
+/* Eight planes of 256 positions -> one byte per position into T (bit w =
+ * plane w). Bytes first: each 64-bit lane of the unpacked vector i gathers
+ * byte k of the 8 planes (row w = plane w) for k = 2i, 2i + 1 in the low 128
+ * bits and 16 + 2i, 17 + 2i in the high; the bit transpose then turns row
+ * w's bit j into byte j's bit w: positions 16i .. 16i + 15 in the low half
+ * and 128 + 16i .. in the high half, stored to their places. */
+AI void int_transpose(const __m256i s[8], uint8_t *T)
+{
+    __m256i a[8], b[8];
+    #pragma GCC unroll 4
+    for (unsigned i = 0; i < 4; i++) {
+        a[2 * i] = _mm256_unpacklo_epi8(s[2 * i], s[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_epi8(s[2 * i], s[2 * i + 1]);
+    }
+    #pragma GCC unroll 2
+    for (unsigned g = 0; g < 2; g++) { /* planes 0-3, then 4-7 */
+        b[4 * g] = _mm256_unpacklo_epi16(a[4 * g], a[4 * g + 2]);
+        b[4 * g + 1] = _mm256_unpackhi_epi16(a[4 * g], a[4 * g + 2]);
+        b[4 * g + 2] = _mm256_unpacklo_epi16(a[4 * g + 1], a[4 * g + 3]);
+        b[4 * g + 3] = _mm256_unpackhi_epi16(a[4 * g + 1], a[4 * g + 3]);
+    }
+    #pragma GCC unroll 8
+    for (unsigned i = 0; i < 8; i++) {
+        __m256i c = bits8x8(i & 1 ? _mm256_unpackhi_epi32(b[i / 2], b[4 + i / 2])
+                                  : _mm256_unpacklo_epi32(b[i / 2], b[4 + i / 2]));
+        _mm_store_si128((__m128i *)(T + 16 * i), _mm256_castsi256_si128(c));
+        _mm_store_si128((__m128i *)(T + HALF / 2 + 16 * i), _mm256_extracti128_si256(c, 1));
+    }
+}
+
+/* The half line's results from its G byte planes T[g] (weight 2^(8g)):
+ * o[i] = (float)(v_i - nL) * sc[i / 32]; streamed with nt (o 32-byte
+ * aligned). */
+AI void int_out(float *o, const uint8_t (*T)[HALF], unsigned G, const float sc[8], __m256i nL,
+                int nt)
+{
+    #pragma GCC unroll 4
+    for (unsigned j = 0; j < HALF; j += 8) {
+        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(T[0] + j)));
+        for (unsigned g = 1; g < G; g++)
+            v = _mm256_add_epi32(v, _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                                          (const __m128i *)(T[g] + j))), (int)(8 * g)));
+        const __m256 rv = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, nL)),
+                                        _mm256_broadcast_ss(&sc[j / 32]));
+        if (nt)
+            _mm256_stream_ps(o + j, rv);
+        else
+            _mm256_storeu_ps(o + j, rv);
+    }
+}
+
+/* small: kb + kc <= 8 (one byte plane, the sum in registers, kb constant). */
+AI void int_finish_impl(float *r, const uint64_t *cnt, unsigned kc, const float *M, unsigned kb,
+                        size_t m, size_t B, unsigned n, int small, int nt)
+{
+    const __m256i nL = _mm256_set1_epi32((int)(n * nf_int_levels(kb)));
+    const unsigned P = small ? 8 : int_sum_planes(kb, kc), G = small ? 1 : (P + 7) / 8;
+    __m256i S[(INT_P_MAX + 7) / 8 * 8];
+    uint8_t T[(INT_P_MAX + 7) / 8][HALF] __attribute__((aligned(32)));
+    const unsigned lgB = (unsigned)__builtin_ctzll(B); /* B is a power of two */
+    float sc[8] __attribute__((aligned(32))), inv;
+    for (size_t h0 = 0; h0 < m; h0 += HALF) {
+        /* the scale of each 32 elements: a block is 32 of them or more */
+        for (unsigned q = 0; q < 8; q++) {
+            const size_t j = h0 + 32 * q;
+            if (j >= m)
+                sc[q] = 0.0f;
+            else if (q == 0 || (j & (B - 1)) == 0)
+                nf_int_scale(M[j >> lgB], kb, &sc[q], &inv);
+            else
+                sc[q] = sc[q - 1];
+        }
+        const __m256i *c = int_half_cnt(cnt, kc, kb, h0);
+        if (small) {
+            int_sum8(c, kc, kb, S);
+            int_transpose(S, T[0]);
+        } else {
+            int_sum_any(c, kc, kb, P, S);
+            for (unsigned g = 0; g < G; g++)
+                int_transpose(S + 8 * g, T[g]);
+        }
+        const uint8_t(*Tc)[HALF] = (const uint8_t(*)[HALF])T;
+        if (m - h0 >= HALF) { /* G constant in each call: the group loop unrolls */
+            if (G == 1)
+                int_out(r + h0, Tc, 1, sc, nL, nt);
+            else if (G == 2)
+                int_out(r + h0, Tc, 2, sc, nL, nt);
+            else
+                int_out(r + h0, Tc, 3, sc, nL, nt);
+        } else { /* the last elements: the whole half line, then a copy */
+            float o[HALF];
+            int_out(o, Tc, G, sc, nL, 0);
+            memcpy(r + h0, o, (m - h0) * sizeof(float));
+        }
+    }
+    if (nt)
+        _mm_sfence();
+}
+
+static void int_finish_avx2(float *r, const uint64_t *cnt, unsigned kc, const float *M,
+                            unsigned kb, size_t m, size_t B, unsigned n, int stream)
+{
+    if (!int_ok(kb, B) || kc < 1 || kc > NF_COUNT_PLANES_MAX || n > 65535) {
+        nf_kernels_scalar.int_finish(r, cnt, kc, M, kb, m, B, n, 0);
+        return;
+    }
+    const int nt = stream && ((uintptr_t)r & 31) == 0;
+#define INT_FIN(KB, SMALL) nt ? int_finish_impl(r, cnt, kc, M, KB, m, B, n, SMALL, 1) \
+                              : int_finish_impl(r, cnt, kc, M, KB, m, B, n, SMALL, 0)
+    if (kb + kc > 8 && kb == 2)
+        INT_FIN(2, 0);
+    else if (kb + kc > 8 && kb == 3)
+        INT_FIN(3, 0);
+    else if (kb + kc > 8)
+        INT_FIN(4, 0);
+    else if (kb == 2)
+        INT_FIN(2, 1);
+    else if (kb == 3)
+        INT_FIN(3, 1);
+    else
+        INT_FIN(4, 1);
+#undef INT_FIN
+}
+
 const nf_kernels_t nf_kernels_avx2 = {
     .isa = NF_ISA_AVX2,
     .name = "avx2",
@@ -785,4 +1240,7 @@ const nf_kernels_t nf_kernels_avx2 = {
     .bf16_pack = bf16_pack_avx2,
     .sum_bf16 = sum_bf16_avx2,
     .sum_bf16_f32 = sum_bf16_f32_avx2,
+    .int_y_ef = int_y_ef_avx2,
+    .int_pack = int_pack_avx2,
+    .int_finish = int_finish_avx2,
 };

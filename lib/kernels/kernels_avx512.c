@@ -753,6 +753,355 @@ static void sum_bf16_f32_avx512(float *out, const float *acc, const uint16_t *co
     sum_bf16_impl(out, acc, in, nin, m, 1);
 }
 
+/* ---- integer routes (int_y_ef, int_pack, int_finish) ---- */
+
+/* Vector paths: 2..4 bits and power-of-two blocks of 32 elements or more,
+ * so that a vector of 16 never straddles two blocks; anything else goes to
+ * the reference. */
+AI int int_ok(unsigned kb, size_t B)
+{
+    return kb >= 2 && kb <= 4 && B >= NF_INT_BLOCK_MIN && (B & (B - 1)) == 0;
+}
+
+/* nf_int_q of 16 lanes as int32: the float product rounded to nearest
+ * even, then min(L, t) and max(-L, t) with the bound first, which is the
+ * reference's t > L ? L : t < -L ? -L : t (a NaN passes through both), then
+ * truncation, which turns a NaN into INT_MIN as the reference's (int) does
+ * (cvttss2si). */
+AI __m512i int_q16(__m512 y, __m512 inv, __m512 Lv, __m512 nLv)
+{
+    __m512 t = _mm512_roundscale_ps(_mm512_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    t = _mm512_max_ps(nLv, _mm512_min_ps(Lv, t));
+    return _mm512_cvttps_epi32(t);
+}
+
+/* (float)nf_int_q of 16 lanes without leaving floats: t = (a + 1.5 * 2^23)
+ * - 1.5 * 2^23 is a rounded to an integer, ties to even, for |a| < 2^22
+ * (the sum's ulp is 1, and 1.5 * 2^23 is even), and +0.0 for 0 as
+ * (float)(int) gives; for |a| >= 2^22 it is at least 2^22 in magnitude with
+ * a's sign, so the clamp gives +-L as for the exact rounding. The clamp
+ * lets a NaN through, and the last max turns it into -2^31, the
+ * reference's (float)(int)NaN. */
+AI __m512 int_qf16(__m512 y, __m512 inv, __m512 Lv, __m512 nLv)
+{
+    const __m512 big = _mm512_set1_ps(0x1.8p23f);
+    __m512 t = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(y, inv), big), big);
+    t = _mm512_max_ps(nLv, _mm512_min_ps(Lv, t));
+    return _mm512_max_ps(t, _mm512_set1_ps(-0x1p31f));
+}
+
+/* Sixteen elements of int_y_ef from i (has_y: with yprev; has_m: with
+ * mprev); mk is all ones (a constant) except in the tail. The bits of |y|
+ * go into the running max mx. */
+AI void int_y16(const float *x, const float *yprev, float *ynew, size_t i, __mmask16 mk,
+                __m512 sv, __m512 iv, __m512 Lv, __m512 nLv, __m512 dv, __m512i *mx, int has_y,
+                int has_m, int nt)
+{
+    __m512 y = _mm512_maskz_loadu_ps(mk, x + i);
+    if (has_y) {
+        __m512 p = _mm512_maskz_loadu_ps(mk, yprev + i), e = p;
+        if (has_m) /* p - s * (float)q, as the reference: no FMA */
+            e = _mm512_sub_ps(p, _mm512_mul_ps(int_qf16(p, iv, Lv, nLv), sv));
+        /* x + de, but x + 0 where x is NaN: x's NaN (quieted) whichever
+         * operand order the compiler picks for the add (as kernels_avx2.c);
+         * lanes past the end are 0 */
+        const __m512 de = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, y, _CMP_ORD_Q), _mm512_mul_ps(e, dv));
+        y = _mm512_maskz_add_ps(mk, y, de);
+        if (nt && mk == 0xFFFF)
+            _mm512_stream_ps(ynew + i, y);
+        else
+            _mm512_mask_storeu_ps(ynew + i, mk, y);
+    }
+    *mx = _mm512_max_epi32(*mx, _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32(0x7FFFFFFF)));
+}
+
+AI void int_y_ef_impl(const float *x, const float *yprev, const float *mprev, unsigned kb,
+                      float decay, float *ynew, size_t m, size_t B, uint32_t *bmax, int has_y,
+                      int has_m, int nt)
+{
+    const float L = (float)nf_int_levels(kb);
+    const __m512 Lv = _mm512_set1_ps(L), nLv = _mm512_set1_ps(-L), dv = _mm512_set1_ps(decay);
+    for (size_t b = 0, j0 = 0; j0 < m; b++, j0 += B) {
+        const size_t j1 = m - j0 > B ? j0 + B : m;
+        float s = 0.0f, inv = 0.0f;
+        if (has_m)
+            nf_int_scale(mprev[b], kb, &s, &inv);
+        const __m512 sv = _mm512_set1_ps(s), iv = _mm512_set1_ps(inv);
+        __m512i mx0 = _mm512_setzero_si512(), mx1 = _mm512_setzero_si512();
+        size_t j = j0;
+        for (; j + 32 <= j1; j += 32) {
+            int_y16(x, yprev, ynew, j, 0xFFFF, sv, iv, Lv, nLv, dv, &mx0, has_y, has_m, nt);
+            int_y16(x, yprev, ynew, j + 16, 0xFFFF, sv, iv, Lv, nLv, dv, &mx1, has_y, has_m, nt);
+        }
+        for (; j < j1; j += 16) /* the buffer's last block: its last 1..31 */
+            int_y16(x, yprev, ynew, j, tail16(j1 - j), sv, iv, Lv, nLv, dv, &mx0, has_y, has_m, nt);
+        bmax[b] = (uint32_t)_mm512_reduce_max_epi32(_mm512_max_epi32(mx0, mx1));
+    }
+    if (nt)
+        _mm_sfence();
+}
+
+static void int_y_ef_avx512(const float *x, const float *yprev, const float *mprev, unsigned kb,
+                            float decay, float *ynew, size_t m, size_t B, uint32_t *bmax,
+                            int stream)
+{
+    if (!int_ok(kb, B)) {
+        nf_kernels_scalar.int_y_ef(x, yprev, mprev, kb, decay, ynew, m, B, bmax, 0);
+        return;
+    }
+    const int nt = stream && ((uintptr_t)ynew & 63) == 0;
+    if (yprev == NULL)
+        int_y_ef_impl(x, NULL, NULL, kb, decay, NULL, m, B, bmax, 0, 0, 0);
+    else if (mprev == NULL)
+        nt ? int_y_ef_impl(x, yprev, NULL, kb, decay, ynew, m, B, bmax, 1, 0, 1)
+           : int_y_ef_impl(x, yprev, NULL, kb, decay, ynew, m, B, bmax, 1, 0, 0);
+    else
+        nt ? int_y_ef_impl(x, yprev, mprev, kb, decay, ynew, m, B, bmax, 1, 1, 1)
+           : int_y_ef_impl(x, yprev, mprev, kb, decay, ynew, m, B, bmax, 1, 1, 0);
+}
+
+/* One 64-bit word of each of the kb planes, elements j .. j+63 (left of
+ * them in the buffer, at least 64 when full; bits past the end are zero);
+ * inv0 for the first 32, inv1 for the others. q truncated to its low byte
+ * (vpmovdb) plus L is the low byte of u = q + L, for a NaN's INT_MIN too;
+ * each plane's 64 bits are then one vptestmb. */
+AI void int_word(const float *y, size_t j, size_t left, __m512 inv0, __m512 inv1, __m512 Lv,
+                 __m512 nLv, __m512i Lb, unsigned kb, uint64_t *w, int full)
+{
+    __m128i b[4];
+    #pragma GCC unroll 4
+    for (unsigned g = 0; g < 4; g++) {
+        const __mmask16 mk = full ? (__mmask16)0xFFFF : left > 16 * g ? tail16(left - 16 * g) : 0;
+        b[g] = _mm512_cvtepi32_epi8(int_q16(_mm512_maskz_loadu_ps(mk, y + j + 16 * g),
+                                            g < 2 ? inv0 : inv1, Lv, nLv));
+    }
+    __m512i u = _mm512_castsi128_si512(b[0]);
+    u = _mm512_inserti32x4(u, b[1], 1);
+    u = _mm512_inserti32x4(u, b[2], 2);
+    u = _mm512_inserti32x4(u, b[3], 3);
+    u = _mm512_add_epi8(u, Lb);
+    const uint64_t keep = full ? ~0ull : (1ull << left) - 1;
+    #pragma GCC unroll 4
+    for (unsigned p = 0; p < kb; p++)
+        w[p * NF_LINE_WORDS] =
+            (uint64_t)_mm512_test_epi8_mask(u, _mm512_set1_epi8((char)(1 << p))) & keep;
+}
+
+AI void int_pack_impl(const float *y, const float *M, unsigned kb, size_t m, size_t B,
+                      uint64_t *planes)
+{
+    const float L = (float)nf_int_levels(kb);
+    const __m512 Lv = _mm512_set1_ps(L), nLv = _mm512_set1_ps(-L);
+    const __m512i Lb = _mm512_set1_epi8((char)nf_int_levels(kb));
+    const unsigned lgB = (unsigned)__builtin_ctzll(B); /* B is a power of two */
+    float s, inv0 = 0.0f, inv1 = 0.0f;
+    for (size_t l = 0; l * NF_LINE_BITS < m; l++) {
+        uint64_t *pl = planes + l * kb * NF_LINE_WORDS;
+        unsigned w = 0;
+        for (; w < NF_LINE_WORDS && l * NF_LINE_BITS + 64 * w < m; w++) {
+            const size_t j = l * NF_LINE_BITS + 64 * w, left = m - j;
+            if ((j & (B - 1)) == 0) /* a block starts here (every word when B = 32) */
+                nf_int_scale(M[j >> lgB], kb, &s, &inv0);
+            if (B == 32 && left > 32)
+                nf_int_scale(M[(j + 32) >> lgB], kb, &s, &inv1);
+            else
+                inv1 = inv0;
+            if (left >= 64)
+                int_word(y, j, 64, _mm512_set1_ps(inv0), _mm512_set1_ps(inv1), Lv, nLv, Lb, kb,
+                         pl + w, 1);
+            else
+                int_word(y, j, left, _mm512_set1_ps(inv0), _mm512_set1_ps(inv1), Lv, nLv, Lb, kb,
+                         pl + w, 0);
+        }
+        for (; w < NF_LINE_WORDS; w++) /* the last line's words past the end */
+            for (unsigned p = 0; p < kb; p++)
+                pl[p * NF_LINE_WORDS + w] = 0;
+    }
+}
+
+static void int_pack_avx512(const float *y, const float *M, unsigned kb, size_t m, size_t B,
+                            uint64_t *planes)
+{
+    if (!int_ok(kb, B)) {
+        nf_kernels_scalar.int_pack(y, M, kb, m, B, planes);
+        return;
+    }
+    switch (kb) { /* constant kb: the plane loops unroll */
+    case 2: int_pack_impl(y, M, 2, m, B, planes); break;
+    case 3: int_pack_impl(y, M, 3, m, B, planes); break;
+    default: int_pack_impl(y, M, 4, m, B, planes); break;
+    }
+}
+
+/* ---- int_finish ----
+ *
+ * v = sum_p 2^p c_p over the kb counters of kc planes: when the largest
+ * sum (2^kb - 1)(2^kc - 1) fits a byte (kb + kc <= 8), each counter plane's
+ * 64 bits are the mask of one masked byte add of its weight 2^(p + t), 64
+ * elements per add. Otherwise the counters are first added as bit-sliced
+ * numbers (full adders by vpternlog on 512 positions), which leaves P <= 20
+ * planes, decoded by masked 16-bit adds, 32 elements each (planes 16 and up
+ * into a second accumulator).
+ *
+ * r = (float)((double)s * (double)v) is computed as the float product
+ * (float)v * s: |v| < 2^20, so (float)v is exact and the double product of
+ * a float and v (at most 24 + 20 significant bits, far from double's
+ * overflow and underflow) is exact, and rounding it once to float is
+ * rounding the exact product once, which is what the float multiply does:
+ * the same bits, Inf (overflow, or s = Inf) and NaN (Inf * 0) included.
+ */
+
+#define INT_P_MAX 20 /* P for kb = 4, kc = 16 */
+
+static unsigned int_sum_planes(unsigned kb, unsigned kc)
+{
+    const uint64_t top = ((1ull << kb) - 1) * ((1ull << kc) - 1);
+    unsigned P = 0;
+    while (P < 64 && (top >> P) != 0)
+        P++;
+    return P;
+}
+
+/* r of sixteen elements at j: (float)(v - nL) * s; mk all ones (a
+ * constant) except in the tail; streamed with nt (r + j then 64-byte
+ * aligned). */
+AI void int_store16(float *r, size_t j, __mmask16 mk, __m512i v, __m512i nL, __m512 sv, int nt)
+{
+    const __m512 rv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v, nL)), sv);
+    if (nt && mk == 0xFFFF)
+        _mm512_stream_ps(r + j, rv);
+    else
+        _mm512_mask_storeu_ps(r + j, mk, rv);
+}
+
+/* Results of elements j .. j+63 from their values as 64 bytes (small) or
+ * as two vectors of 32 uint16 plus the high parts (v16[2], hi[2]); scales
+ * s0 (first 32) and s1. */
+AI void int_out64(float *r, size_t j, size_t m, __m512i by, const __m512i v16[2],
+                  const __m512i hi[2], int has_hi, __m512 s0, __m512 s1, __m512i nL, int small,
+                  int full, int nt)
+{
+    __m512i v[4];
+    if (small) {
+        v[0] = _mm512_cvtepu8_epi32(_mm512_castsi512_si128(by));
+        v[1] = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(by, 1));
+        v[2] = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(by, 2));
+        v[3] = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(by, 3));
+    } else {
+        #pragma GCC unroll 2
+        for (unsigned h = 0; h < 2; h++) {
+            v[2 * h] = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(v16[h]));
+            v[2 * h + 1] = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v16[h], 1));
+            if (has_hi) {
+                v[2 * h] = _mm512_add_epi32(v[2 * h], _mm512_slli_epi32(_mm512_cvtepu16_epi32(
+                                                          _mm512_castsi512_si256(hi[h])), 16));
+                v[2 * h + 1] = _mm512_add_epi32(v[2 * h + 1], _mm512_slli_epi32(_mm512_cvtepu16_epi32(
+                                                                  _mm512_extracti64x4_epi64(hi[h], 1)), 16));
+            }
+        }
+    }
+    #pragma GCC unroll 4
+    for (unsigned q = 0; q < 4; q++) {
+        const __mmask16 mk = full ? (__mmask16)0xFFFF : m - j > 16 * q ? tail16(m - j - 16 * q) : 0;
+        if (full || mk)
+            int_store16(r, j + 16 * q, mk, v[q], nL, q < 2 ? s0 : s1, nt);
+    }
+}
+
+/* Bit-sliced sum of line l's counters: plane w (8 words) at sw + 8 w, w < P. */
+static void int_sum_line(const uint64_t *cnt, unsigned kc, unsigned kb, size_t l, unsigned P,
+                         uint64_t *sw)
+{
+    const __m512i *c = (const __m512i *)(cnt + l * kb * kc * NF_LINE_WORDS);
+    const __m512i zero = _mm512_setzero_si512();
+    __m512i S[INT_P_MAX];
+    for (unsigned w = 0; w < P; w++)
+        S[w] = w < kc ? _mm512_load_si512(c + w) : zero;
+    for (unsigned p = 1; p < kb; p++) {
+        __m512i carry = zero;
+        for (unsigned t = 0; t < kc; t++) {
+            __m512i x = S[p + t], b = _mm512_load_si512(c + p * kc + t);
+            S[p + t] = XOR3(x, b, carry);
+            carry = MAJ(x, b, carry);
+        }
+        for (unsigned w = p + kc; w < P; w++) { /* the sums of each prefix of counters */
+            __m512i x = S[w];                    /* stay below 2^P: no carry leaves */
+            S[w] = _mm512_xor_si512(x, carry);
+            carry = _mm512_and_si512(x, carry);
+        }
+    }
+    for (unsigned w = 0; w < P; w++)
+        _mm512_store_si512(sw + w * NF_LINE_WORDS, S[w]);
+}
+
+AI void int_finish_impl(float *r, const uint64_t *cnt, unsigned kc, const float *M, unsigned kb,
+                        size_t m, size_t B, unsigned n, int small, int nt)
+{
+    const __m512i nL = _mm512_set1_epi32((int)(n * nf_int_levels(kb)));
+    const unsigned lgB = (unsigned)__builtin_ctzll(B), P = small ? 0 : int_sum_planes(kb, kc);
+    uint64_t sw[INT_P_MAX * NF_LINE_WORDS] __attribute__((aligned(64)));
+    float s0 = 0.0f, s1 = 0.0f, inv;
+    for (size_t l = 0; l * NF_LINE_BITS < m; l++) {
+        const uint64_t *c = cnt + l * kb * kc * NF_LINE_WORDS;
+        if (!small)
+            int_sum_line(cnt, kc, kb, l, P, sw);
+        for (unsigned w = 0; w < NF_LINE_WORDS && l * NF_LINE_BITS + 64 * w < m; w++) {
+            const size_t j = l * NF_LINE_BITS + 64 * w;
+            if ((j & (B - 1)) == 0) /* a block starts here (every word when B = 32) */
+                nf_int_scale(M[j >> lgB], kb, &s0, &inv);
+            if (B == 32 && m - j > 32)
+                nf_int_scale(M[(j + 32) >> lgB], kb, &s1, &inv);
+            else
+                s1 = s0;
+            __m512i by = _mm512_setzero_si512(), v16[2], hi[2];
+            if (small) { /* plane t of counter p: weight 2^(p + t) */
+                #pragma GCC unroll 4
+                for (unsigned p = 0; p < kb; p++)
+                    for (unsigned t = 0; t < kc; t++)
+                        by = _mm512_mask_add_epi8(by, (__mmask64)c[(p * kc + t) * NF_LINE_WORDS + w],
+                                                  by, _mm512_set1_epi8((char)(1 << (p + t))));
+            } else {
+                v16[0] = v16[1] = hi[0] = hi[1] = _mm512_setzero_si512();
+                for (unsigned x = 0; x < P; x++) {
+                    const uint64_t bits = sw[x * NF_LINE_WORDS + w];
+                    const __m512i wt = _mm512_set1_epi16((short)(1u << (x % 16)));
+                    __m512i *acc = x < 16 ? v16 : hi;
+                    acc[0] = _mm512_mask_add_epi16(acc[0], (__mmask32)bits, acc[0], wt);
+                    acc[1] = _mm512_mask_add_epi16(acc[1], (__mmask32)(bits >> 32), acc[1], wt);
+                }
+            }
+            const __m512 sv0 = _mm512_set1_ps(s0), sv1 = _mm512_set1_ps(s1);
+            if (m - j >= 64)
+                int_out64(r, j, m, by, v16, hi, P > 16, sv0, sv1, nL, small, 1, nt);
+            else
+                int_out64(r, j, m, by, v16, hi, P > 16, sv0, sv1, nL, small, 0, nt);
+        }
+    }
+    if (nt)
+        _mm_sfence();
+}
+
+static void int_finish_avx512(float *r, const uint64_t *cnt, unsigned kc, const float *M,
+                              unsigned kb, size_t m, size_t B, unsigned n, int stream)
+{
+    if (!int_ok(kb, B) || kc < 1 || kc > NF_COUNT_PLANES_MAX || n > 65535) {
+        nf_kernels_scalar.int_finish(r, cnt, kc, M, kb, m, B, n, 0);
+        return;
+    }
+    const int nt = stream && ((uintptr_t)r & 63) == 0;
+#define INT_FIN(KB, SMALL) nt ? int_finish_impl(r, cnt, kc, M, KB, m, B, n, SMALL, 1) \
+                              : int_finish_impl(r, cnt, kc, M, KB, m, B, n, SMALL, 0)
+    if (kb + kc > 8)
+        INT_FIN(kb, 0);
+    else if (kb == 2)
+        INT_FIN(2, 1);
+    else if (kb == 3)
+        INT_FIN(3, 1);
+    else
+        INT_FIN(4, 1);
+#undef INT_FIN
+}
+
 const nf_kernels_t nf_kernels_avx512 = {
     .isa = NF_ISA_AVX512,
     .name = "avx512",
@@ -769,4 +1118,7 @@ const nf_kernels_t nf_kernels_avx512 = {
     .bf16_pack = bf16_pack_avx512,
     .sum_bf16 = sum_bf16_avx512,
     .sum_bf16_f32 = sum_bf16_f32_avx512,
+    .int_y_ef = int_y_ef_avx512,
+    .int_pack = int_pack_avx512,
+    .int_finish = int_finish_avx512,
 };

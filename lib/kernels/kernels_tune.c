@@ -16,7 +16,9 @@
  *  - candidates alternate call by call, in turn order reversed every round,
  *    so that drift on a shared machine reaches them alike;
  *  - a probe is a kernel with or without e (the finish kernels also at two
- *    rank counts: small counts take table lookups, large ones arithmetic);
+ *    rank counts: small counts take table lookups, large ones arithmetic;
+ *    int_finish at 4 ranks of int4 and 64 of int2, a sum of 8 planes and
+ *    one of more);
  *    a kernel's time is the sum over its probes of each probe's best round;
  *    rounds go on while the budget lasts, and a kernel not measured in full
  *    keeps the highest ISA.
@@ -50,6 +52,9 @@
 #define TUNE_BUDGET 0.018   /* seconds, allocation included */
 #define TUNE_ROUNDS 25
 #define TUNE_MARGIN 0.95    /* a lower ISA replaces a higher one only 5 % faster */
+#define TUNE_KB 4           /* int-k probes: int4, blocks of the default size, */
+#define TUNE_KB_BIG 2       /* int_finish at TUNE_RANKS_BIG: int2 (its counters fill cnt, cnt2) */
+#define TUNE_BLK NF_INT_BLOCK_DEFAULT
 
 #define NF_K_ID(f, ID) K_##ID,
 #define NF_K_NAME(f, ID) #f,
@@ -67,11 +72,18 @@ _Static_assert(sizeof(nf_kernels_t) == offsetof(nf_kernels_t, abs_sum) + K_COUNT
 
 /* Buffers a probe touches, flushed before it runs. R_CNT8: the counters and
  * inputs of the counter probes, which run over TUNE_M_COUNT elements; R_H:
- * the bf16 buffers. */
-enum { R_X, R_E, R_R, R_S, R_BITS, R_PM, R_CNT, R_CNT8, R_H, R_COUNT };
+ * the bf16 buffers; R_PL: int_pack's planes; R_BLK: the int-k block maxima
+ * (mx, bmax). */
+enum { R_X, R_E, R_R, R_S, R_BITS, R_PM, R_CNT, R_CNT8, R_H, R_PL, R_BLK, R_COUNT };
 #define RB(r) (1u << (r))
 #define KMAX 7 /* planes for TUNE_RANKS_BIG: the size of cnt and cnt2 */
 _Static_assert(TUNE_RANKS_BIG >> (KMAX - 1) == 1, "KMAX is nf_count_planes(TUNE_RANKS_BIG)");
+/* int_finish's counters, kb bit lines of k planes per 512 elements, lie in
+ * cnt and cnt2 (2 KMAX lines per 512): TUNE_KB lines of 3 planes (4 to 7
+ * ranks) and TUNE_KB_BIG lines of KMAX planes. */
+_Static_assert(TUNE_RANKS >= 4 && TUNE_RANKS <= 7 && TUNE_KB * 3 <= 2 * KMAX && TUNE_KB_BIG <= 2,
+               "int_finish probes: counters past cnt2");
+#define NBLK (TUNE_M / NF_INT_BLOCK_MIN) /* block maxima of the smallest blocks */
 
 typedef struct {
     unsigned char kernel, has_e;
@@ -103,6 +115,11 @@ static const probe_t probes[] = {
     {K_BF16_PACK, 0, RB(R_X) | RB(R_H), TUNE_RANKS},
     {K_SUM_BF16, 0, RB(R_R) | RB(R_H), TUNE_RANKS},
     {K_SUM_BF16_F32, 0, RB(R_R) | RB(R_H), TUNE_RANKS}, /* in place, as a reducer continues */
+    {K_INT_Y_EF, 1, RB(R_X) | RB(R_E) | RB(R_S) | RB(R_BLK), TUNE_RANKS}, /* e: yprev, mprev */
+    {K_INT_Y_EF, 0, RB(R_X) | RB(R_BLK), TUNE_RANKS},
+    {K_INT_PACK, 0, RB(R_X) | RB(R_PL) | RB(R_BLK), TUNE_RANKS},
+    {K_INT_FINISH, 0, RB(R_R) | RB(R_CNT) | RB(R_BLK), TUNE_RANKS},
+    {K_INT_FINISH, 0, RB(R_R) | RB(R_CNT) | RB(R_BLK), TUNE_RANKS_BIG},
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
@@ -115,6 +132,9 @@ typedef struct {
     const uint64_t *in[TUNE_RANKS];               /* TUNE_M_COUNT elements */
     const float *sum_in[TUNE_SUM_IN];
     uint16_t *h[TUNE_SUM_IN]; /* bf16 of x, e, s; bf16_pack writes h[0] */
+    uint64_t *planes;         /* int_pack's TUNE_KB lines per 512 */
+    float *mx;                /* int-k block maxima (NBLK): mprev and M */
+    uint32_t *bmax;           /* int_y_ef's (NBLK), right after mx */
     struct {
         char *p;
         size_t bytes;
@@ -138,6 +158,8 @@ static uint64_t xorshift(uint64_t *s)
 
 /* Bytes of a bf16 buffer, whole lines: the buffers lie end to end. */
 #define HB ((TUNE_M * sizeof(uint16_t) + NF_LINE_BYTES - 1) / NF_LINE_BYTES * NF_LINE_BYTES)
+/* Bytes of mx and of bmax, whole lines: the two lie end to end. */
+#define BB ((NBLK * sizeof(float) + NF_LINE_BYTES - 1) / NF_LINE_BYTES * NF_LINE_BYTES)
 
 /* Top halves of the encodings of x: the bf16 buffers' data. */
 static void fill_bf16(uint16_t *h, const float *x)
@@ -163,9 +185,11 @@ static void arena_regions(arena_t *a)
     size_t lb8 = nf_lines(TUNE_M_COUNT) * NF_LINE_BYTES, hb = HB;
     char *const p[R_COUNT] = {(char *)a->x, (char *)a->e, (char *)a->r, (char *)a->s,
                               (char *)a->bits, (char *)a->plus, (char *)a->cnt,
-                              (char *)a->cnt8, (char *)a->h[0]};
+                              (char *)a->cnt8, (char *)a->h[0], (char *)a->planes,
+                              (char *)a->mx};
     const size_t n[R_COUNT] = {fb, fb, fb, fb, lb, 2 * lb, 2 * KMAX * lb,
-                               (2 * a->k + TUNE_RANKS) * lb8, TUNE_SUM_IN * hb};
+                               (2 * a->k + TUNE_RANKS) * lb8, TUNE_SUM_IN * hb, TUNE_KB * lb,
+                               2 * BB};
     for (int r = 0; r < R_COUNT; r++)
         a->reg[r].p = p[r], a->reg[r].bytes = n[r];
 }
@@ -183,8 +207,8 @@ static int arena_init(arena_t *a)
     const size_t fb = (TUNE_M + NF_LANES) * sizeof(float), lb = nf_lines(TUNE_M) * NF_LINE_BYTES;
     const size_t lb8 = nf_lines(TUNE_M_COUNT) * NF_LINE_BYTES;
     const unsigned k = nf_count_planes(TUNE_RANKS);
-    size_t total = 4 * (fb + NF_LINE_BYTES) + (3 + 2 * KMAX) * lb + (2 * k + TUNE_RANKS) * lb8 +
-                   TUNE_SUM_IN * HB;
+    size_t total = 4 * (fb + NF_LINE_BYTES) + (3 + 2 * KMAX + TUNE_KB) * lb +
+                   (2 * k + TUNE_RANKS) * lb8 + TUNE_SUM_IN * HB + 2 * BB;
     char *p = aligned_alloc(NF_LINE_BYTES, total);
     if (p == NULL)
         return 0;
@@ -200,6 +224,10 @@ static int arena_init(arena_t *a)
         a->in[i] = (const uint64_t *)carve(&p, lb8);
     for (unsigned i = 0; i < TUNE_SUM_IN; i++)
         a->h[i] = (uint16_t *)carve(&p, HB);
+    a->planes = (uint64_t *)carve(&p, TUNE_KB * lb);
+    a->mx = (float *)carve(&p, BB), a->bmax = (uint32_t *)carve(&p, BB);
+    for (size_t b = 0; b < NBLK; b++) /* |x| <= 1; int_y_ef's residual is e's */
+        a->mx[b] = 1.0f;
     a->sum_in[0] = a->x, a->sum_in[1] = a->e, a->sum_in[2] = a->s;
     uint64_t s = 0x9E3779B97F4A7C15ull;
     for (size_t j = 0; j < TUNE_M; j++) { /* |x| <= 1, e = x / 128: finite, no denormals */
@@ -259,8 +287,39 @@ static void probe_run(const nf_kernels_t *K, const probe_t *p, const arena_t *a,
     case K_SUM_F32: K->sum_f32(a->r, a->sum_in, TUNE_SUM_IN, m); break;
     case K_BF16_PACK: K->bf16_pack(a->x, a->h[0], m); break;
     case K_SUM_BF16: K->sum_bf16(a->r, (const uint16_t *const *)a->h, TUNE_SUM_IN, m); break;
-    default: K->sum_bf16_f32(a->r, a->r, (const uint16_t *const *)a->h, TUNE_SUM_IN, m); break;
+    case K_SUM_BF16_F32:
+        K->sum_bf16_f32(a->r, a->r, (const uint16_t *const *)a->h, TUNE_SUM_IN, m);
+        break;
+    case K_INT_Y_EF: /* with e: yprev = e, mprev = mx (decay 1); without: x alone */
+        K->int_y_ef(a->x, e, e ? a->mx : NULL, TUNE_KB, 1.0f, e ? a->s : NULL, m, TUNE_BLK,
+                    a->bmax, 0);
+        break;
+    case K_INT_PACK: K->int_pack(a->x, a->mx, TUNE_KB, m, TUNE_BLK, a->planes); break;
+    case K_INT_FINISH: {
+        const unsigned kb = p->n > TUNE_RANKS ? TUNE_KB_BIG : TUNE_KB;
+        K->int_finish(a->r, a->cnt, nf_count_planes(p->n), a->mx, kb, m, TUNE_BLK, p->n, 0);
+        break;
     }
+    default: /* every kernel has its case: a probe without one runs nothing */
+        break;
+    }
+}
+
+/* Kernel i of table t, as one comparable type; NULL for an entry the
+ * table lacks (or an i out of range). */
+typedef void (*kfn_t)(void);
+
+static kfn_t get_entry(const nf_kernels_t *t, int i)
+{
+#define NF_K_GET(f, ID)                                                                    \
+    case K_##ID:                                                                           \
+        return (kfn_t)t->f;
+    switch (i) {
+        NF_KERNEL_LIST(NF_K_GET)
+    default:
+        return NULL;
+    }
+#undef NF_K_GET
 }
 
 /* best[c][i]: the fastest call (seconds) of probe i by candidate c, 0 when
@@ -270,12 +329,15 @@ static void measure(const nf_kernels_t *const *cand, int nc, const arena_t *a, d
 {
     for (size_t i = 0; i < NPROBES; i++) /* warm code and wide units, untimed */
         for (int c = 0; c < nc; c++)
-            probe_run(cand[c], &probes[i], a, NF_LINE_BITS);
+            if (get_entry(cand[c], probes[i].kernel) != NULL)
+                probe_run(cand[c], &probes[i], a, NF_LINE_BITS);
     for (int round = 0; round < TUNE_ROUNDS; round++) {
         double t_round = now();
         for (size_t i = 0; i < NPROBES; i++) {
             for (int j = 0; j < nc; j++) {
                 int c = round & 1 ? nc - 1 - j : j;
+                if (get_entry(cand[c], probes[i].kernel) == NULL) /* never measured: the */
+                    continue; /* kernel keeps the highest ISA that has it (fill_missing) */
                 arena_flush(a, probes[i].regions);
                 double t0 = now();
                 if (t0 > t_end)
@@ -383,6 +445,25 @@ static void summarise(tuned_t *t)
             t->table.isa = t->isa[i];
 }
 
+/* An entry the highest candidate lacks (a table built before its kernel
+ * had a version for that ISA) comes from the highest one that has it, else
+ * from the scalar reference: no entry of a tuned table is NULL. */
+static void fill_missing(tuned_t *t, const nf_kernels_t *const *cand, int nc)
+{
+    for (int i = 0; i < K_COUNT; i++) {
+        if (get_entry(&t->table, i) != NULL)
+            continue;
+        const nf_kernels_t *from = &nf_kernels_scalar;
+        for (int c = nc - 1; c >= 0; c--)
+            if (get_entry(cand[c], i) != NULL) {
+                from = cand[c];
+                break;
+            }
+        set_entry(&t->table, i, from);
+        t->isa[i] = from->isa;
+    }
+}
+
 /* Candidates: the vector ISAs at or below cap that the CPU runs, else scalar. */
 static int candidates(nf_isa_t cap, const nf_kernels_t *cand[NF_ISA_COUNT])
 {
@@ -410,6 +491,7 @@ static void tune_build(tuned_t *t, nf_isa_t cap)
         choose(t, cand, nc, best);
         free(a.base);
     }
+    fill_missing(t, cand, nc);
     summarise(t);
 }
 

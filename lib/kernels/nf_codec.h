@@ -19,19 +19,22 @@ typedef enum nf_codec {
     NF_CODEC_BF16,
     NF_CODEC_BINARY,
     NF_CODEC_TERNARY,
-    NF_CODEC_COUNT
+    NF_CODEC_INT4,
+    NF_CODEC_COUNT /* last: the number of codecs */
 } nf_codec_t;
 
 /* A call's three stages, as the library runs them with one rank per node:
  *   pack    each rank, before the wire: fp32 copies x into its slot, bf16
  *           rounds (bf16_pack), binary bin_pack_ef, ternary ter_y_ef then
- *           ter_pack (both with error feedback, decay 1);
+ *           ter_pack, int4 int_y_ef (the residual from the previous block
+ *           maxima) then int_pack with the block maxima it found (all with
+ *           error feedback, decay 1; int4 in blocks of NF_INT_BLOCK_DEFAULT);
  *   reduce  the n ranks' contributions summed: sum_f32, sum_bf16, or the
- *           sign counters (count_sum over n inputs; ternary has two lines
- *           per 512 elements);
+ *           bit counters (count_sum over n inputs; ternary has two lines
+ *           per 512 elements, int4 four);
  *   finish  each rank, after the reduction: fp32 copies the sum out, binary
- *           bin_finish, ternary ter_finish, bf16 nothing (the sum is the
- *           result). */
+ *           bin_finish, ternary ter_finish, int4 int_finish, bf16 nothing
+ *           (the sum is the result). */
 enum { NF_CODEC_PACK = 0, NF_CODEC_REDUCE, NF_CODEC_FINISH, NF_CODEC_STAGES };
 
 /* Sizes a measurement takes, in elements: one in the caches, one past
@@ -67,7 +70,7 @@ int nf_codec_measure(const nf_kernels_t *k, unsigned ranks, unsigned share, int 
  * between the measured sizes, the end rates beyond them, times m. */
 double nf_codec_ns(const nf_codec_rates_t *r, nf_codec_t codec, int stage, size_t m);
 
-/* "fp32", "bf16", "binary", "ternary"; NULL out of range. */
+/* "fp32", "bf16", "binary", "ternary", "int4"; NULL out of range. */
 const char *nf_codec_name(nf_codec_t codec);
 
 #endif /* NF_CODEC_H */

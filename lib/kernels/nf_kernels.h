@@ -89,11 +89,14 @@ static inline void nf_int_scale(float M, unsigned kb, float *s, float *inv)
     *s = M / L, *inv = L / M;
 }
 
-/** q = clamp(round-half-even(y * inv), -L, L): the float product rounded to
- * an integer, ties to even (the default rounding mode's nearbyintf). */
+/** q = clamp(round-half-even(y * inv), -L, L): the float product (in the
+ * default rounding mode, which libnfcoll never changes) rounded to an
+ * integer, ties to even whatever the mode (roundevenf). y and inv are
+ * finite: the library packs and rebuilds only blocks whose agreed max is
+ * finite. */
 static inline int nf_int_q(float y, float inv, unsigned kb)
 {
-    float t = __builtin_nearbyintf(y * inv), L = (float)nf_int_levels(kb);
+    float t = __builtin_roundevenf(y * inv), L = (float)nf_int_levels(kb);
     t = t > L ? L : t < -L ? -L : t;
     return (int)t;
 }
@@ -224,6 +227,7 @@ typedef struct nf_kernels {
      * may be short. Per element, with b = j / B:
      *  - yprev == NULL: y = x (ynew is not written and may be NULL);
      *  - else e = yprev when mprev == NULL (an E-form residual), otherwise
+     *    (mprev finite and >= 0, as every committed block max is)
      *    e = yprev - s * (float)q with s, inv = nf_int_scale(mprev[b], kb)
      *    and q = nf_int_q(yprev, inv, kb) (exactly the e the previous
      *    call's quantization left); y = x + decay * e (a float multiply,
