@@ -278,7 +278,9 @@ static nf_codec_t rt_codec(nf_route_t route)
     case NF_ROUTE_BF16: return NF_CODEC_BF16;
     case NF_ROUTE_BINARY: return NF_CODEC_BINARY;
     case NF_ROUTE_TERNARY: return NF_CODEC_TERNARY;
-    case NF_ROUTE_INT4: return NF_CODEC_INT4;
+    case NF_ROUTE_INT4: /* int3 and int2 run int4's kernels on fewer planes: */
+    case NF_ROUTE_INT3: /* int4's rate is theirs within the planes' share */
+    case NF_ROUTE_INT2: return NF_CODEC_INT4;
     default: return NF_CODEC_FP32;
     }
 }
@@ -411,8 +413,9 @@ static const char *rt_decided_name(const replay_tcall_t *c)
     return c->npart ? nf_route_name(c->part[0].route) : "-";
 }
 
-static const nf_route_t rt_routes[] = {NF_ROUTE_PMPI, NF_ROUTE_FP32, NF_ROUTE_BF16,
-                                       NF_ROUTE_BINARY, NF_ROUTE_TERNARY};
+static const nf_route_t rt_routes[] = {NF_ROUTE_PMPI,    NF_ROUTE_FP32,    NF_ROUTE_BF16,
+                                       NF_ROUTE_BINARY,  NF_ROUTE_TERNARY, NF_ROUTE_INT4,
+                                       NF_ROUTE_INT3,    NF_ROUTE_INT2};
 #define RT_NROUTES (sizeof(rt_routes) / sizeof(rt_routes[0]))
 #define RT_SCAN_LO 10 /* crossovers: call sizes from 2^10 ... */
 #define RT_SCAN_HI 31 /* ... to 2^31 bytes */
