@@ -779,31 +779,18 @@ AI int int_ok(unsigned kb, size_t B)
     return kb >= 2 && kb <= 4 && B >= NF_INT_BLOCK_MIN && (B & (B - 1)) == 0;
 }
 
-/* nf_int_q of 8 lanes, as int32: the float product rounded to nearest even,
- * then min(L, t) and max(-L, t) with the bound first, which is the
- * reference's t > L ? L : t < -L ? -L : t (a NaN passes through both), then
- * truncation, which turns a NaN into INT_MIN as the reference's (int) does
- * (cvttss2si). */
-AI __m256i int_q8(__m256 y, __m256 inv, __m256 Lv, __m256 nLv)
+/* (float)nf_int_q of 8 lanes through integers, for e = p - s * q: vcvtps2dq
+ * rounds the product in the default rounding mode (nearest, ties to even;
+ * libnfcoll never changes it), the clamp runs on int32 lanes (integer
+ * ports, beside the float ones), and the conversion back gives +0.0 for 0,
+ * as (float)(int) does. A product of 2^31 or more in magnitude converts to
+ * INT_MIN, so q is -L where the reference has +-L; e is the same: then
+ * |p| >= 2^31 s / L, so |s q| <= |p| 2^-28, below half an ulp of p, and
+ * p - s q rounds to p either way. */
+AI __m256 int_qi8(__m256 y, __m256 inv, __m256i Li, __m256i nLi)
 {
-    __m256 t = _mm256_round_ps(_mm256_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    t = _mm256_max_ps(nLv, _mm256_min_ps(Lv, t));
-    return _mm256_cvttps_epi32(t);
-}
-
-/* (float)nf_int_q of 8 lanes without leaving floats: t = (a + 1.5 * 2^23)
- * - 1.5 * 2^23 is a rounded to an integer, ties to even, for |a| < 2^22
- * (the sum's ulp is 1, and 1.5 * 2^23 is even), and +0.0 for 0 as (float)(int)
- * gives; for |a| >= 2^22 it is at least 2^22 in magnitude with a's sign, so
- * the clamp gives +-L as for the exact rounding. The clamp lets a NaN
- * through, and the last max turns it into -2^31, the reference's
- * (float)(int)NaN. Six plain float operations: no vroundps or conversions. */
-AI __m256 int_qf8(__m256 y, __m256 inv, __m256 Lv, __m256 nLv)
-{
-    const __m256 big = _mm256_set1_ps(0x1.8p23f);
-    __m256 t = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(y, inv), big), big);
-    t = _mm256_max_ps(nLv, _mm256_min_ps(Lv, t));
-    return _mm256_max_ps(t, _mm256_set1_ps(-0x1p31f));
+    __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(y, inv));
+    return _mm256_cvtepi32_ps(_mm256_max_epi32(nLi, _mm256_min_epi32(Li, q)));
 }
 
 /* Largest of 8 uint32 below 2^31. */
@@ -818,14 +805,14 @@ AI uint32_t hmax8(__m256i v)
 /* Eight elements of int_y_ef from i (has_y: with yprev; has_m: with mprev),
  * the bits of |y| into the running max mx. */
 AI void int_y8(const float *x, const float *yprev, float *ynew, size_t i, __m256i mk, int full,
-               __m256 sv, __m256 iv, __m256 Lv, __m256 nLv, __m256 dv, __m256i *mx, int has_y,
+               __m256 sv, __m256 iv, __m256i Li, __m256i nLi, __m256 dv, __m256i *mx, int has_y,
                int has_m, int nt)
 {
     __m256 y = load8(x + i, mk, full);
     if (has_y) {
         __m256 p = load8(yprev + i, mk, full), e = p;
         if (has_m) /* p - s * (float)q, as the reference: no FMA */
-            e = _mm256_sub_ps(p, _mm256_mul_ps(int_qf8(p, iv, Lv, nLv), sv));
+            e = _mm256_sub_ps(p, _mm256_mul_ps(int_qi8(p, iv, Li, nLi), sv));
         /* x + de, but x + 0 where x is NaN: x's NaN (quieted) whichever
          * operand order the compiler picks for the add. When x and de are
          * both NaN the reference's NaN is its compiler's choice too (GCC at
@@ -846,8 +833,9 @@ AI void int_y_ef_impl(const float *x, const float *yprev, const float *mprev, un
                       float decay, float *ynew, size_t m, size_t B, uint32_t *bmax, int has_y,
                       int has_m, int nt)
 {
-    const float L = (float)nf_int_levels(kb);
-    const __m256 Lv = _mm256_set1_ps(L), nLv = _mm256_set1_ps(-L), dv = _mm256_set1_ps(decay);
+    const int L = (int)nf_int_levels(kb);
+    const __m256i Li = _mm256_set1_epi32(L), nLi = _mm256_set1_epi32(-L);
+    const __m256 dv = _mm256_set1_ps(decay);
     const __m256i none = _mm256_setzero_si256();
     for (size_t b = 0, j0 = 0; j0 < m; b++, j0 += B) {
         const size_t j1 = m - j0 > B ? j0 + B : m;
@@ -858,11 +846,11 @@ AI void int_y_ef_impl(const float *x, const float *yprev, const float *mprev, un
         __m256i mx0 = _mm256_setzero_si256(), mx1 = _mm256_setzero_si256();
         size_t j = j0;
         for (; j + 16 <= j1; j += 16) {
-            int_y8(x, yprev, ynew, j, none, 1, sv, iv, Lv, nLv, dv, &mx0, has_y, has_m, nt);
-            int_y8(x, yprev, ynew, j + 8, none, 1, sv, iv, Lv, nLv, dv, &mx1, has_y, has_m, nt);
+            int_y8(x, yprev, ynew, j, none, 1, sv, iv, Li, nLi, dv, &mx0, has_y, has_m, nt);
+            int_y8(x, yprev, ynew, j + 8, none, 1, sv, iv, Li, nLi, dv, &mx1, has_y, has_m, nt);
         }
         for (; j < j1; j += 8) /* the buffer's last block: its last 1..15 */
-            int_y8(x, yprev, ynew, j, tail8(j1 - j), 0, sv, iv, Lv, nLv, dv, &mx0, has_y, has_m, nt);
+            int_y8(x, yprev, ynew, j, tail8(j1 - j), 0, sv, iv, Li, nLi, dv, &mx0, has_y, has_m, nt);
         bmax[b] = hmax8(_mm256_max_epi32(mx0, mx1));
     }
     if (nt)
@@ -889,10 +877,12 @@ static void int_y_ef_avx2(const float *x, const float *yprev, const float *mprev
 }
 
 /* The low kb bits of u = q + L of 32 elements from j (left of them in the
- * buffer, all when full) as 32 bytes in element order. q packs to bytes with
- * signed saturation: [-L, L] is kept, and INT_MIN (a NaN) becomes -128,
- * which is INT_MIN modulo 2^kb, so adding L leaves the reference's low bits
- * of (unsigned)(INT_MIN + L). Lanes past the end hold L (their y is 0). */
+ * buffer, all when full) as 32 bytes in element order. The product is
+ * clamped to [-L, L] first (min, then max: the reference's order), then
+ * rounded by vcvtps2dq in the default rounding mode (nearest, ties to
+ * even, which libnfcoll never changes): rounding and clamping commute, L
+ * being an integer, so this is roundevenf's value clamped, for every
+ * finite product. Lanes past the end hold L (their y is 0). */
 AI __m256i int_u32(const float *y, size_t j, size_t left, __m256 iv, __m256 Lv, __m256 nLv,
                    __m256i Lb, int full)
 {
@@ -902,7 +892,8 @@ AI __m256i int_u32(const float *y, size_t j, size_t left, __m256 iv, __m256 Lv, 
         __m256 v = full ? _mm256_loadu_ps(y + j + 8 * g)
                  : left > 8 * g ? _mm256_maskload_ps(y + j + 8 * g, tail8(left - 8 * g))
                                 : _mm256_setzero_ps();
-        q[g] = int_q8(v, iv, Lv, nLv);
+        v = _mm256_max_ps(nLv, _mm256_min_ps(Lv, _mm256_mul_ps(v, iv)));
+        q[g] = _mm256_cvtps_epi32(v);
     }
     /* packs work within 128-bit halves: dwords come out as q0 0-3, q1 0-3,
      * q2 0-3, q3 0-3 | q0 4-7, ...; vpermd puts them in order */
