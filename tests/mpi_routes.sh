@@ -25,6 +25,9 @@ run 2 NFCOLL_SCALE_BLOCK=512 NFCOLL_SIMD=avx2 ./tests/mpi/test_routes -c 7 -c 40
 pol=$srcdir/tests/policy_shim/ef_decay.policy
 run 2 NFCOLL_POLICY=$pol ./tests/mpi/test_routes -p
 nf_tier 3 && run 3 NFCOLL_POLICY=$pol NFCOLL_SCALE_BLOCK=2048 ./tests/mpi/test_routes -p -c 513 -c 4097
+# The integer routes' blocks (32, 1024, 4096) across two one-rank nodes,
+# where the finish streams as the counts arrive, in whole blocks.
+run 2 NFCOLL_RANKS_PER_NODE=1 NFCOLL_POLICY=$pol ./tests/mpi/test_routes -p -c 1048579 -c 300001
 # Each kernel ISA gives the same bits as the reference.
 run 2 NFCOLL_SIMD=scalar ./tests/mpi/test_routes -c 7 -c 513 -c 4099
 run 2 NFCOLL_SIMD=avx2 ./tests/mpi/test_routes -c 7 -c 513 -c 4099

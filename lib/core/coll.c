@@ -406,16 +406,32 @@ static void nf_pack_int(const nf_comm_t *c, const nf_seg_t *g, const float *x, u
                            lines);
 }
 
-/* An integer segment's final pass: s * (the ranks' sum of q) per element,
- * then the residual keeps y and the agreed maxes. */
-static void nf_finish_int(nf_comm_t *c, const nf_call_t *call, const nf_seg_t *g,
-                          const uint64_t *cnt)
+/* Elements an integer segment's part starts on: whole lines and whole
+ * blocks, so that the part's counters and maxes start with it. */
+static size_t nf_int_step(const nf_seg_t *g)
+{
+    return nf_seg_block(g) > NF_LINE_BITS ? nf_seg_block(g) : NF_LINE_BITS;
+}
+
+/* An integer segment's final pass over elements [o0, o1) (o0 a multiple of
+ * nf_int_step): s * (the ranks' sum of q) per element. cnt: the
+ * segment's counters. Each element depends on its own counters and block
+ * max alone, so a segment finished in parts is the segment finished whole. */
+static void nf_finish_int_part(nf_comm_t *c, const nf_call_t *call, const nf_seg_t *g,
+                               const uint64_t *cnt, size_t o0, size_t o1)
 {
     unsigned kb = nf_route_intk(g->route);
-    nf_ctx.k->int_finish(call->r + g->off, cnt, c->k, c->bmf + g->bm0, kb, g->m,
+    nf_ctx.k->int_finish(call->r + g->off + o0, cnt + o0 / NF_LINE_BITS * kb * c->k * NF_LINE_WORDS,
+                         c->k, c->bmf + g->bm0 + o0 / nf_seg_block(g), kb, o1 - o0,
                          nf_seg_block(g), (unsigned)c->size, nf_stream(call));
+}
+
+/* After the last part: the residual keeps y and the agreed maxes. */
+static void nf_finish_int_done(const nf_comm_t *c, const nf_seg_t *g)
+{
     if (g->res != NULL)
-        nf_residual_commit_q(g->res, nf_seg_block(g), kb, c->bmf + g->bm0, nf_seg_blocks(g));
+        nf_residual_commit_q(g->res, nf_seg_block(g), nf_route_intk(g->route),
+                             c->bmf + g->bm0, nf_seg_blocks(g));
 }
 
 /* Health's signal: the residual carried into this call against the call's
@@ -573,8 +589,8 @@ static void nf_finish_ternary(nf_comm_t *c, const nf_call_t *call, nf_seg_t *g,
 
 /* Unpack low-bit segment g (the j-th) whose scale is finite on every rank,
  * from cnt, the counters of line 0; else mark it for the fp32 pass (its
- * residual is as it was). done: a binary segment whose results the
- * streamed finish wrote already (its residual is committed here). */
+ * residual is as it was). done: a binary or integer segment whose results
+ * the streamed finish wrote already (its residual is committed here). */
 static void nf_finish_seg(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh, nf_seg_t *g,
                           unsigned j, const uint64_t *cnt, int done)
 {
@@ -588,7 +604,9 @@ static void nf_finish_seg(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh, n
             nf_finish_binary_part(c, call, g, gc, sh, 0, g->m);
         nf_finish_binary_done(c, g);
     } else if (nf_route_intk(g->route) > 0) {
-        nf_finish_int(c, call, g, gc);
+        if (!done)
+            nf_finish_int_part(c, call, g, gc, 0, g->m);
+        nf_finish_int_done(c, g);
     } else {
         nf_finish_ternary(c, call, g, gc, nf_mean_scale(c, sh->nsc, g->sc0), c->mine[g->sc0],
                           c->gate[j]);
@@ -614,7 +632,8 @@ static int nf_finish_all(nf_comm_t *c, nf_call_t *call, const nf_shape_t *sh,
 
 /* A streamed call's finish (nf_xnode_counts_stream). As each message's
  * lines arrive, the results of binary segments with a Y-form residual (or
- * none) are written up to them, block by block; nothing that outlives a
+ * none) are written up to them, block by block, and those of integer
+ * segments up to their last whole line of every plane and whole block; nothing that outlives a
  * failed call changes before the last message is in (the last call of
  * ready comes only after every message arrived): then the residuals are
  * committed, E-form binary and ternary segments (whose minus lines come
@@ -630,7 +649,7 @@ typedef struct nf_fin {
 
 static int nf_fin_streams(const nf_seg_t *g)
 {
-    return g->route == NF_ROUTE_BINARY && !nf_binary_e(g);
+    return (g->route == NF_ROUTE_BINARY && !nf_binary_e(g)) || nf_route_intk(g->route) > 0;
 }
 
 static void nf_fin_ready(void *arg, size_t lines)
@@ -646,11 +665,23 @@ static void nf_fin_ready(void *arg, size_t lines)
         if (!f->ok)
             continue;
         size_t end = g->line0 + nf_seg_lines(g);
+        const uint64_t *gc = c->cnt + g->line0 * c->k * NF_LINE_WORDS;
         if (lines <= g->line0)
             return;
+        unsigned kb = nf_route_intk(g->route);
+        if (kb > 0) { /* whole lines of every plane, whole blocks */
+            size_t upto = lines >= end ? g->m
+                                       : (lines - g->line0) / kb * NF_LINE_BITS / nf_int_step(g) *
+                                             nf_int_step(g);
+            if (upto > f->done)
+                nf_finish_int_part(c, f->call, g, gc, f->done, upto);
+            f->done = upto > f->done ? upto : f->done;
+            if (f->done < g->m)
+                return;
+            continue;
+        }
         size_t upto = lines >= end ? g->m : (lines - g->line0) * NF_LINE_BITS;
-        nf_finish_binary_part(c, f->call, g, c->cnt + g->line0 * c->k * NF_LINE_WORDS, f->sh,
-                              f->done, upto);
+        nf_finish_binary_part(c, f->call, g, gc, f->sh, f->done, upto);
         f->done = upto;
         if (upto < g->m)
             return;

@@ -162,7 +162,8 @@ enum { PCALLS = 7 };
 
 /* A communicator of that name, or (region != NULL) one buffer in two bound
  * regions, region and region2, each half of it; decay < 0: the setting's;
- * block (region's and binary's scale_block) < 0: the setting's. */
+ * block (region's and binary's scale_block, or an integer route's block) < 0:
+ * the setting's. */
 typedef struct pcase {
     const char *comm;
     nf_route_t route[PCALLS]; /* per call: the policy's calls ranges */
@@ -175,6 +176,9 @@ typedef struct pcase {
 
 #define B NF_ROUTE_BINARY
 #define T NF_ROUTE_TERNARY
+#define I4 NF_ROUTE_INT4
+#define I3 NF_ROUTE_INT3
+#define I2 NF_ROUTE_INT2
 static const pcase_t policy_cases[] = {
     {"nokey", {B, B, B, B, B, B, B}, -1.0f, NULL, NULL, B, 0, -1},
     {"one", {B, B, B, B, B, B, B}, 1.0f, NULL, NULL, B, 0, -1},
@@ -192,9 +196,17 @@ static const pcase_t policy_cases[] = {
     {"bswitch", {T, T, B, B, T, B, B}, 0.5f, NULL, NULL, B, 0, 1024},
     {"bone", {B, B, B, B, B, B, B}, 1.0f, NULL, NULL, B, 0, 512},
     {"bfused", {B, B, B, B, B, B, B}, 0.5f, "rblock", "rter", T, 0.3f, 512},
+    /* the integer routes' block (version 4): below, above and at a line;
+     * across two one-rank nodes their finish streams in whole blocks */
+    {"i4b32", {I4, I4, I4, I4, I4, I4, I4}, -1.0f, NULL, NULL, B, 0, 32},
+    {"i3b4096", {I3, I3, I3, I3, I3, I3, I3}, 0.5f, NULL, NULL, B, 0, 4096},
+    {"i2b1024", {I2, I2, I2, I2, I2, I2, I2}, -1.0f, NULL, NULL, B, 0, 1024},
 };
 #undef B
 #undef T
+#undef I4
+#undef I3
+#undef I2
 #define NPCASES (sizeof(policy_cases) / sizeof(policy_cases[0]))
 
 /* The expected result of part [off, off + pm) of every rank's m inputs. */
@@ -208,6 +220,9 @@ static void ref_part(float *ref, const float *xs, float *es, int n, size_t m, si
         decay = decay_env();
     if (route == NF_ROUTE_BINARY)
         ref_binary_b(ref + off, sub, es, n, pm, decay, block < 0 ? ref_block_env() : (size_t)block);
+    else if (route >= NF_ROUTE_INT4)
+        ref_int(ref + off, sub, es, n, pm, route == NF_ROUTE_INT4 ? 4 : route == NF_ROUTE_INT3 ? 3 : 2,
+                decay, block > 0 ? (size_t)block : REF_INT_BLOCK);
     else
         ref_ternary_d(ref + off, sub, es, n, pm, gamma_env(), decay);
     free(sub);
