@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Nonblocking calls (NF_Iallreduce, MPI_Iallreduce) and the progress thread
 # (docs/design.md, "The progress engine"):
-#  - test_iallreduce same ROUTE: binary, ternary, fp32 and admission with
+#  - test_iallreduce same ROUTE: binary, ternary, int4, fp32 and admission with
 #    bound regions, each call nonblocking bit for bit the blocking one on
 #    1-4 ranks, completed by Waitall, Test polling, Waitany, Waitsome,
 #    Testall, interleaved with blocking calls, or freed (MPI_Request_free;
 #    not admission on one rank, whose calls are MPI's own PMPI_Iallreduce);
 #    the stats show the progress thread ran them (no no-progress fallback)
 #    and count every call on its route;
-#  - one rank per node: the leaders' exchanges on the thread, bit for bit;
+#  - one rank per node (binary, int4, fp32): the leaders' exchanges on the
+#    thread, bit for bit;
 #  - NFCOLL_PROGRESS=off: the same results, each nonblocking call counted
 #    once under the no-progress fallback;
 #  - NFCOLL_PROGRESS_CPU pins the thread, or warns once when it cannot;
@@ -31,7 +32,7 @@ prog=./tests/mpi/test_iallreduce
 
 for np in 1 2 3 4; do
   nf_tier $np || continue
-  for r in binary ternary fp32 policy; do
+  for r in binary ternary int4 fp32 policy; do
     pol=; [ $r = policy ] && pol=NFCOLL_POLICY=$srcdir/tests/policy_shim/regions.policy
     js=$tmp/s.$r.$np.json; rm -f "$js"
     out "$tmp/o" $np $pol NFCOLL_STATS=$js $prog same $r
@@ -39,7 +40,7 @@ for np in 1 2 3 4; do
     np_=$(fallback "$js" no-progress); f=$(field "$js" fp32 calls)
     # per rank: 64 calls on X and Y, and 16 fp32 fences; admission: binary and ternary used
     case $r in
-      binary|ternary) got=$(field "$js" $r calls); want=$((64 * np)) ;;
+      binary|ternary|int4) got=$(field "$js" $r calls); want=$((64 * np)) ;;
       fp32) got=$f; want=$((80 * np)) ;;
       policy) b=$(field "$js" binary calls); t=$(field "$js" ternary calls)
               got=$([ "${b:-0}" -gt 0 ] && [ "${t:-0}" -gt 0 ] && echo used); want=used
@@ -66,7 +67,7 @@ done
 # leaders' exchanges on the thread, bit for bit the blocking calls.
 for np in 2 3; do
   nf_tier $np || continue
-  for r in binary fp32; do
+  for r in binary int4 fp32; do
     out "$tmp/o" $np NFCOLL_RANKS_PER_NODE=1 $prog same $r
     nb=$(sed -n 's/^nonblocking calls: //p' "$tmp/o" | head -1)
     if [ "$nb" = 30 ] && ! grep -q FAIL "$tmp/o"; then

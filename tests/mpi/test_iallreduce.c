@@ -3,7 +3,7 @@
  * NF_Iallreduce against the blocking NF_Allreduce (tests/mpi_iallreduce.sh).
  * Relinked with libnfcoll.
  *
- *   test_iallreduce same ROUTE    ROUTE binary, ternary, fp32 (forced) or
+ *   test_iallreduce same ROUTE    ROUTE binary, ternary, int4, fp32 (forced) or
  *                                 policy (admission, with bound regions:
  *                                 run under tests/policy_shim/regions.policy)
  *     The same steps on two duplicates of MPI_COMM_WORLD: on X every call

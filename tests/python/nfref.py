@@ -114,3 +114,29 @@ class Tap:
 
     def exit(self):
         raise SystemExit(1 if self.failed else 0)
+
+
+def intk(xs, es=None, kb=4, block=128):
+    """The integer routes (NF_Allreduce(3)): per block of `block` elements
+    the max |y| over ranks M, s = M / L and inv = L / M in float32 (0 and 0
+    when M < 2^-120), q = clip(rint(y * inv), -L, L) per rank (rint: ties to
+    even), r = float32(double(s) * sum q); es becomes y - s * q."""
+    n, m = xs.shape
+    L = np.float32(2 ** (kb - 1) - 1)
+    ys = xs + es if es is not None else xs.copy()
+    r = np.empty(m, dtype=np.float32)
+    for o in range(0, m, block):
+        y = ys[:, o:o + block]
+        M = np.float32(np.abs(y).max())
+        s = inv = np.float32(0.0)
+        if M >= np.float32(2.0 ** -120):
+            s, inv = np.float32(M / L), np.float32(L / M)
+        q = np.clip(np.rint((y * inv).astype(np.float32)), -L, L).astype(np.float32)
+        r[o:o + block] = (np.float64(s) * q.sum(axis=0, dtype=np.float64)).astype(np.float32)
+        if es is not None:
+            es[:, o:o + block] = y - (s * q).astype(np.float32)
+    return r
+
+
+def int4(xs, es=None):
+    return intk(xs, es, 4)

@@ -68,7 +68,8 @@ def test_routes():
     for route, ref, sizes in (("fp32", "fp32", (1, 7, 130, 4099, 70001)),
                               ("pmpi", "fp32", (3, 515)),
                               ("binary", nfref.binary, (1, 17, 513, 4101, 70003)),
-                              ("ternary", nfref.ternary, (2, 19, 514, 4102, 70005))):
+                              ("ternary", nfref.ternary, (2, 19, 514, 4102, 70005)),
+                              ("int4", nfref.int4, (1, 33, 515, 4103, 70007))):
         for m in sizes:
             seed = zlib.crc32(("%s %d" % (route, m)).encode())
             xs = nfref.inputs(n, m, seed)
