@@ -42,6 +42,15 @@ out "$tmp/ob" 2 NFCOLL_POLICY=$pol NFCOLL_SCALE_BLOCK=512 ./tests/mpi/test_healt
 got=$(sed -n 's/^routes //p' "$tmp/ob")
 [ "$got" = "$want" ] && echo "ok - scale_block 512: routes per step $got" ||
   { echo "FAIL - scale_block 512: routes per step $got, want $want"; nf_failed=1; }
+# The same on int4 (policy version 4): health watches the integer routes'
+# Q-form residual (its ef ratio rebuilt from y and the block maxes) and
+# sends the segment to fp32 and back at the same steps.
+sed -e 's/^version = 1$/version = 4/' -e 's/^route = binary$/route = int4/' "$pol" > "$tmp/int4.policy"
+out "$tmp/oi" 2 NFCOLL_POLICY=$tmp/int4.policy NFCOLL_STATS=$tmp/si.json ./tests/mpi/test_health
+got=$(sed -n 's/^routes //p' "$tmp/oi")
+calls=$(python3 -c "import json; print(json.load(open('$tmp/si.json'))['routes']['int4']['calls'])")
+[ "$got" = "$want" ] && [ "${calls:-0}" -gt 0 ] && echo "ok - int4: routes per step $got ($calls int4 calls)" ||
+  { echo "FAIL - int4: routes per step $got, want $want ('$calls' int4 calls)"; nf_failed=1; }
 # Losses below zero or changing sign: a constant -2.0 and +-0.1 in turn
 # engage no cool-down; a jump from -2.0 to +5.0 at step 20 does. A mean loss
 # that overflows to +Inf (step 10) is a spike and leaves the window able to

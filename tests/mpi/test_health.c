@@ -10,7 +10,8 @@
  *   soon after doubles the cool-down to 6;
  *   every rank reports a loss each step; a spike (x10) cools down again;
  *   a gradient that drops 1e6-fold against its residual: ef_growth.
- * Prints one letter per step (b binary, f fp32) on rank 0 for the script.
+ * Prints one letter per step (b a low-bit route, f fp32) on rank 0 for the
+ * script.
  * Losses that are negative or change sign (no NaN, no ef_growth):
  *   --negative: -2.0 every step, +5.0 at step 20 (a spike: 3 steps fp32);
  *   --alternating: +0.1 and -0.1 in turn: never a spike.
@@ -57,12 +58,18 @@ enum { M = 4096, STEPS = 40 };
 
 static char step_route(void)
 {
-    static uint64_t fp32_seen, bin_seen;
+    static const nf_route_t low[] = {NF_ROUTE_BINARY, NF_ROUTE_TERNARY, NF_ROUTE_INT4,
+                                     NF_ROUTE_INT3, NF_ROUTE_INT2};
+    static uint64_t fp32_seen, low_seen;
     nf_route_stats_t f, b;
+    uint64_t lowc = 0;
     nf_stats_get(NF_ROUTE_FP32, &f);
-    nf_stats_get(NF_ROUTE_BINARY, &b);
-    char r = f.calls > fp32_seen ? 'f' : b.calls > bin_seen ? 'b' : '?';
-    fp32_seen = f.calls, bin_seen = b.calls;
+    for (size_t i = 0; i < sizeof(low) / sizeof(low[0]); i++) {
+        nf_stats_get(low[i], &b);
+        lowc += b.calls;
+    }
+    char r = f.calls > fp32_seen ? 'f' : lowc > low_seen ? 'b' : '?';
+    fp32_seen = f.calls, low_seen = lowc;
     return r;
 }
 
