@@ -14,7 +14,9 @@
  *   verdict): different counts are MPI_ERR_COUNT everywhere, different
  *   layouts run the whole call fp32
  *   small or inline call: every rank reduces all the copies itself. Done.
- *   otherwise -> grow the segment if needed (agreed) -> scales (one node:
+ *   otherwise -> grow the segment if needed (agreed) -> (integer
+ *   segments: pass 1, then the block maxes' allreduce, then their pack:
+ *   an integer call is never small or inline) -> scales (one node:
  *   read from the slots; several: PMPI_Allgather, or with one rank per
  *   node at the end of the count exchange) -> each local rank counts its
  *   share of lines -> node barrier (+ leaders merge node counts across
