@@ -18,15 +18,15 @@ Per run, from the stats' "admission" record and the rank-0 trace (NFCOLL_TRACE):
   - the share of the gradient bytes that ran fp32, overall and between the
     injection and the last re-entry;
   - the step of the first cool-down and its signal, the step of the last
-    re-entry, and the share of the bytes on binary or ternary after it;
+    re-entry, and the share of the bytes on a low-bit route after it;
   - the final test accuracy.
 
 --check asserts (tests/python_train.sh, make check-full): the healthy run
 holds under --healthy-max % (1, issue 26's bound) of the bytes on fp32;
 each injected run starts a cool-down within --within steps of the
 injection's first step, names its signal, and re-enters low-bit
-afterwards with at least 90 % of the bytes after the last re-entry on
-binary or ternary.
+afterwards with at least 90 % of the bytes after the last re-entry on a
+low-bit route (binary, ternary, int4, int3, int2).
 
     bench/train/inject.py --build build --src . --python /usr/bin/python3 \\
         --epochs 2 --train-subset 12000 --check
@@ -41,6 +41,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare import (CALIBRATION, HERE, TRAIN_SETTINGS, Checks, Runner, calibrate,  # noqa: E402
                      runner_args)
+
+LOWBIT = ("binary", "ternary", "int4", "int3", "int2")  # nf_route_lowbit
 
 CONFIGS = {  # --config: (policy, calibrated, the lr injection's default)
     "auto-health": ("auto-health.policy", True, "lr50:60:1"),
@@ -91,7 +93,7 @@ def summarize(name, r, s, recs, inject):
            "reentry_step": step_of(max(backs), r["step_calls"]) if backs else None}
     if backs:
         after = [(b, ran) for c, _, b, ran, _ in recs if c >= max(backs)]
-        low = sum(b for b, ran in after if ran in ("binary", "ternary"))
+        low = sum(b for b, ran in after if ran in LOWBIT)
         out["lowbit_pct_after"] = 100.0 * low / (sum(b for b, _ in after) or 1)
     if firsts:
         span = [(b, ran) for c, _, b, ran, _ in recs if min(firsts) < c < (max(backs) if backs
@@ -132,8 +134,8 @@ def check(runs, a):
            "%s (%s): a cool-down starts at step %s, within %d steps of %d, signal %s"
            % (name, e["inject"], e["cooldown_step"], a.within, at, e["signal"]))
         ok(e["reentry_step"] is not None and e.get("lowbit_pct_after", 0) >= 90.0,
-           "%s: low-bit re-enters (step %s), %s %% of the bytes after it on binary or "
-           "ternary (at least 90)" % (name, e["reentry_step"],
+           "%s: low-bit re-enters (step %s), %s %% of the bytes after it on a low-bit "
+           "route (at least 90)" % (name, e["reentry_step"],
                                      "-" if e.get("lowbit_pct_after") is None
                                      else "%.2f" % e["lowbit_pct_after"]))
     return t.failed
