@@ -89,14 +89,14 @@ static inline void nf_int_scale(float M, unsigned kb, float *s, float *inv)
     *s = M / L, *inv = L / M;
 }
 
-/** q = clamp(round-half-even(y * inv), -L, L): the float product (in the
- * default rounding mode, which libnfcoll never changes) rounded to an
- * integer, ties to even whatever the mode (roundevenf). y and inv are
- * finite: the library packs and rebuilds only blocks whose agreed max is
- * finite. */
+/** q = clamp(round-half-even(y * inv), -L, L): the float product rounded
+ * to an integer, ties to even, both in the default rounding mode (round to
+ * nearest, ties to even), which libnfcoll never changes; the SIMD versions
+ * round in the same mode (vcvtps2dq). y and inv are finite: the library
+ * packs and rebuilds only blocks whose agreed max is finite. */
 static inline int nf_int_q(float y, float inv, unsigned kb)
 {
-    float t = __builtin_roundevenf(y * inv), L = (float)nf_int_levels(kb);
+    float t = __builtin_nearbyintf(y * inv), L = (float)nf_int_levels(kb);
     t = t > L ? L : t < -L ? -L : t;
     return (int)t;
 }
